@@ -1,0 +1,423 @@
+"""The reader interface: one subclass of :class:`Reader` per legacy source family.
+
+A reader declares what it claims (``patterns``), what its input must look
+like (``schema_name``: a JSON Schema under ``legacy_readers/schemas``), which
+tables it writes (``target_tables``) and what happens to the file
+(``action``). It implements two steps:
+
+* :meth:`Reader.inspect` (plan, read-only): count records and notice
+  problems cheaply; raise :class:`SourceError` for an unreadable source.
+* :meth:`Reader.write` (apply): parse, validate, transform and write rows
+  through the :class:`ImportContext`; return what was written so the apply
+  loop can validate the rows after commit.
+
+The apply loop owns transactions, receipts and retirement: a reader never
+commits, never writes another family's tables and never touches a file it
+does not claim.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import math
+import re
+import sqlite3
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path, PurePosixPath
+from typing import Any, BinaryIO, ClassVar
+
+import json5
+import jsonschema
+
+from statekit.db import table_columns
+from statekit.errors import SchemaError, SourceError
+from statekit.layout import DEFAULT_AGENT_ID, is_valid_agent_id, normalize_agent_id
+
+ACTIONS = ("import", "import+archive", "drop", "deferred", "retain")
+
+
+@dataclass(frozen=True)
+class Source:
+    """One legacy file: where it is and which agent owns it."""
+
+    state_dir: Path
+    rel: str  # POSIX path relative to the state dir
+    agent_id: str | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.state_dir.joinpath(*PurePosixPath(self.rel).parts)
+
+
+@dataclass
+class Inspection:
+    """What the plan learns about a source without writing anything."""
+
+    record_count: int
+    warnings: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class WriteResult:
+    """What a reader wrote: ``expected`` maps ``db.table`` to (where-clause, params, row count) for validation."""
+
+    records: int
+    expected: list[tuple[str, str, str, tuple[Any, ...], int]] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
+
+    def expect(self, db: str, table: str, where: str, params: Sequence[Any], count: int) -> None:
+        """Record that after commit ``SELECT count(*) FROM table WHERE where`` must be >= count."""
+        self.expected.append((db, table, where, tuple(params), count))
+
+
+class ImportContext:
+    """The open transaction(s) a reader writes through.
+
+    ``global_db`` is already inside ``BEGIN IMMEDIATE``. ``agent_db(id)``
+    opens (creating if needed) that agent's database and begins a
+    transaction on it lazily. The apply loop commits or rolls back.
+    """
+
+    def __init__(
+        self,
+        state_dir: Path,
+        run_id: str,
+        now_ms: int,
+        global_db: sqlite3.Connection,
+        agent_db_factory: Callable[[str], sqlite3.Connection],
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.state_dir = state_dir
+        self.run_id = run_id
+        self.now_ms = now_ms
+        self.global_db = global_db
+        self._agent_db_factory = agent_db_factory
+        self.config = config or {}
+        self.touched_agents: dict[str, sqlite3.Connection] = {}
+
+    def agent_db(self, agent_id: str) -> sqlite3.Connection:
+        conn = self.touched_agents.get(agent_id)
+        if conn is None:
+            conn = self._agent_db_factory(agent_id)
+            conn.execute("BEGIN IMMEDIATE")
+            self.touched_agents[agent_id] = conn
+        return conn
+
+    def db(self, name: str, agent_id: str | None = None) -> sqlite3.Connection:
+        if name == "global":
+            return self.global_db
+        if agent_id is None:
+            raise ValueError("agent_id is required for the agent database")
+        return self.agent_db(agent_id)
+
+
+# --- SQL helpers -----------------------------------------------------------
+
+_columns_cache: dict[tuple[int, str], set[str]] = {}
+
+
+def require_columns(conn: sqlite3.Connection, table: str, columns: Iterable[str]) -> None:
+    """Refuse to write into an existing table that lacks a column statekit needs."""
+    key = (id(conn), table)
+    have = _columns_cache.get(key)
+    if have is None:
+        have = set(table_columns(conn, table))
+        _columns_cache[key] = have
+    if not have:
+        raise SchemaError(f"table {table} does not exist")
+    missing = [c for c in columns if c not in have]
+    if missing:
+        raise SchemaError(
+            f"existing table {table} lacks column(s) {', '.join(missing)} that statekit writes; it was left unaltered"
+        )
+
+
+def forget_columns(conn: sqlite3.Connection) -> None:
+    for key in [k for k in _columns_cache if k[0] == id(conn)]:
+        del _columns_cache[key]
+
+
+def upsert(
+    conn: sqlite3.Connection,
+    table: str,
+    row: Mapping[str, Any],
+    key: Sequence[str],
+    *,
+    update: bool | Sequence[str] = True,
+    where: str | None = None,
+) -> None:
+    """INSERT ... ON CONFLICT(key) DO UPDATE (never REPLACE: a REPLACE would cascade-delete children).
+
+    ``update=False`` keeps an existing row; a sequence names the columns to
+    update; ``where`` guards the update (for "newer wins" merges), written
+    against ``excluded`` and the table's current row.
+    """
+    columns = list(row)
+    require_columns(conn, table, columns)
+    placeholders = ", ".join("?" for _ in columns)
+    sql = f'INSERT INTO "{table}" ({", ".join(columns)}) VALUES ({placeholders})'
+    if update is False:
+        sql += f" ON CONFLICT({', '.join(key)}) DO NOTHING"
+    else:
+        names = [c for c in (columns if update is True else update) if c not in key]
+        if names:
+            sets = ", ".join(f"{c} = excluded.{c}" for c in names)
+            sql += f" ON CONFLICT({', '.join(key)}) DO UPDATE SET {sets}"
+            if where:
+                sql += f" WHERE {where}"
+        else:
+            sql += f" ON CONFLICT({', '.join(key)}) DO NOTHING"
+    conn.execute(sql, [row[c] for c in columns])
+
+
+def insert_many(conn: sqlite3.Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
+    require_columns(conn, table, columns)
+    placeholders = ", ".join("?" for _ in columns)
+    cursor = conn.executemany(f'INSERT INTO "{table}" ({", ".join(columns)}) VALUES ({placeholders})', rows)
+    return cursor.rowcount
+
+
+# --- input helpers ---------------------------------------------------------
+
+
+@lru_cache(maxsize=None)
+def load_schema(name: str) -> dict[str, Any]:
+    text = resources.files(__package__).joinpath("schemas", f"{name}.schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+@lru_cache(maxsize=None)
+def _validator(name: str) -> jsonschema.protocols.Validator:
+    schema = load_schema(name)
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def describe_validation_error(error: jsonschema.ValidationError) -> str:
+    """A one-line description that never echoes the offending value (it may be a secret)."""
+    v = error.validator
+    vv = error.validator_value
+    if v == "type":
+        expected = vv if isinstance(vv, str) else " or ".join(vv)
+        return f"expected {expected}, found {json_type(error.instance)}"
+    if v == "required":
+        missing = [name for name in vv if isinstance(error.instance, dict) and name not in error.instance]
+        return f"missing required property {', '.join(repr(m) for m in missing) or vv!r}"
+    if v == "enum":
+        return f"must be one of {', '.join(json.dumps(x) for x in vv)}"
+    if v == "const":
+        return f"must be {json.dumps(vv)}"
+    if v in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        return f"must satisfy {v} {vv}"
+    if v in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
+        return f"violates {v} {vv}"
+    if v == "pattern":
+        return f"does not match pattern {vv}"
+    if v == "additionalProperties":
+        return "has properties that are not allowed"
+    if v in ("anyOf", "oneOf"):
+        return f"matches none of the allowed shapes ({v})"
+    return f"fails {v}"
+
+
+def json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def validate(document: Any, schema_name: str, rel: str, *, line: int | None = None) -> None:
+    """Validate against a reader schema; raise SourceError with the first error's JSON path."""
+    errors = sorted(_validator(schema_name).iter_errors(document), key=lambda e: (list(map(str, e.absolute_path)), e.validator))
+    if errors:
+        first = errors[0]
+        raise SourceError(rel, describe_validation_error(first), line=line, json_path=first.json_path)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name}")
+
+
+def parse_json_line(raw: bytes, rel: str, line: int) -> Any:
+    """Strict JSON for one JSONL line (no NaN/Infinity); errors name file and line."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(rel, f"invalid UTF-8 at byte {exc.start}", line=line) from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) or "nesting too deep"
+        raise SourceError(rel, f"invalid JSON: {message}", line=line) from None
+
+
+def decode_utf8(data: bytes, rel: str) -> str:
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise SourceError(rel, f"invalid UTF-8 at byte {exc.start}", line=line) from None
+
+
+def parse_json5_document(data: bytes, rel: str) -> Any:
+    """JSON5 (comments, trailing commas, unquoted keys) as old OpenClaw read it."""
+    text = decode_utf8(data, rel)
+    if not text.strip():
+        raise SourceError(rel, "file is empty")
+    try:
+        # Writers emitted plain JSON: the C parser is ~100x faster than json5.
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        pass
+    try:
+        return json5.loads(text, allow_duplicate_keys=True)
+    except RecursionError:
+        raise SourceError(rel, "invalid JSON5: nesting too deep") from None
+    except ValueError as exc:
+        message = str(exc).splitlines()[0] if str(exc) else "invalid JSON5"
+        line_match = re.search(r"<string>:(\d+)", message)
+        line = int(line_match.group(1)) if line_match else None
+        message = re.sub(r"^<string>:\d+(?::\d+)?\s*", "", message)
+        raise SourceError(rel, f"invalid JSON5: {message}", line=line) from None
+
+
+def parse_json_document(data: bytes, rel: str) -> Any:
+    """Strict JSON document (writers emitted plain JSON); NaN/Infinity rejected."""
+    text = decode_utf8(data, rel)
+    if not text.strip():
+        raise SourceError(rel, "file is empty")
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise SourceError(rel, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+    except (ValueError, RecursionError) as exc:
+        raise SourceError(rel, f"invalid JSON: {exc or 'nesting too deep'}") from None
+
+
+def finite_number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def as_int(value: Any) -> int | None:
+    number = finite_number(value)
+    return None if number is None else int(number)
+
+
+def compact_json(value: Any) -> str:
+    """JSON text as JavaScript's JSON.stringify writes it (no spaces, non-ASCII kept)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def fingerprint(value: str) -> str:
+    """A short, non-reversible fingerprint for receipts (never the secret itself)."""
+    return "sha256:" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
+
+
+def agent_id_from_rel(rel: str) -> str | None:
+    """``agents/<id>/...`` -> normalised id; flat ``sessions/`` -> the default agent; else None."""
+    parts = PurePosixPath(rel).parts
+    if len(parts) >= 3 and parts[0] == "agents":
+        agent = normalize_agent_id(parts[1])
+        return agent if is_valid_agent_id(agent) else None
+    if parts and parts[0] in ("sessions", "agent"):
+        return DEFAULT_AGENT_ID
+    return None
+
+
+def match_patterns(rel: str, patterns: Sequence[str]) -> bool:
+    """Glob match where ``*`` stays inside one path segment and ``**`` spans segments."""
+    return any(_compile_pattern(p).match(rel) for p in patterns)
+
+
+@lru_cache(maxsize=None)
+def _compile_pattern(pattern: str) -> re.Pattern[str]:
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("^" + "".join(out) + "$")
+
+
+class Reader:
+    """Base class for one legacy source family. Subclasses set the ClassVars and override the steps."""
+
+    kind: ClassVar[str]
+    family: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    patterns: ClassVar[tuple[str, ...]] = ()
+    exclude: ClassVar[tuple[str, ...]] = ()
+    schema_name: ClassVar[str | None] = None
+    target_tables: ClassVar[tuple[str, ...]] = ()
+    action: ClassVar[str] = "import"
+    reason: ClassVar[str | None] = None  # why a drop/deferred/retain source is not imported
+    order: ClassVar[int] = 100  # plan order; smaller first
+
+    def claims(self, rel: str) -> bool:
+        return match_patterns(rel, self.patterns) and not match_patterns(rel, self.exclude)
+
+    def agent_for(self, rel: str) -> str | None:
+        return agent_id_from_rel(rel)
+
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        """Plan step: count records; raise SourceError when unreadable. Must not write anything."""
+        raise NotImplementedError
+
+    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
+        """Apply step: parse, validate, transform and write rows through ``ctx``."""
+        raise NotImplementedError
+
+    @classmethod
+    def schema(cls) -> dict[str, Any] | None:
+        return load_schema(cls.schema_name) if cls.schema_name else None
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "family": self.family,
+            "description": self.description,
+            "patterns": list(self.patterns),
+            "target_tables": list(self.target_tables),
+            "action": self.action,
+            "reason": self.reason,
+            "schema": self.schema_name,
+        }

@@ -1,0 +1,135 @@
+"""Small filesystem helpers: streaming hashes, private modes, atomic writes, fsync."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+CHUNK = 1 << 20
+PRIVATE_FILE_MODE = 0o600
+PRIVATE_DIR_MODE = 0o700
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def mtime_ms(st: os.stat_result) -> int:
+    return st.st_mtime_ns // 1_000_000
+
+
+def chmod_best_effort(path: Path, mode: int, warnings: list[str] | None = None) -> None:
+    """chmod, tolerating filesystems that refuse it (NFS, SMB, some Docker volumes)."""
+    try:
+        os.chmod(path, mode)
+    except OSError as exc:
+        if warnings is not None:
+            warnings.append(f"{path}: could not set mode {mode:o}: {exc.strerror}")
+
+
+def ensure_private_dir(path: Path, warnings: list[str] | None = None) -> Path:
+    """Create ``path`` (and parents) with mode 0700 for every directory created."""
+    missing: list[Path] = []
+    current = path
+    while not current.exists():
+        missing.append(current)
+        current = current.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=PRIVATE_DIR_MODE)
+        except FileExistsError:
+            pass
+        chmod_best_effort(directory, PRIVATE_DIR_MODE, warnings)
+    return path
+
+
+def fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes, mode: int = PRIVATE_FILE_MODE) -> None:
+    """Write ``data`` to ``path`` through a temp file, fsync and rename."""
+    tmp = path.with_name(f".{path.name}.statekit-tmp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def file_kind_problem(path: Path, st: os.stat_result | None = None) -> str | None:
+    """Why ``path`` is not a plain regular file we may read, or None when it is."""
+    try:
+        st = st or os.lstat(path)
+    except OSError as exc:
+        return f"cannot stat: {exc.strerror}"
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link, expected a regular file"
+    if stat.S_ISFIFO(st.st_mode):
+        return "is a FIFO, expected a regular file"
+    if stat.S_ISSOCK(st.st_mode):
+        return "is a socket, expected a regular file"
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+        return "is a device, expected a regular file"
+    if stat.S_ISDIR(st.st_mode):
+        return "is a directory, expected a regular file"
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    return None
+
+
+def open_regular_file(path: Path):
+    """Open ``path`` for binary reading, refusing symlinks, FIFOs and devices without blocking."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        problem = file_kind_problem(path, st)
+        if problem:
+            raise OSError(0, problem)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def iter_lines(handle) -> Iterator[bytes]:
+    """Yield lines without their trailing ``\n`` (a CR is kept) from a binary handle, one at a time."""
+    for line in handle:
+        yield line[:-1] if line.endswith(b"\n") else line

@@ -1,0 +1,156 @@
+"""Run locks (kernel ``flock``: released when the process dies) and gateway detection."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from statekit.errors import BusyError
+from statekit.fsutil import PRIVATE_FILE_MODE, ensure_private_dir
+
+
+@contextmanager
+def exclusive_lock(path: Path, what: str) -> Iterator[Path]:
+    """Hold an exclusive, non-blocking ``flock`` on ``path`` (created 0600) or raise BusyError.
+
+    The lock file stays on disk; the kernel drops the lock when the holder
+    exits, even on SIGKILL, so a crashed run never blocks the next one.
+    """
+    ensure_private_dir(path.parent)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                holder = _read_holder(fd)
+                raise BusyError(f"{what} is busy: another statekit run holds {path}{holder}") from None
+            raise
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps({"pid": os.getpid()}).encode())
+        yield path
+    finally:
+        os.close(fd)
+
+
+def _read_holder(fd: int) -> str:
+    try:
+        data = os.pread(fd, 256, 0)
+        pid = json.loads(data or b"{}").get("pid")
+        return f" (pid {pid})" if pid else ""
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
+def is_locked(path: Path) -> bool:
+    """True when another process holds the flock on ``path`` (never creates the file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0 or pid == os.getpid():
+        return pid == os.getpid()
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _lock_pid(path: Path) -> int | None:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    try:
+        data = json.loads(text)
+        pid = data.get("pid") if isinstance(data, dict) else data
+    except ValueError:
+        pid = text.split()[0] if text else None
+    try:
+        return int(pid) if pid is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _gateway_lock_files(state_dir: Path) -> list[Path]:
+    candidates = list(state_dir.glob("gateway.*.lock")) + list(state_dir.glob("gateway.lock"))
+    tmp_root = Path(tempfile.gettempdir()) / f"openclaw-{os.getuid()}" if hasattr(os, "getuid") else None
+    if tmp_root and tmp_root.is_dir():
+        candidates += list(tmp_root.glob("gateway.*.lock"))
+    return candidates
+
+
+def _lock_mentions(path: Path, state_dir: Path) -> bool:
+    if path.parent == state_dir:
+        return True
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return str(state_dir) in text
+
+
+def running_gateway(state_dir: Path) -> str | None:
+    """Describe a live OpenClaw gateway using ``state_dir``, or None.
+
+    Looks for gateway lock files (in the state dir, and OpenClaw's
+    ``$TMPDIR/openclaw-<uid>/gateway.*.lock`` naming this state dir) whose
+    recorded pid is alive, and for processes whose command line runs an
+    OpenClaw gateway with this state dir in their environment.
+    """
+    for lock in _gateway_lock_files(state_dir):
+        pid = _lock_pid(lock)
+        if pid is not None and _pid_alive(pid) and _lock_mentions(lock, state_dir):
+            return f"gateway pid {pid} (lock {lock})"
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    target = str(state_dir)
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        lowered = cmdline.lower()
+        if "gateway" not in lowered or not any(n in lowered for n in ("openclaw", "clawdbot", "moltbot")):
+            continue
+        if "statekit" in lowered:
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            environ = []
+        env = dict(item.decode("utf-8", "replace").split("=", 1) for item in environ if b"=" in item)
+        state = env.get("OPENCLAW_STATE_DIR") or env.get("CLAWDBOT_STATE_DIR")
+        if state is None and env.get("HOME"):
+            state = str(Path(env["HOME"]) / ".openclaw")
+        if state and os.path.realpath(state) == os.path.realpath(target):
+            return f"gateway pid {entry.name} ({cmdline.strip()[:80]})"
+    return None
+
+
+def refuse_if_gateway_running(state_dir: Path) -> None:
+    found = running_gateway(state_dir)
+    if found:
+        raise BusyError(f"{state_dir}: an OpenClaw gateway is running on this state dir ({found}); stop it first")

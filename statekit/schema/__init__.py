@@ -1,0 +1,157 @@
+"""Create and check the two database levels (docs/target-schema.md).
+
+Existing databases are opened, never rewritten: a table that already exists
+(OpenClaw 2026.6.x-2026.7.x wrote many) is left exactly as it is; only the
+tables statekit needs and that are missing are created, together with their
+indexes. A database whose ``user_version`` is newer than ours is refused.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from statekit import __version__
+from statekit.db import open_rw, table_columns, table_names
+from statekit.errors import SchemaError
+from statekit.layout import agent_db_path, global_db_path
+
+SCHEMA_VERSION = 1
+ROLE_GLOBAL = "global"
+ROLE_AGENT = "agent"
+
+_TABLE_RE = re.compile(r"CREATE TABLE IF NOT EXISTS (\w+)", re.I)
+_INDEX_RE = re.compile(r"CREATE (?:UNIQUE )?INDEX IF NOT EXISTS \w+\s+ON (\w+)", re.I)
+
+
+@dataclass(frozen=True)
+class Statement:
+    sql: str
+    table: str
+    is_table: bool
+
+
+@dataclass
+class SchemaReport:
+    path: Path
+    role: str
+    created: bool  # the file was new
+    created_tables: list[str] = field(default_factory=list)
+    existing_tables: list[str] = field(default_factory=list)
+
+
+def _statements(role: str) -> list[Statement]:
+    text = resources.files(__package__).joinpath(f"{role}.sql").read_text(encoding="utf-8")
+    text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
+    result: list[Statement] = []
+    for chunk in text.split(";"):
+        sql = chunk.strip()
+        if not sql:
+            continue
+        table = _TABLE_RE.search(sql)
+        if table:
+            result.append(Statement(sql, table.group(1), True))
+            continue
+        index = _INDEX_RE.search(sql)
+        if not index:
+            raise AssertionError(f"unrecognised schema statement: {sql[:60]}")
+        result.append(Statement(sql, index.group(1), False))
+    return result
+
+
+def declared_tables(role: str) -> list[str]:
+    return [s.table for s in _statements(role) if s.is_table]
+
+
+def check_version(conn: sqlite3.Connection, path: Path) -> int:
+    """Return the database's user_version; refuse one that is newer or foreign."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise SchemaError(
+            f"{path}: database schema version {version} is newer than statekit supports ({SCHEMA_VERSION}); "
+            "it was left untouched (use a newer statekit or OpenClaw's own doctor)"
+        )
+    if version == 0 and table_names(conn) - {"sqlite_sequence"}:
+        raise SchemaError(f"{path}: database has tables but no schema version (user_version 0); not an OpenClaw database, left untouched")
+    return version
+
+
+def ensure_schema(conn: sqlite3.Connection, path: Path, role: str, agent_id: str | None, now_ms: int | None = None) -> SchemaReport:
+    """Create missing tables (and their indexes) and the ``schema_meta`` row, in one transaction."""
+    version = check_version(conn, path)
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    report = SchemaReport(path=path, role=role, created=version == 0)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        existing = table_names(conn)
+        created_now: set[str] = set()
+        for statement in _statements(role):
+            if statement.is_table:
+                if statement.table in existing:
+                    report.existing_tables.append(statement.table)
+                    continue
+                conn.execute(statement.sql)
+                created_now.add(statement.table)
+                report.created_tables.append(statement.table)
+            elif statement.table in created_now:
+                conn.execute(statement.sql)
+        if version == 0:
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        meta_columns = set(table_columns(conn, "schema_meta"))
+        needed = {"meta_key", "role", "schema_version", "agent_id", "app_version", "created_at", "updated_at"}
+        if not needed <= meta_columns:
+            raise SchemaError(f"{path}: existing schema_meta table lacks columns {sorted(needed - meta_columns)}; left untouched")
+        conn.execute(
+            "INSERT OR IGNORE INTO schema_meta(meta_key, role, schema_version, agent_id, app_version, created_at, updated_at)"
+            " VALUES ('primary', ?, ?, ?, ?, ?, ?)",
+            (role, SCHEMA_VERSION, agent_id, f"statekit {__version__}", now_ms, now_ms),
+        )
+        row = conn.execute("SELECT role, agent_id FROM schema_meta WHERE meta_key = 'primary'").fetchone()
+        if row[0] != role or (role == ROLE_AGENT and row[1] not in (None, agent_id)):
+            raise SchemaError(f"{path}: schema_meta says role {row[0]!r} agent {row[1]!r}, expected {role!r} {agent_id!r}; left untouched")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return report
+
+
+def open_global(state_dir: Path, warnings: list[str] | None = None) -> tuple[sqlite3.Connection, SchemaReport]:
+    path = global_db_path(state_dir)
+    conn = open_rw(path, warnings)
+    try:
+        report = ensure_schema(conn, path, ROLE_GLOBAL, None)
+    except BaseException:
+        conn.close()
+        raise
+    return conn, report
+
+
+def open_agent(
+    state_dir: Path, agent_id: str, global_conn: sqlite3.Connection | None, warnings: list[str] | None = None
+) -> tuple[sqlite3.Connection, SchemaReport]:
+    """Open or create an agent database and register it in ``agent_databases``."""
+    path = agent_db_path(state_dir, agent_id)
+    conn = open_rw(path, warnings)
+    try:
+        report = ensure_schema(conn, path, ROLE_AGENT, agent_id)
+    except BaseException:
+        conn.close()
+        raise
+    if global_conn is not None:
+        register_agent_database(global_conn, agent_id, path)
+    return conn, report
+
+
+def register_agent_database(global_conn: sqlite3.Connection, agent_id: str, path: Path, now_ms: int | None = None) -> None:
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    size = path.stat().st_size if path.exists() else None
+    global_conn.execute(
+        "INSERT INTO agent_databases(agent_id, path, schema_version, last_seen_at, size_bytes) VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT(agent_id, path) DO UPDATE SET last_seen_at = excluded.last_seen_at, size_bytes = excluded.size_bytes",
+        (agent_id, str(path), SCHEMA_VERSION, now_ms, size),
+    )
