@@ -69,11 +69,15 @@ class WriteResult:
 
     records: int
     expected: list[tuple[str, str, str, tuple[Any, ...], int]] = field(default_factory=list)
-    notices: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)  # informational lines (repairs, skipped duplicates)
+    warnings: list[str] = field(default_factory=list)  # something could not be imported: the run ends "warning", exit 3
     report: dict[str, Any] = field(default_factory=dict)
 
     def expect(self, db: str, table: str, where: str, params: Sequence[Any], count: int) -> None:
-        """Record that after commit ``SELECT count(*) FROM table WHERE where`` must be >= count."""
+        """Record that after commit ``SELECT count(*) FROM table WHERE where`` must be >= count.
+
+        ``db`` is ``"global"``, ``"agent"`` (the source's agent) or ``"agent:<id>"``.
+        """
         self.expected.append((db, table, where, tuple(params), count))
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -84,3 +86,32 @@ def table_columns(conn: sqlite3.Connection, table: str, schema: str = "main") ->
 
 def table_names(conn: sqlite3.Connection) -> set[str]:
     return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+@contextmanager
+def read_only_view(path: Path) -> Iterator[sqlite3.Connection]:
+    """Read a database without writing a single byte next to it.
+
+    A plain read-only open of a WAL database creates ``-wal``/``-shm`` files.
+    When no WAL content is pending the file is opened ``immutable`` (no
+    locks, no sidecars); when a ``-wal`` exists, the database and its WAL
+    are copied to a private temp dir and read there.
+    """
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        with tempfile.TemporaryDirectory(prefix="statekit-ro-") as tmp:
+            copy = Path(tmp) / "view.sqlite"
+            shutil.copyfile(path, copy)
+            shutil.copyfile(wal, Path(f"{copy}-wal"))
+            conn = sqlite3.connect(str(copy), isolation_level=None)
+            try:
+                yield conn
+            finally:
+                conn.close()
+        return
+    uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+    try:
+        yield conn
+    finally:
+        conn.close()

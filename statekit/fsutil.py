@@ -133,3 +133,36 @@ def iter_lines(handle) -> Iterator[bytes]:
     """Yield lines without their trailing ``\n`` (a CR is kept) from a binary handle, one at a time."""
     for line in handle:
         yield line[:-1] if line.endswith(b"\n") else line
+
+
+class HashingReader:
+    """A binary reader that hashes (SHA-256) and counts every byte it hands out.
+
+    Readers use it like a file: ``read``, ``readline`` and line iteration.
+    :meth:`finish` drains the rest so the digest always covers the whole file.
+    """
+
+    def __init__(self, handle) -> None:
+        self._handle = handle
+        self._digest = hashlib.sha256()
+        self.size = 0
+
+    def _take(self, data: bytes) -> bytes:
+        self._digest.update(data)
+        self.size += len(data)
+        return data
+
+    def read(self, n: int = -1) -> bytes:
+        return self._take(self._handle.read(n))
+
+    def readline(self, limit: int = -1) -> bytes:
+        return self._take(self._handle.readline(limit))
+
+    def __iter__(self) -> Iterator[bytes]:
+        for line in self._handle:
+            yield self._take(line)
+
+    def finish(self) -> str:
+        for block in iter(lambda: self._handle.read(CHUNK), b""):
+            self._take(block)
+        return self._digest.hexdigest()

@@ -1,0 +1,396 @@
+"""``sessions.json``: the legacy session index (JSON5 map sessionKey -> SessionEntry).
+
+Paths: ``agents/<id>/sessions/sessions.json`` and the flat pre-multi-agent
+``sessions/sessions.json`` (imported into the default agent). Writes
+``sessions`` (typed projection), ``session_entries`` (the whole normalised
+entry), ``session_routes``, ``conversations`` and ``session_conversations``
+in that agent's database.
+
+Rules (upstream-legacy-formats.md §2.1):
+* keys are canonicalised per agent; colliding keys keep the larger
+  ``updatedAt`` (non-finite = 0), ties keep the key that was already
+  canonical; when no main key exists the newest plain direct-chat entry
+  becomes ``agent:<id>:<mainKey>``;
+* ``room`` becomes ``groupChannel`` (when that is not a string) and is
+  always dropped; ``skillsSnapshot.resolvedSkills`` and every file-era
+  field (``sessionFile`` and friends, also inside compaction checkpoints)
+  are stripped from ``entry_json``;
+* entries without a string ``sessionId`` are skipped with a warning;
+  a non-finite ``updatedAt`` becomes the file's mtime (deterministic);
+* merge, never truncate: newer ``updatedAt`` wins, the agent-dir store wins
+  ties over the flat store.
+* an entry's transcript is looked for inside its own agent's sessions dir
+  (basename of ``sessionFile``, else ``<sessionId>.jsonl``); an absolute
+  path outside the state dir is never followed.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import os
+from pathlib import PurePosixPath, PureWindowsPath
+from typing import Any, BinaryIO
+
+from legacy_readers.base import (
+    ImportContext,
+    Inspection,
+    Reader,
+    Source,
+    WriteResult,
+    compact_json,
+    finite_number,
+    parse_json5_document,
+    upsert,
+    validate,
+)
+from statekit.errors import SourceError
+
+FILE_ERA_FIELDS = ("sessionFile", "sessionFilePath", "transcriptPath", "transcriptLocator", "transcriptFile", "lockPath")
+CHAT_TYPES = ("direct", "group", "channel")
+DEFAULT_MAIN_KEY = "main"
+ID_SEP = "\u241f"
+
+
+def main_key(config: dict[str, Any]) -> str:
+    session = config.get("session") if isinstance(config, dict) else None
+    value = session.get("mainKey") if isinstance(session, dict) else None
+    return value.strip().lower() if isinstance(value, str) and value.strip() else DEFAULT_MAIN_KEY
+
+
+def canonicalize_key(raw: str, agent_id: str, mkey: str = DEFAULT_MAIN_KEY) -> str:
+    """Canonical ``agent:<id>:<rest>`` form of a legacy session key (formats doc §2.1 rules 1-8)."""
+    key = raw.strip()
+    lowered = key.lower()
+    if lowered in ("global", "unknown"):
+        return lowered
+    canonical_main = f"agent:{agent_id}:{mkey}"
+    if lowered in ("main", mkey, f"agent:{agent_id}:main", canonical_main):
+        return canonical_main
+    if agent_id != "main" and lowered in ("agent:main:main", f"agent:main:{mkey}"):
+        return canonical_main
+    if lowered.startswith("agent:"):
+        return lowered
+    if lowered.startswith("subagent:"):
+        return f"agent:{agent_id}:{lowered}"
+    if lowered.startswith(("group:", "channel:")):
+        return f"agent:{agent_id}:unknown:{lowered}"
+    return f"agent:{agent_id}:{lowered}"
+
+
+def _is_plain_direct(raw: str, entry: dict[str, Any]) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in ("global", "unknown") or lowered.startswith(("agent:", "subagent:", "group:", "channel:")):
+        return False
+    if ":group:" in lowered or ":channel:" in lowered:
+        return False
+    chat = entry.get("chatType")
+    return chat in (None, "direct", "dm")
+
+
+def updated_at_of(entry: dict[str, Any]) -> float:
+    value = finite_number(entry.get("updatedAt"))
+    return 0 if value is None else value
+
+
+def select_entries(
+    store: dict[str, Any], agent_id: str, mkey: str
+) -> tuple[dict[str, tuple[str, dict[str, Any]]], list[str], list[str]]:
+    """Canonicalise keys and resolve collisions. Returns (canonical -> (raw, entry), notices, warnings)."""
+    notices: list[str] = []
+    warnings: list[str] = []
+    chosen: dict[str, tuple[str, dict[str, Any]]] = {}
+    for raw, entry in store.items():
+        if not isinstance(entry, dict):
+            continue
+        if not isinstance(entry.get("sessionId"), str) or not entry["sessionId"].strip():
+            warnings.append(f"entry {raw!r} has no sessionId; skipped (kept in the retired copy)")
+            continue
+        canonical = canonicalize_key(raw, agent_id, mkey)
+        current = chosen.get(canonical)
+        if current is None:
+            chosen[canonical] = (raw, entry)
+            continue
+        mine, theirs = updated_at_of(entry), updated_at_of(current[1])
+        if mine > theirs or (mine == theirs and raw == canonical and current[0] != canonical):
+            notices.append(f"key {current[0]!r} collides with {raw!r} as {canonical!r}; kept the newer {raw!r}")
+            chosen[canonical] = (raw, entry)
+        else:
+            notices.append(f"key {raw!r} collides with {current[0]!r} as {canonical!r}; kept the newer {current[0]!r}")
+    canonical_main = f"agent:{agent_id}:{mkey}"
+    if canonical_main not in chosen:
+        direct = [(updated_at_of(e), raw) for raw, e in store.items() if isinstance(e, dict) and _is_plain_direct(raw, e)
+                  and isinstance(e.get("sessionId"), str) and e["sessionId"].strip()]
+        if direct:
+            _, raw = max(direct)
+            old_key = canonicalize_key(raw, agent_id, mkey)
+            chosen[canonical_main] = chosen.pop(old_key, (raw, store[raw]))
+            notices.append(f"no main session key: migrated latest direct-chat session {raw!r} to {canonical_main!r}")
+    return chosen, notices, warnings
+
+
+def _strip_file_era(record: dict[str, Any]) -> None:
+    for name in FILE_ERA_FIELDS:
+        record.pop(name, None)
+
+
+def normalise_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry as stored in ``entry_json``: room→groupChannel, runtime and file-era fields stripped."""
+    result = copy.deepcopy(entry)
+    if not isinstance(result.get("groupChannel"), str) and isinstance(result.get("room"), str):
+        result["groupChannel"] = result["room"]
+    result.pop("room", None)
+    if "lastChannel" not in result and isinstance(result.get("lastProvider"), str):
+        result["lastChannel"] = result["lastProvider"]
+    result.pop("lastProvider", None)
+    if "channel" not in result and isinstance(result.get("provider"), str):
+        result["channel"] = result["provider"]
+    result.pop("provider", None)
+    _strip_file_era(result)
+    snapshot = result.get("skillsSnapshot")
+    if isinstance(snapshot, dict):
+        snapshot.pop("resolvedSkills", None)
+    checkpoints = result.get("compactionCheckpoints")
+    if isinstance(checkpoints, list):
+        for checkpoint in checkpoints:
+            if isinstance(checkpoint, dict):
+                _strip_file_era(checkpoint)
+                for side in ("preCompaction", "postCompaction"):
+                    if isinstance(checkpoint.get(side), dict):
+                        _strip_file_era(checkpoint[side])
+    return result
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return str(int(value)) if isinstance(value, int) or float(value).is_integer() else str(value)
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    return None
+
+
+def _first(*values: Any) -> str | None:
+    for value in values:
+        text = _text(value)
+        if text is not None:
+            return text
+    return None
+
+
+def _ms(value: Any) -> int | None:
+    number = finite_number(value)
+    return None if number is None else int(number)
+
+
+def derive_chat_type(key: str, entry: dict[str, Any]) -> str | None:
+    chat = entry.get("chatType")
+    if chat == "dm":
+        return "direct"
+    if chat in CHAT_TYPES:
+        return chat
+    tokens = set(key.split(":"))
+    if "group" in tokens:
+        return "group"
+    if "channel" in tokens:
+        return "channel"
+    if "direct" in tokens or "dm" in tokens:
+        return "direct"
+    return None
+
+
+def session_scope(key: str, chat_type: str | None, mkey: str) -> str:
+    if chat_type in ("group", "channel"):
+        return chat_type
+    if chat_type in (None, "direct") and (key.endswith(f":{mkey}") or key.endswith(":main")) and key.count(":") == 2:
+        return "shared-main"
+    return "conversation"
+
+
+def conversation_of(key: str, entry: dict[str, Any], chat_type: str | None) -> dict[str, Any] | None:
+    """The conversation a session talks in, from its delivery fields; None when there is not enough to name it."""
+    delivery = entry.get("deliveryContext") if isinstance(entry.get("deliveryContext"), dict) else {}
+    origin = entry.get("origin") if isinstance(entry.get("origin"), dict) else {}
+    channel = _first(delivery.get("channel"), entry.get("lastChannel"), entry.get("channel"), origin.get("provider"))
+    kind = chat_type or (origin.get("chatType") if origin.get("chatType") in CHAT_TYPES else None)
+    if kind in ("group", "channel"):
+        peer = _first(entry.get("groupId"), delivery.get("to"), entry.get("lastTo"), origin.get("to"))
+    else:
+        peer = _first(delivery.get("to"), entry.get("lastTo"), origin.get("from"), origin.get("to"))
+    if not channel or not peer or channel == "last":
+        return None
+    kind = kind or "direct"
+    account = _first(delivery.get("accountId"), entry.get("lastAccountId"), origin.get("accountId")) or ""
+    thread = _first(delivery.get("threadId"), entry.get("lastThreadId"), origin.get("threadId"))
+    identity = ID_SEP.join([channel, account, kind, peer, "", thread or ""])
+    return {
+        "conversation_id": "conv:" + hashlib.sha256(identity.encode("utf-8")).hexdigest()[:24],
+        "channel": channel,
+        "account_id": account,
+        "kind": kind,
+        "peer_id": peer,
+        "parent_conversation_id": None,
+        "thread_id": thread,
+        "native_channel_id": _first(origin.get("nativeChannelId")),
+        "native_direct_user_id": _first(origin.get("nativeDirectUserId")),
+        "label": _first(origin.get("label"), entry.get("subject"), entry.get("displayName")),
+    }
+
+
+def session_row(key: str, entry: dict[str, Any], updated_at: int, mkey: str, conversation: dict[str, Any] | None) -> dict[str, Any]:
+    chat_type = derive_chat_type(key, entry)
+    origin = entry.get("origin") if isinstance(entry.get("origin"), dict) else {}
+    delivery = entry.get("deliveryContext") if isinstance(entry.get("deliveryContext"), dict) else {}
+    created = next((v for v in (_ms(entry.get("sessionStartedAt")), _ms(entry.get("startedAt"))) if v is not None), updated_at)
+    return {
+        "session_id": entry["sessionId"].strip(),
+        "session_key": key,
+        "session_scope": session_scope(key, chat_type, mkey),
+        "created_at": created,
+        "updated_at": updated_at,
+        "started_at": _ms(entry.get("startedAt")) or _ms(entry.get("sessionStartedAt")),
+        "ended_at": _ms(entry.get("endedAt")),
+        "status": _first(entry.get("status")),
+        "chat_type": chat_type,
+        "channel": _first(entry.get("channel"), entry.get("lastChannel"), delivery.get("channel")),
+        "account_id": (conversation or {}).get("account_id") or _first(entry.get("lastAccountId"), delivery.get("accountId"), origin.get("accountId")),
+        "primary_conversation_id": conversation["conversation_id"] if conversation else None,
+        "model_provider": _first(entry.get("modelProvider")),
+        "model": _first(entry.get("model")),
+        "agent_harness_id": _first(entry.get("agentHarnessId")),
+        "parent_session_key": _first(entry.get("parentSessionKey")),
+        "spawned_by": _first(entry.get("spawnedBy")),
+        "display_name": _first(entry.get("displayName"), entry.get("label")),
+    }
+
+
+def transcript_name(entry: dict[str, Any]) -> str:
+    """The transcript's file name inside its own agent's sessions dir (never an absolute path elsewhere)."""
+    raw = entry.get("sessionFile")
+    if isinstance(raw, str) and raw.strip():
+        name = PureWindowsPath(raw.strip()).name if "\\" in raw else PurePosixPath(raw.strip()).name
+        if name and name not in (".", ".."):
+            return name
+    return f"{entry['sessionId'].strip()}.jsonl"
+
+
+class SessionIndexReader(Reader):
+    kind = "session-index"
+    family = "sessions"
+    description = "Legacy session index sessions.json (JSON5 map sessionKey -> SessionEntry)"
+    patterns = ("agents/*/sessions/sessions.json", "sessions/sessions.json")
+    schema_name = "session-index"
+    target_tables = (
+        "agent.sessions",
+        "agent.session_entries",
+        "agent.session_routes",
+        "agent.conversations",
+        "agent.session_conversations",
+    )
+    action = "import"
+    order = 10
+
+    def _load(self, source: Source, handle: BinaryIO) -> dict[str, Any]:
+        document = parse_json5_document(handle.read(), source.rel)
+        validate(document, self.schema_name or "", source.rel)
+        return document
+
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        store = self._load(source, handle)
+        return Inspection(record_count=len(store))
+
+    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
+        agent_id = source.agent_id
+        if agent_id is None:
+            raise SourceError(source.rel, "cannot tell which agent owns this session index")
+        store = self._load(source, handle)
+        mkey = main_key(dict(ctx.config))
+        chosen, notices, warnings = select_entries(store, agent_id, mkey)
+        conn = ctx.agent_db(agent_id)
+        sessions_dir = source.path.parent
+        try:
+            file_mtime = int(os.stat(source.path).st_mtime * 1000)
+        except OSError:
+            file_mtime = ctx.now_ms
+        from_agent_dir = source.rel.startswith("agents/")
+        newer = ">=" if from_agent_dir else ">"
+        missing_transcripts = 0
+        for key, (raw, entry) in sorted(chosen.items()):
+            updated = finite_number(entry.get("updatedAt"))
+            if updated is None:
+                updated = file_mtime
+                if "updatedAt" in entry:
+                    notices.append(f"entry {raw!r}: updatedAt is not a finite number; used the file's mtime")
+            updated_at = int(updated) if not math.isnan(updated) else file_mtime
+            if not (sessions_dir / transcript_name(entry)).exists():
+                missing_transcripts += 1
+            normalised = normalise_entry(entry)
+            conversation = conversation_of(key, normalised, derive_chat_type(key, normalised))
+            row = session_row(key, normalised, updated_at, mkey, conversation)
+            session_id = row["session_id"]
+            upsert(
+                conn,
+                "sessions",
+                row,
+                ("session_id",),
+                where=f"excluded.updated_at {newer} sessions.updated_at OR sessions.session_key IS NULL",
+            )
+            if conversation is not None:
+                existing = conn.execute(
+                    "SELECT conversation_id FROM conversations WHERE channel = ? AND account_id = ? AND kind = ? AND peer_id = ?"
+                    " AND IFNULL(parent_conversation_id, '') = '' AND IFNULL(thread_id, '') = IFNULL(?, '')",
+                    (conversation["channel"], conversation["account_id"], conversation["kind"], conversation["peer_id"], conversation["thread_id"]),
+                ).fetchone()
+                if existing:
+                    conversation["conversation_id"] = existing[0]
+                    conn.execute("UPDATE sessions SET primary_conversation_id = ? WHERE session_id = ? AND session_key = ?", (existing[0], session_id, key))
+                upsert(
+                    conn,
+                    "conversations",
+                    {**conversation, "metadata_json": None, "created_at": row["created_at"], "updated_at": updated_at},
+                    ("conversation_id",),
+                    update=("updated_at",),
+                    where="excluded.updated_at > conversations.updated_at",
+                )
+                upsert(
+                    conn,
+                    "session_conversations",
+                    {
+                        "session_id": session_id,
+                        "conversation_id": conversation["conversation_id"],
+                        "role": "primary",
+                        "first_seen_at": row["created_at"],
+                        "last_seen_at": updated_at,
+                    },
+                    ("session_id", "conversation_id", "role"),
+                    update=("last_seen_at",),
+                    where="excluded.last_seen_at > session_conversations.last_seen_at",
+                )
+            upsert(
+                conn,
+                "session_entries",
+                {"session_key": key, "session_id": session_id, "entry_json": compact_json(normalised), "updated_at": updated_at},
+                ("session_key",),
+                where=f"excluded.updated_at {newer} session_entries.updated_at",
+            )
+            upsert(
+                conn,
+                "session_routes",
+                {"session_key": key, "session_id": session_id, "updated_at": updated_at},
+                ("session_key",),
+                where=f"excluded.updated_at {newer} session_routes.updated_at",
+            )
+        result = WriteResult(records=len(chosen), notices=[f"{source.rel}: {n}" for n in notices],
+                             warnings=[f"{source.rel}: {w}" for w in warnings])
+        keys = json.dumps(sorted(chosen))
+        result.expect("agent:" + agent_id, "session_entries", "session_key IN (SELECT value FROM json_each(?))", (keys,), len(chosen))
+        result.report.update({
+            "entries": len(store),
+            "canonical_keys": len(chosen),
+            "skipped_entries": len(warnings),
+            "entries_without_transcript_file": missing_transcripts,
+        })
+        return result

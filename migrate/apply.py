@@ -1,0 +1,479 @@
+"""The apply loop of ``statekit migrate`` (docs/migration-contract.md, "Apply").
+
+1. take the state-dir lock; refuse while an OpenClaw gateway runs;
+2. re-plan under the lock; make a verified pre-migration backup;
+3. open or create both database levels and a ``migration_runs`` row;
+4. per source, in plan order: parse, validate, transform and write its rows
+   and its ``migration_sources`` receipt in one transaction per database
+   (agent rows commit first, then the global receipt: a crash between the
+   two leaves rows without a receipt, and the rerun re-imports them with
+   replace/upsert semantics, so every rerun converges);
+5. after commit, check the rows exist, then retire the source under
+   ``.statekit/migrated/<run_id>/`` (or delete it with ``--remove-sources``);
+6. close the run: ``completed``, ``warning`` or ``failed``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from legacy_readers.base import ImportContext, Source, WriteResult, forget_columns
+from migrate.plan import Plan, PlannedSource, build_plan, check_state_dir, ensure_not_schema_error, plan_source
+from migrate.discover import FileEntry
+from migrate.receipts import (
+    Receipt,
+    close_run,
+    load_receipts,
+    mark_removed,
+    open_run,
+    write_receipt,
+)
+from migrate.retire import delete_source, retire, retired_path
+from statekit import __version__
+from statekit.errors import ExitCode, SchemaError, SourceError, StateDirError, StatekitError
+from statekit.faults import checkpoint
+from statekit.fsutil import HashingReader, open_regular_file, sha256_file
+from statekit.layout import ResolvedStateDir, lock_path, relative_posix
+from statekit.locking import exclusive_lock, refuse_if_gateway_running
+from statekit.schema import open_agent, open_global
+
+WARNING_OUTCOMES = ("failed", "unreadable", "conflict")
+
+
+@dataclass
+class MigrateOptions:
+    backup: bool = True
+    backup_output: Path | None = None
+    remove_sources: bool = False
+    env: dict[str, str] | None = None
+
+
+@dataclass
+class SourceOutcome:
+    kind: str
+    rel: str
+    agent_id: str | None
+    status: str  # imported | retired | failed | unreadable | conflict | deferred | retain | already-imported
+    records: int | None = None
+    message: str | None = None
+    retired_to: str | None = None
+    notices: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "path": self.rel,
+            "agent_id": self.agent_id,
+            "status": self.status,
+            "records": self.records,
+            "message": self.message,
+            "retired_to": self.retired_to,
+            "notices": self.notices,
+        }
+
+
+@dataclass
+class MigrationReport:
+    state_dir: Path
+    run_id: str | None
+    status: str  # completed | warning | failed | nothing-to-do
+    backup_path: Path | None = None
+    outcomes: list[SourceOutcome] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)
+    started_at: int = 0
+    finished_at: int | None = None
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.status == "failed":
+            return ExitCode.FATAL
+        return ExitCode.WARNINGS if self.warnings else ExitCode.OK
+
+    def counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for outcome in self.outcomes:
+            counts[outcome.status] = counts.get(outcome.status, 0) + 1
+        return dict(sorted(counts.items()))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": "legacy-state",
+            "statekit_version": __version__,
+            "run_id": self.run_id,
+            "status": self.status,
+            "state_dir": str(self.state_dir),
+            "backup_path": str(self.backup_path) if self.backup_path else None,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "counts": self.counts(),
+            "sources": [o.to_json() for o in self.outcomes],
+            "changes": self.changes,
+            "warnings": self.warnings,
+            "notices": self.notices,
+        }
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class _SourceChanged(Exception):
+    pass
+
+
+class Migration:
+    """One ``migrate`` run over one state dir (use :func:`migrate`)."""
+
+    def __init__(self, state_dir: Path, options: MigrateOptions, progress: Callable[[int], None] | None = None) -> None:
+        self.state_dir = state_dir
+        self.options = options
+        self.progress = progress or (lambda _n: None)
+        self.run_id = str(uuid.uuid4())
+        self.report = MigrationReport(state_dir=state_dir, run_id=self.run_id, status="running", started_at=now_ms())
+        self.global_conn: sqlite3.Connection | None = None
+        self.agent_conns: dict[str, sqlite3.Connection] = {}
+        self.receipts: dict[str, Receipt] = {}
+        self.config: dict[str, Any] = {}
+
+    # -- databases ----------------------------------------------------------
+
+    def agent_conn(self, agent_id: str) -> sqlite3.Connection:
+        conn = self.agent_conns.get(agent_id)
+        if conn is None:
+            conn, _ = open_agent(self.state_dir, agent_id, self.global_conn, self.report.warnings)
+            self.agent_conns[agent_id] = conn
+        return conn
+
+    def close(self) -> None:
+        for conn in self.agent_conns.values():
+            forget_columns(conn)
+            conn.close()
+        self.agent_conns.clear()
+        if self.global_conn is not None:
+            forget_columns(self.global_conn)
+            self.global_conn.close()
+            self.global_conn = None
+
+    # -- the run ------------------------------------------------------------
+
+    def run(self, plan: Plan) -> MigrationReport:
+        from migrate.steps import apply_steps  # state-dir relocation / config aliases (planned steps)
+
+        backup_result = self._backup() if self.options.backup else None
+        self.global_conn, _ = open_global(self.state_dir, self.report.warnings)
+        if backup_result is not None:
+            self._record_backup(backup_result)
+        open_run(self.global_conn, self.run_id, self.report.started_at, {"kind": "legacy-state", "state_dir": str(self.state_dir)})
+        self.receipts = load_receipts(self.global_conn)
+        self.config = plan_config(plan)
+        try:
+            self._converge_interrupted_retirements()
+            for planned in plan.sources:
+                outcome = self._handle(planned)
+                self.report.outcomes.append(outcome)
+                if outcome.status in WARNING_OUTCOMES and outcome.message:
+                    self.report.warnings.append(outcome.message)
+                self.report.notices.extend(outcome.notices)
+            apply_steps(plan, self.state_dir, self.run_id, self.report)
+        except BaseException as exc:
+            self.report.status = "failed"
+            self.report.finished_at = now_ms()
+            self.report.warnings.append(f"run failed: {exc}")
+            try:
+                close_run(self.global_conn, self.run_id, self.report.finished_at, "failed", self.report.to_json())
+            except sqlite3.Error:
+                pass
+            raise
+        self.report.status = "warning" if self.report.warnings else "completed"
+        self.report.finished_at = now_ms()
+        close_run(self.global_conn, self.run_id, self.report.finished_at, self.report.status, self.report.to_json())
+        return self.report
+
+    def _backup(self) -> Any:
+        try:
+            from backup import create_backup
+        except ImportError as exc:  # pragma: no cover - the backup package ships with statekit
+            raise StatekitError(f"the backup package is unavailable ({exc}); rerun with --no-backup to skip the backup") from None
+        result = create_backup(self.state_dir, self.options.backup_output, verify=True, record=False, env=self.options.env)
+        self.report.backup_path = result.archive_path
+        self.report.changes.append(f"verified pre-migration backup: {result.archive_path}")
+        self.report.warnings.extend(getattr(result, "warnings", []) or [])
+        return result
+
+    def _record_backup(self, result: Any) -> None:
+        try:
+            from backup import record_backup_run
+        except ImportError:  # pragma: no cover
+            return
+        record_backup_run(self.global_conn, result, "completed")
+
+    def _converge_interrupted_retirements(self) -> None:
+        """A crash after the move but before the receipt update: finish the bookkeeping."""
+        assert self.global_conn is not None
+        for receipt in self.receipts.values():
+            if receipt.status != "completed" or receipt.removed_source:
+                continue
+            source = self.state_dir / receipt.source_path
+            if source.exists():
+                continue
+            retired = retired_path(self.state_dir, receipt.last_run_id, receipt.source_path)
+            if retired.exists() and (receipt.source_sha256 is None or sha256_file(retired) == receipt.source_sha256):
+                report = dict(receipt.report, retired_to=relative_posix(retired, self.state_dir))
+                mark_removed(self.global_conn, receipt.source_key, report)
+                self.report.changes.append(f"{receipt.source_path}: finished retiring (interrupted earlier)")
+
+    def _handle(self, planned: PlannedSource) -> SourceOutcome:
+        outcome = SourceOutcome(planned.kind, planned.rel, planned.agent_id, planned.action, planned.record_count)
+        if planned.action in ("unreadable", "conflict"):
+            outcome.message = planned.reason or f"{planned.rel}: {planned.action}"
+            return outcome
+        if planned.action in ("deferred", "retain"):
+            outcome.message = planned.reason
+            return outcome
+        if planned.needs_retire:
+            receipt = planned.receipt
+            if receipt is not None and not receipt.removed_source:
+                self._retire(planned, receipt.last_run_id, receipt.report, outcome)
+            else:
+                outcome.status = "already-imported"
+            return outcome
+        return self._import(planned, outcome)
+
+    def _import(self, planned: PlannedSource, outcome: SourceOutcome, retried: bool = False) -> SourceOutcome:
+        assert self.global_conn is not None and planned.reader is not None and planned.sha256 is not None
+        reader = planned.reader
+        source = Source(self.state_dir, planned.rel, planned.agent_id)
+        ctx = ImportContext(self.state_dir, self.run_id, now_ms(), self.global_conn, self.agent_conn, self.config)
+        try:
+            with open_regular_file(source.path) as raw:
+                hashing = HashingReader(raw)
+                self.global_conn.execute("BEGIN IMMEDIATE")
+                try:
+                    checkpoint("before-write")
+                    if planned.action == "drop":
+                        result = WriteResult(records=0, report={"dropped": reader.reason})
+                    else:
+                        result = reader.write(source, hashing, ctx)
+                    if hashing.finish() != planned.sha256:
+                        raise _SourceChanged()
+                    write_receipt(
+                        self.global_conn,
+                        key=planned.source_key or "",
+                        rel=planned.rel,
+                        target_tables=planned.target_tables,
+                        sha256=planned.sha256,
+                        size=planned.size,
+                        record_count=planned.record_count,
+                        run_id=self.run_id,
+                        status="completed",
+                        now_ms=ctx.now_ms,
+                        removed_source=False,
+                        report=self._source_report(planned, result),
+                    )
+                    checkpoint("before-commit")
+                    for conn in ctx.touched_agents.values():
+                        conn.execute("COMMIT")
+                    checkpoint("between-commits")
+                    self.global_conn.execute("COMMIT")
+                except BaseException:
+                    _rollback(self.global_conn, *ctx.touched_agents.values())
+                    raise
+        except _SourceChanged:
+            return self._replan(planned, outcome, retried)
+        except Exception as exc:  # one source's failure never stops the run
+            return self._fail(planned, outcome, _describe(planned.rel, exc))
+        checkpoint("after-commit")
+        outcome.records = result.records
+        outcome.notices.extend(result.notices)
+        self.report.warnings.extend(result.warnings)
+        problem = self._validate(planned, result)
+        if problem:
+            return self._fail(planned, outcome, problem)
+        outcome.status = "imported"
+        return self._retire(planned, self.run_id, self._source_report(planned, result), outcome)
+
+    def _replan(self, planned: PlannedSource, outcome: SourceOutcome, retried: bool) -> SourceOutcome:
+        if retried:
+            return self._fail(planned, outcome, f"{planned.rel}: file keeps changing while being imported; left in place")
+        try:
+            st = os.lstat(self.state_dir / planned.rel)
+        except OSError as exc:
+            return self._fail(planned, outcome, f"{planned.rel}: vanished during the run ({exc.strerror})")
+        entry = FileEntry(planned.rel, st.st_size, st.st_mtime_ns // 1_000_000, "file")
+        assert planned.reader is not None
+        fresh = plan_source(self.state_dir, entry, planned.reader, self.receipts)
+        outcome.notices.append(f"{planned.rel}: changed since the plan; planned again")
+        if not fresh.needs_import:
+            outcome.status = fresh.action
+            outcome.message = fresh.reason
+            return outcome
+        return self._import(fresh, outcome, retried=True)
+
+    def _validate(self, planned: PlannedSource, result: WriteResult) -> str | None:
+        assert self.global_conn is not None
+        for db, table, where, params, expected in result.expected:
+            if db == "global":
+                conn = self.global_conn
+            else:
+                agent = db.split(":", 1)[1] if ":" in db else planned.agent_id
+                if agent is None:
+                    return f"{planned.rel}: validation names an agent database but the source has no agent"
+                conn = self.agent_conn(agent)
+            clause = f" WHERE {where}" if where else ""
+            found = conn.execute(f'SELECT count(*) FROM "{table}"{clause}', params).fetchone()[0]
+            if found < expected:
+                message = f"{planned.rel}: validation failed: {table} has {found} rows, expected {expected}; source left in place"
+                self._set_receipt_status(planned, "failed", {"error": message})
+                return message
+        return None
+
+    def _set_receipt_status(self, planned: PlannedSource, status: str, extra: dict[str, Any]) -> None:
+        assert self.global_conn is not None and planned.sha256 is not None
+        write_receipt(
+            self.global_conn,
+            key=planned.source_key or "",
+            rel=planned.rel,
+            target_tables=planned.target_tables,
+            sha256=planned.sha256,
+            size=planned.size,
+            record_count=planned.record_count,
+            run_id=self.run_id,
+            status=status,
+            now_ms=now_ms(),
+            removed_source=False,
+            report={"kind": planned.kind, "path": planned.rel, **extra},
+        )
+
+    def _fail(self, planned: PlannedSource, outcome: SourceOutcome, message: str) -> SourceOutcome:
+        outcome.status = "failed"
+        outcome.message = message
+        if planned.source_key and planned.sha256:
+            try:
+                self._set_receipt_status(planned, "failed", {"error": message})
+            except sqlite3.Error:
+                pass
+        return outcome
+
+    def _retire(self, planned: PlannedSource, run_id: str, report: dict[str, Any], outcome: SourceOutcome) -> SourceOutcome:
+        assert self.global_conn is not None
+        try:
+            if self.options.remove_sources:
+                delete_source(self.state_dir, planned.rel)
+                retired_to = None
+            else:
+                dest = retire(self.state_dir, planned.rel, run_id, planned.sha256, self.report.warnings)
+                retired_to = relative_posix(dest, self.state_dir)
+        except OSError as exc:
+            outcome.message = f"{planned.rel}: imported, but could not be retired ({exc.strerror or exc}); rerun to finish"
+            self.report.warnings.append(outcome.message)
+            return outcome
+        checkpoint("after-retire")
+        mark_removed(self.global_conn, planned.source_key or "", dict(report, retired_to=retired_to))
+        outcome.retired_to = retired_to
+        if outcome.status != "imported":
+            outcome.status = "retired"
+        return outcome
+
+    def _source_report(self, planned: PlannedSource, result: WriteResult) -> dict[str, Any]:
+        return {
+            "kind": planned.kind,
+            "path": planned.rel,
+            "agent_id": planned.agent_id,
+            "size": planned.size,
+            "mtime_ms": planned.mtime_ms,
+            "sha256": planned.sha256,
+            "record_count": planned.record_count,
+            "target_tables": list(planned.target_tables),
+            "records_written": result.records,
+            "notices": result.notices,
+            "warnings": result.warnings,
+            **result.report,
+        }
+
+
+def _rollback(*conns: sqlite3.Connection) -> None:
+    for conn in conns:
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+
+def _describe(rel: str, exc: BaseException) -> str:
+    if isinstance(exc, SourceError):
+        return str(exc)
+    if isinstance(exc, SchemaError):
+        return f"{rel}: {exc}"
+    if isinstance(exc, sqlite3.Error):
+        return f"{rel}: database refused the rows: {exc}"
+    if isinstance(exc, OSError):
+        return f"{rel}: {exc.strerror or exc}"
+    if isinstance(exc, (RecursionError, MemoryError)):
+        return f"{rel}: input too deeply nested or too large"
+    return f"{rel}: unexpected {type(exc).__name__}: {exc}"
+
+
+def plan_config(plan: Plan) -> dict[str, Any]:
+    """The parsed config (JSON5), or {} when it is missing or does not parse."""
+    if plan.config_path is None:
+        return {}
+    try:
+        from legacy_readers.base import parse_json5_document
+
+        data = parse_json5_document(plan.config_path.read_bytes(), plan.config_path.name)
+    except (OSError, SourceError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def check_writable(state_dir: Path) -> None:
+    if not os.access(state_dir, os.W_OK):
+        raise StateDirError(f"{state_dir}: state dir is read-only; nothing was changed")
+
+
+def migrate(
+    resolved: ResolvedStateDir | Path,
+    options: MigrateOptions | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> MigrationReport:
+    """Run the whole migration. Raises StatekitError for fatal problems; per-source problems are in the report."""
+    options = options or MigrateOptions()
+    if isinstance(resolved, Path):
+        resolved = ResolvedStateDir(resolved, "flag")
+    state_dir = resolved.path
+    check_state_dir(state_dir)
+    check_writable(state_dir)
+    try:
+        lock = exclusive_lock(lock_path(state_dir), f"state dir {state_dir}")
+        lock.__enter__()
+    except PermissionError as exc:
+        raise StateDirError(f"{state_dir}: cannot create statekit's lock ({exc.strerror}); nothing was changed") from None
+    try:
+        refuse_if_gateway_running(state_dir)
+        plan = build_plan(resolved, options.env)
+        ensure_not_schema_error(plan)
+        if not plan.has_work:
+            report = MigrationReport(state_dir=state_dir, run_id=None, status="nothing-to-do", started_at=now_ms())
+            for planned in plan.sources:
+                if planned.action in ("unreadable", "conflict"):
+                    report.warnings.append(planned.reason or planned.rel)
+                    report.outcomes.append(SourceOutcome(planned.kind, planned.rel, planned.agent_id, planned.action, message=planned.reason))
+            report.finished_at = report.started_at
+            return report
+        migration = Migration(state_dir, options, progress)
+        try:
+            return migration.run(plan)
+        finally:
+            migration.close()
+    finally:
+        lock.__exit__(None, None, None)

@@ -1,0 +1,180 @@
+"""Walk a state dir once and put every file in exactly one bucket.
+
+Buckets: a legacy source (with the reader that claims it), a current SQLite
+database (found by its header, with its -wal/-shm/-journal sidecars), user
+content that stays where it is (config, workspaces, credential files owned
+by other tools), statekit's own files (``.statekit/``), or unrecognised
+(listed, never touched). Nothing is opened except to read the 16-byte
+SQLite header of regular files.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from legacy_readers import all_readers
+from legacy_readers.base import Reader, match_patterns
+from statekit.db import SQLITE_HEADER
+from statekit.layout import STATEKIT_DIR_NAME
+
+# Files and trees that are the user's, not state: they stay where they are.
+USER_CONTENT: tuple[tuple[str, str], ...] = (
+    ("openclaw.json", "config"),
+    ("openclaw.json.*", "config backup"),
+    ("clawdbot.json", "legacy config"),
+    ("clawdbot.json.*", "legacy config backup"),
+    ("moldbot.json", "legacy config"),
+    ("moldbot.json.*", "legacy config backup"),
+    ("moltbot.json", "legacy config"),
+    ("moltbot.json.*", "legacy config backup"),
+    (".env", "environment file"),
+    ("workspace/**", "workspace"),
+    ("workspace-*/**", "workspace"),
+    ("agents/*/workspace/**", "workspace"),
+    ("credentials/**", "credential files owned by their tools"),
+    ("plugin-skills/**", "installed skills"),
+    ("skills/**", "installed skills"),
+    ("extensions/**", "installed plugins"),
+    ("canvas/**", "user canvas files"),
+    ("backups/**", "user backups"),
+)
+
+# Directories whose whole subtree is user content: not descended into.
+PRUNED_USER_DIRS: tuple[tuple[str, str], ...] = (
+    ("workspace", "workspace"),
+    ("workspace-*", "workspace"),
+    ("agents/*/workspace", "workspace"),
+    ("plugin-skills", "installed skills"),
+    ("skills", "installed skills"),
+    ("extensions", "installed plugins"),
+)
+
+SQLITE_SIDECAR_SUFFIXES = ("-wal", "-shm", "-journal")
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    rel: str
+    size: int
+    mtime_ms: int
+    file_type: str  # "file" | "symlink" | "fifo" | "socket" | "device" | "other"
+
+
+@dataclass
+class Discovery:
+    state_dir: Path
+    legacy: list[tuple[FileEntry, Reader]] = field(default_factory=list)
+    databases: list[FileEntry] = field(default_factory=list)
+    database_sidecars: list[FileEntry] = field(default_factory=list)
+    user_content: list[tuple[str, str, int]] = field(default_factory=list)  # (rel, reason, file count)
+    statekit_files: int = 0
+    unrecognised: list[FileEntry] = field(default_factory=list)
+
+
+def _file_type(mode: int) -> str:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return "other"
+
+
+def _has_sqlite_header(path: Path) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    try:
+        return os.read(fd, len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _count_files(path: Path) -> int:
+    total = 0
+    for _root, _dirs, files in os.walk(path, followlinks=False):
+        total += len(files)
+    return total
+
+
+def walk(state_dir: Path) -> Iterator[tuple[str, os.DirEntry[str] | None, str | None]]:
+    """Yield ``(rel, entry, pruned_reason)``: files, plus pruned user dirs (entry None)."""
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        directory = state_dir / rel_dir if rel_dir else state_dir
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if rel == STATEKIT_DIR_NAME:
+                    yield rel, None, "statekit"
+                    continue
+                reason = next((why for pattern, why in PRUNED_USER_DIRS if match_patterns(rel, (pattern,))), None)
+                if reason:
+                    yield rel, None, reason
+                    continue
+                stack.append(rel)
+            else:
+                yield rel, entry, None
+
+
+def discover(state_dir: Path) -> Discovery:
+    found = Discovery(state_dir=state_dir)
+    readers = all_readers()
+    pending_sidecars: list[FileEntry] = []
+    for rel, entry, pruned in walk(state_dir):
+        if entry is None:
+            count = _count_files(state_dir / rel)
+            if pruned == "statekit":
+                found.statekit_files += count
+            else:
+                found.user_content.append((rel + "/", pruned or "user content", count))
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        item = FileEntry(rel, st.st_size, st.st_mtime_ns // 1_000_000, _file_type(st.st_mode))
+        reader = next((r for r in readers if r.claims(rel)), None)
+        if reader is not None:
+            found.legacy.append((item, reader))
+            continue
+        if rel.endswith(SQLITE_SIDECAR_SUFFIXES):
+            pending_sidecars.append(item)
+            continue
+        if item.file_type == "file" and _has_sqlite_header(state_dir / rel):
+            found.databases.append(item)
+            continue
+        reason = next((why for pattern, why in USER_CONTENT if match_patterns(rel, (pattern,))), None)
+        if reason:
+            found.user_content.append((rel, reason, 1))
+            continue
+        found.unrecognised.append(item)
+    database_rels = {d.rel for d in found.databases}
+    for item in pending_sidecars:
+        base = next((item.rel[: -len(s)] for s in SQLITE_SIDECAR_SUFFIXES if item.rel.endswith(s)), "")
+        if base in database_rels:
+            found.database_sidecars.append(item)
+        else:
+            found.unrecognised.append(item)
+    return found

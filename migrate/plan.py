@@ -1,0 +1,301 @@
+"""Build the migration plan: read-only, nothing is written anywhere.
+
+For each legacy source the plan holds reader kind, path, size, mtime,
+SHA-256, record count, target tables, action and warnings. Actions:
+``import``, ``import+archive``, ``drop`` (regenerable cache), ``deferred``
+(recognised, imported by a later statekit step), ``retain`` (kept on
+purpose, with a reason), ``already-imported``, ``conflict`` and
+``unreadable``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from legacy_readers.base import Reader, Source
+from migrate.discover import Discovery, FileEntry, discover
+from migrate.receipts import Receipt, load_receipts_readonly, source_key
+from statekit.db import read_only_view
+from statekit.errors import SchemaError, SourceError, StateDirError
+from statekit.fsutil import HashingReader, file_kind_problem, open_regular_file
+from statekit.layout import ResolvedStateDir, config_path, relative_posix
+from statekit.schema import SCHEMA_VERSION
+
+ACTIVE_ACTIONS = ("import", "import+archive", "drop")
+
+
+@dataclass
+class PlannedSource:
+    kind: str
+    rel: str
+    agent_id: str | None
+    size: int
+    mtime_ms: int
+    sha256: str | None
+    record_count: int | None
+    target_tables: tuple[str, ...]
+    action: str
+    source_key: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    reason: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    receipt: Receipt | None = None
+    reader: Reader | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def needs_import(self) -> bool:
+        return self.action in ACTIVE_ACTIONS
+
+    @property
+    def needs_retire(self) -> bool:
+        return self.action == "already-imported"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "path": self.rel,
+            "agent_id": self.agent_id,
+            "size": self.size,
+            "mtime_ms": self.mtime_ms,
+            "sha256": self.sha256,
+            "record_count": self.record_count,
+            "target_tables": list(self.target_tables),
+            "action": self.action,
+            "source_key": self.source_key,
+            "reason": self.reason,
+            "warnings": list(self.warnings),
+        }
+
+
+@dataclass
+class PlannedDatabase:
+    rel: str
+    size: int
+    role: str | None
+    agent_id: str | None
+    user_version: int | None
+    status: str  # "ok" | "too-new" | "foreign" | "unreadable"
+    problem: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.rel,
+            "size": self.size,
+            "role": self.role,
+            "agent_id": self.agent_id,
+            "user_version": self.user_version,
+            "status": self.status,
+            "problem": self.problem,
+        }
+
+
+@dataclass
+class Plan:
+    state_dir: Path
+    origin: str
+    legacy_root: bool
+    config_path: Path | None
+    sources: list[PlannedSource]
+    databases: list[PlannedDatabase]
+    user_content: list[tuple[str, str, int]]
+    unrecognised: list[FileEntry]
+    statekit_files: int
+    database_sidecars: list[FileEntry] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)  # planned non-source steps (relocation, config)
+
+    def counts(self) -> dict[str, int]:
+        return dict(sorted(Counter(s.action for s in self.sources).items()))
+
+    @property
+    def has_work(self) -> bool:
+        return any(s.needs_import or s.needs_retire for s in self.sources) or any(s.get("apply") for s in self.steps)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": "statekit-plan",
+            "schema_version": 1,
+            "state_dir": str(self.state_dir),
+            "state_dir_origin": self.origin,
+            "legacy_root": self.legacy_root,
+            "config_path": str(self.config_path) if self.config_path else None,
+            "summary": {
+                "sources": len(self.sources),
+                "actions": self.counts(),
+                "databases": len(self.databases),
+                "user_content": len(self.user_content),
+                "unrecognised": len(self.unrecognised),
+                "statekit_files": self.statekit_files,
+            },
+            "steps": self.steps,
+            "sources": [s.to_json() for s in self.sources],
+            "databases": [d.to_json() for d in self.databases],
+            "user_content": [{"path": rel, "reason": reason, "files": count} for rel, reason, count in self.user_content],
+            "unrecognised": [{"path": e.rel, "size": e.size, "type": e.file_type} for e in self.unrecognised],
+        }
+
+
+def check_state_dir(state_dir: Path) -> None:
+    if not state_dir.exists():
+        raise StateDirError(f"{state_dir}: state dir does not exist (set --state-dir or OPENCLAW_STATE_DIR)")
+    if not state_dir.is_dir():
+        raise StateDirError(f"{state_dir}: state dir is not a directory")
+    if not os.access(state_dir, os.R_OK | os.X_OK):
+        raise StateDirError(f"{state_dir}: state dir is not readable")
+
+
+def inspect_database(state_dir: Path, entry: FileEntry) -> PlannedDatabase:
+    path = state_dir / entry.rel
+    try:
+        with read_only_view(path) as conn:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            role = agent_id = None
+            if "schema_meta" in tables:
+                try:
+                    row = conn.execute("SELECT role, agent_id FROM schema_meta WHERE meta_key = 'primary'").fetchone()
+                except Exception:  # foreign schema_meta shape: record what we can
+                    row = None
+                if row:
+                    role, agent_id = row
+    except Exception as exc:  # corrupt or locked: report, never crash the plan
+        return PlannedDatabase(entry.rel, entry.size, None, None, None, "unreadable", f"cannot read database: {exc}")
+    status, problem = "ok", None
+    if version > SCHEMA_VERSION:
+        status, problem = "too-new", f"schema version {version} is newer than statekit supports ({SCHEMA_VERSION}); left untouched"
+    elif version == 0 and tables - {"sqlite_sequence"}:
+        status, problem = "foreign", "has tables but no schema version"
+    return PlannedDatabase(entry.rel, entry.size, role, agent_id, version, status, problem)
+
+
+def plan_source(state_dir: Path, entry: FileEntry, reader: Reader, receipts: dict[str, Receipt]) -> PlannedSource:
+    """Inspect one legacy source: hash, count and decide its action (read-only)."""
+    agent_id = reader.agent_for(entry.rel)
+    planned = PlannedSource(
+        kind=reader.kind,
+        rel=entry.rel,
+        agent_id=agent_id,
+        size=entry.size,
+        mtime_ms=entry.mtime_ms,
+        sha256=None,
+        record_count=None,
+        target_tables=tuple(reader.target_tables),
+        action=reader.action,
+        reason=reader.reason,
+        reader=reader,
+    )
+    path = state_dir / entry.rel
+    problem = file_kind_problem(path)
+    if problem:
+        planned.action = "unreadable"
+        planned.reason = f"{entry.rel}: {problem}"
+        return planned
+    source = Source(state_dir, entry.rel, agent_id)
+    try:
+        with open_regular_file(path) as raw:
+            hashing = HashingReader(raw)
+            if reader.action in ("import", "import+archive"):
+                inspection = reader.inspect(source, hashing)
+                planned.record_count = inspection.record_count
+                planned.warnings.extend(inspection.warnings)
+                planned.details.update(inspection.details)
+            planned.sha256 = hashing.finish()
+            planned.size = hashing.size
+    except SourceError as exc:
+        planned.action = "unreadable"
+        planned.reason = str(exc)
+        return planned
+    except (OSError, ValueError, RecursionError, MemoryError) as exc:
+        planned.action = "unreadable"
+        detail = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        planned.reason = f"{entry.rel}: cannot read: {detail}"
+        return planned
+    if reader.action in ACTIVE_ACTIONS:
+        planned.source_key = source_key(
+            reader.kind, entry.rel, reader.target_tables, planned.sha256, planned.size, entry.mtime_ms, planned.record_count
+        )
+        receipt = receipts.get(planned.source_key)
+        planned.receipt = receipt
+        if receipt is not None and receipt.status == "completed":
+            planned.action = "already-imported"
+            planned.reason = f"imported by run {receipt.last_run_id}; left to retire" if not receipt.removed_source else None
+    return planned
+
+
+def _resolve_conflicts(sources: list[PlannedSource]) -> None:
+    """Two sources of one kind that claim the same identity: keep the preferred one, mark the rest ``conflict``."""
+    groups: dict[tuple[Any, ...], list[PlannedSource]] = {}
+    for source in sources:
+        identity = source.details.get("identity")
+        if identity is not None and source.needs_import:
+            groups.setdefault((source.kind, source.agent_id, *identity), []).append(source)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        members.sort(key=lambda s: (not s.details.get("preferred", False), s.rel))
+        keep = members[0]
+        for other in members[1:]:
+            other.action = "conflict"
+            other.reason = f"{other.rel}: holds the same {other.details.get('identity_label', 'identity')} as {keep.rel}; left in place"
+
+
+def _agent_conflicts(sources: list[PlannedSource], databases: list[PlannedDatabase]) -> None:
+    blocked = {
+        d.rel: d for d in databases if d.status != "ok"
+    }
+    for source in sources:
+        if not source.needs_import:
+            continue
+        targets = []
+        if any(t.startswith("agent.") for t in source.target_tables) and source.agent_id:
+            targets.append(f"agents/{source.agent_id}/agent/openclaw-agent.sqlite")
+        if any(t.startswith("global.") for t in source.target_tables):
+            targets.append("state/openclaw.sqlite")
+        for rel in targets:
+            if rel in blocked:
+                source.action = "conflict"
+                source.reason = f"{rel}: {blocked[rel].problem}"
+
+
+def build_plan(resolved: ResolvedStateDir | Path, env: dict[str, str] | None = None) -> Plan:
+    """Discover and plan. Writes nothing: not the state dir, not a database, not a lock."""
+    if isinstance(resolved, Path):
+        resolved = ResolvedStateDir(resolved, "flag")
+    state_dir = resolved.path
+    check_state_dir(state_dir)
+    found: Discovery = discover(state_dir)
+    try:
+        receipts = load_receipts_readonly(state_dir)
+    except Exception:  # an unreadable global DB shows up in databases[]
+        receipts = {}
+    databases = [inspect_database(state_dir, entry) for entry in found.databases]
+    sources = [plan_source(state_dir, entry, reader, receipts) for entry, reader in found.legacy]
+    _resolve_conflicts(sources)
+    _agent_conflicts(sources, databases)
+    sources.sort(key=lambda s: (s.reader.order if s.reader else 1000, s.agent_id or "", s.rel))
+    cfg = config_path(state_dir, env)
+    return Plan(
+        state_dir=state_dir,
+        origin=resolved.origin,
+        legacy_root=resolved.legacy,
+        config_path=cfg,
+        sources=sources,
+        databases=databases,
+        user_content=found.user_content,
+        unrecognised=found.unrecognised,
+        statekit_files=found.statekit_files,
+        database_sidecars=found.database_sidecars,
+    )
+
+
+def ensure_not_schema_error(plan: Plan) -> None:
+    """Refuse early when the global database cannot be used at all."""
+    for database in plan.databases:
+        if database.rel == "state/openclaw.sqlite" and database.status in ("too-new", "foreign"):
+            raise SchemaError(f"{plan.state_dir / database.rel}: {database.problem}")
+
+
+__all__ = ["Plan", "PlannedSource", "PlannedDatabase", "build_plan", "check_state_dir", "relative_posix"]

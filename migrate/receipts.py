@@ -1,0 +1,121 @@
+"""Idempotency keys and ``migration_runs`` / ``migration_sources`` records."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from statekit.db import is_sqlite_file, read_only_view, table_names
+from statekit.layout import global_db_path
+
+MIGRATION_KIND = "legacy-state"
+
+
+def source_key(
+    kind: str, rel: str, target_tables: Sequence[str], sha256: str, size: int, mtime_ms: int, record_count: int | None
+) -> str:
+    """``legacy-state:`` + sha256 of the NUL-joined identity fields. Same file, same key."""
+    fields = [kind, rel, ",".join(target_tables), sha256, str(size), str(mtime_ms), "" if record_count is None else str(record_count)]
+    return "legacy-state:" + hashlib.sha256("\0".join(fields).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Receipt:
+    source_key: str
+    source_path: str
+    status: str
+    last_run_id: str
+    removed_source: bool
+    source_sha256: str | None
+    report: dict[str, Any]
+
+
+def _row_to_receipt(row: sqlite3.Row | tuple) -> Receipt:
+    key, path, status, run_id, removed, sha, report = row
+    try:
+        parsed = json.loads(report) if report else {}
+    except ValueError:
+        parsed = {}
+    return Receipt(key, path, status, run_id, bool(removed), sha, parsed if isinstance(parsed, dict) else {})
+
+
+_SELECT = "SELECT source_key, source_path, status, last_run_id, removed_source, source_sha256, report_json FROM migration_sources"
+
+
+def load_receipts(conn: sqlite3.Connection) -> dict[str, Receipt]:
+    if "migration_sources" not in table_names(conn):
+        return {}
+    return {r.source_key: r for r in map(_row_to_receipt, conn.execute(_SELECT + " WHERE migration_kind = ?", (MIGRATION_KIND,)))}
+
+
+def load_receipts_readonly(state_dir: Path) -> dict[str, Receipt]:
+    """Receipts for the plan, read without writing a byte (no WAL/SHM files created)."""
+    path = global_db_path(state_dir)
+    if not path.is_file() or not is_sqlite_file(path):
+        return {}
+    with read_only_view(path) as conn:
+        return load_receipts(conn)
+
+
+def write_receipt(
+    conn: sqlite3.Connection,
+    *,
+    key: str,
+    rel: str,
+    target_tables: Sequence[str],
+    sha256: str,
+    size: int,
+    record_count: int | None,
+    run_id: str,
+    status: str,
+    now_ms: int,
+    removed_source: bool,
+    report: dict[str, Any],
+) -> None:
+    conn.execute(
+        "INSERT INTO migration_sources(source_key, migration_kind, source_path, target_table, source_sha256,"
+        " source_size_bytes, source_record_count, last_run_id, status, imported_at, removed_source, report_json)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT(source_key) DO UPDATE SET last_run_id = excluded.last_run_id, status = excluded.status,"
+        " imported_at = excluded.imported_at, removed_source = excluded.removed_source, report_json = excluded.report_json",
+        (
+            key,
+            MIGRATION_KIND,
+            rel,
+            ",".join(target_tables) or "-",
+            sha256,
+            size,
+            record_count,
+            run_id,
+            status,
+            now_ms,
+            int(removed_source),
+            json.dumps(report, ensure_ascii=False, sort_keys=True),
+        ),
+    )
+
+
+def mark_removed(conn: sqlite3.Connection, key: str, report: dict[str, Any]) -> None:
+    conn.execute(
+        "UPDATE migration_sources SET removed_source = 1, report_json = ? WHERE source_key = ?",
+        (json.dumps(report, ensure_ascii=False, sort_keys=True), key),
+    )
+
+
+def open_run(conn: sqlite3.Connection, run_id: str, now_ms: int, report: dict[str, Any]) -> None:
+    conn.execute(
+        "INSERT INTO migration_runs(id, started_at, finished_at, status, report_json) VALUES (?, ?, NULL, 'running', ?)",
+        (run_id, now_ms, json.dumps(report, ensure_ascii=False, sort_keys=True)),
+    )
+
+
+def close_run(conn: sqlite3.Connection, run_id: str, now_ms: int, status: str, report: dict[str, Any]) -> None:
+    conn.execute(
+        "UPDATE migration_runs SET finished_at = ?, status = ?, report_json = ? WHERE id = ?",
+        (now_ms, status, json.dumps(report, ensure_ascii=False, sort_keys=True), run_id),
+    )

@@ -1,0 +1,101 @@
+"""Retire an imported source: move it, byte for byte, under ``.statekit/migrated/<run_id>/``."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+from pathlib import Path, PurePosixPath
+
+from statekit.faults import checkpoint
+from statekit.fsutil import (
+    PRIVATE_DIR_MODE,
+    PRIVATE_FILE_MODE,
+    chmod_best_effort,
+    ensure_private_dir,
+    fsync_dir,
+    fsync_file,
+    sha256_file,
+)
+from statekit.layout import migrated_dir
+
+
+def retired_path(state_dir: Path, run_id: str, rel: str) -> Path:
+    return migrated_dir(state_dir, run_id).joinpath(*PurePosixPath(rel).parts)
+
+
+def _free_destination(dest: Path, sha256: str | None) -> Path:
+    """The destination, or a numbered sibling when a different file already sits there."""
+    if not dest.exists():
+        return dest
+    if sha256 and sha256_file(dest) == sha256:
+        return dest
+    index = 1
+    while True:
+        candidate = dest.with_name(f"{dest.name}.{index}")
+        if not candidate.exists() or (sha256 and sha256_file(candidate) == sha256):
+            return candidate
+        index += 1
+
+
+def retire(state_dir: Path, rel: str, run_id: str, sha256: str | None, warnings: list[str] | None = None) -> Path:
+    """Move ``rel`` into the run's retired folder (atomic rename; copy+verify across filesystems).
+
+    The retired copy is made 0600 in 0700 directories. Empty directories
+    left behind are removed up to (not including) the state dir.
+    """
+    source = state_dir.joinpath(*PurePosixPath(rel).parts)
+    dest = _free_destination(retired_path(state_dir, run_id, rel), sha256)
+    ensure_private_dir(dest.parent, warnings)
+    if dest.exists():
+        # A previous attempt already placed an identical copy: only the original remains to go.
+        source.unlink()
+    else:
+        try:
+            os.rename(source, dest)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            _copy_verified(source, dest, sha256)
+            source.unlink()
+    checkpoint("retire-moved")
+    chmod_best_effort(dest, PRIVATE_FILE_MODE, warnings)
+    fsync_dir(dest.parent)
+    fsync_dir(source.parent)
+    remove_empty_parents(source.parent, state_dir)
+    return dest
+
+
+def _copy_verified(source: Path, dest: Path, sha256: str | None) -> None:
+    tmp = dest.with_name(dest.name + ".statekit-partial")
+    with open(source, "rb") as src, open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE), "wb") as out:
+        shutil.copyfileobj(src, out, 1 << 20)
+        out.flush()
+        os.fsync(out.fileno())
+    if sha256 and sha256_file(tmp) != sha256:
+        tmp.unlink(missing_ok=True)
+        raise OSError(errno.EIO, f"copy of {source} does not match its hash")
+    os.replace(tmp, dest)
+    fsync_file(dest)
+
+
+def remove_empty_parents(directory: Path, state_dir: Path) -> None:
+    state_dir = state_dir.resolve() if not state_dir.is_absolute() else state_dir
+    current = directory
+    while current != state_dir and state_dir in current.parents:
+        try:
+            current.rmdir()
+        except OSError:
+            return
+        current = current.parent
+
+
+def delete_source(state_dir: Path, rel: str) -> None:
+    """``--remove-sources``: delete an imported and validated source instead of keeping a copy."""
+    source = state_dir.joinpath(*PurePosixPath(rel).parts)
+    source.unlink()
+    fsync_dir(source.parent)
+    remove_empty_parents(source.parent, state_dir)
+
+
+__all__ = ["retire", "retired_path", "delete_source", "remove_empty_parents", "PRIVATE_DIR_MODE"]

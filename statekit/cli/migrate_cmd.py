@@ -1,0 +1,80 @@
+"""``statekit migrate``: the apply algorithm of the migration contract."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from migrate.apply import MigrateOptions, MigrationReport, migrate
+from migrate.plan import build_plan
+from statekit.cli.common import JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, run_command
+from statekit.cli.plan_cmd import render_plan
+from statekit.errors import ExitCode
+from statekit.layout import resolve_state_dir
+from statekit.output import Output, table
+
+HELP = """Import legacy state files into SQLite (gateway stopped, offline).
+
+Takes the state-dir lock, makes a verified pre-migration backup, imports
+each source in one transaction with its receipt, validates the rows, then
+moves the source byte-exact to .statekit/migrated/<run_id>/. Safe to rerun:
+imported sources are skipped, an interrupted run converges.
+
+Without --yes it shows the plan and asks on a terminal; elsewhere it refuses.
+
+Example:
+
+    statekit migrate --state-dir ~/.openclaw --yes
+    statekit migrate --yes --json > migrate-report.json
+
+Exit codes: 0 done, 3 some sources left in place (named), 4 busy, 1 fatal.
+"""
+
+
+def render_report(report: MigrationReport) -> str:
+    if report.status == "nothing-to-do":
+        lines = ["Nothing to migrate: every legacy source is already imported."]
+    else:
+        lines = [f"Run {report.run_id}: {report.status}"]
+        if report.backup_path:
+            lines.append(f"Pre-migration backup: {report.backup_path}")
+        active = [o for o in report.outcomes if o.status not in ("deferred", "retain")]
+        if active:
+            lines += ["", table(("STATUS", "KIND", "PATH", "RECORDS"), [(o.status, o.kind, o.rel, "-" if o.records is None else o.records) for o in active])]
+        counts = ", ".join(f"{n} {s}" for s, n in report.counts().items())
+        lines += ["", f"Summary: {counts or 'no sources'}."]
+    return "\n".join(lines)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("migrate", help=HELP)
+    def migrate_command(
+        state_dir: StateDirOpt = None,
+        yes: YesOpt = False,
+        no_backup: Annotated[bool, typer.Option("--no-backup", help="Skip the pre-migration backup (not recommended).")] = False,
+        backup_output: Annotated[Path | None, typer.Option("--backup-output", help="Directory for the pre-migration backup archive.")] = None,
+        remove_sources: Annotated[bool, typer.Option("--remove-sources", help="Delete imported sources instead of keeping a byte-exact copy.")] = False,
+        json_out: JsonOpt = False,
+        quiet: QuietOpt = False,
+    ) -> None:
+        out = Output(json_mode=json_out, quiet=quiet)
+
+        def body() -> ExitCode:
+            resolved = resolve_state_dir(state_dir)
+            if not yes:
+                plan = build_plan(resolved)
+                out.info(render_plan(plan))
+                confirm_or_refuse(out, "Migrate these sources now?", yes)
+            options = MigrateOptions(backup=not no_backup, backup_output=backup_output, remove_sources=remove_sources)
+            report = migrate(resolved, options)
+            out.result(report.to_json(), lambda _d: render_report(report))
+            for notice in report.notices:
+                if not quiet and not json_out:
+                    out.stderr.write(f"statekit: note: {notice}\n")
+            for warning in report.warnings:
+                out.warn(warning)
+            return report.exit_code
+
+        run_command(out, body)

@@ -1,0 +1,86 @@
+"""``statekit plan``: discover and classify every file; print the plan. Writes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from migrate.plan import Plan, build_plan
+from statekit.cli.common import JsonOpt, QuietOpt, StateDirOpt, run_command
+from statekit.errors import ExitCode
+from statekit.layout import resolve_state_dir
+from statekit.output import Output, human_size, table
+
+HELP = """Show what `statekit migrate` would do. Read-only: writes nothing, not even a lock.
+
+Every file under the state dir is classified: a legacy source (with its
+reader, record count, target tables and action), a current SQLite
+database, user content that stays, or unrecognised.
+
+Example:
+
+    statekit plan --state-dir ~/.openclaw
+    statekit plan --json > plan.json
+
+Exit codes: 0 plan made, 3 some sources are unreadable or conflict, 1 fatal.
+"""
+
+
+def _target(tables: tuple[str, ...]) -> str:
+    if not tables:
+        return "-"
+    first = tables[0].split(".", 1)[-1]
+    return first if len(tables) == 1 else f"{first} +{len(tables) - 1}"
+
+
+def render_plan(plan: Plan) -> str:
+    lines = [f"State dir: {plan.state_dir} ({plan.origin}{', legacy root' if plan.legacy_root else ''})"]
+    if plan.config_path:
+        lines.append(f"Config: {plan.config_path}")
+    for step in plan.steps:
+        lines.append(f"Step: {step.get('description')}")
+    if plan.sources:
+        rows = [
+            (s.action, s.kind, s.rel, human_size(s.size), "-" if s.record_count is None else s.record_count, _target(s.target_tables))
+            for s in plan.sources
+        ]
+        lines += ["", table(("ACTION", "KIND", "PATH", "SIZE", "RECORDS", "TARGET"), rows)]
+    problems = [s for s in plan.sources if s.action in ("unreadable", "conflict")]
+    for s in problems:
+        lines.append(f"  ! {s.reason}")
+    for s in plan.sources:
+        for warning in s.warnings:
+            lines.append(f"  note: {warning}")
+    if plan.databases:
+        lines += ["", table(("DATABASE", "ROLE", "AGENT", "VERSION", "STATUS"), [
+            (d.rel, d.role or "-", d.agent_id or "-", "-" if d.user_version is None else d.user_version, d.status if not d.problem else f"{d.status}: {d.problem}")
+            for d in plan.databases
+        ])]
+    if plan.user_content:
+        lines += ["", "User content (stays where it is):"]
+        lines += [f"  {rel}  ({reason}{f', {n} files' if n > 1 else ''})" for rel, reason, n in plan.user_content]
+    if plan.unrecognised:
+        lines += ["", "Unrecognised (listed, never touched):"]
+        lines += [f"  {e.rel}" for e in plan.unrecognised]
+    counts = ", ".join(f"{n} {a}" for a, n in plan.counts().items()) or "no legacy sources"
+    lines += ["", f"Summary: {len(plan.sources)} legacy sources ({counts}); {len(plan.databases)} databases; {len(plan.unrecognised)} unrecognised."]
+    return "\n".join(lines)
+
+
+def plan_exit_code(plan: Plan) -> ExitCode:
+    return ExitCode.WARNINGS if any(s.action in ("unreadable", "conflict") for s in plan.sources) else ExitCode.OK
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("plan", help=HELP)
+    def plan_command(state_dir: StateDirOpt = None, json_out: JsonOpt = False, quiet: QuietOpt = False) -> None:
+        out = Output(json_mode=json_out, quiet=quiet)
+
+        def body() -> ExitCode:
+            plan = build_plan(resolve_state_dir(state_dir))
+            data: dict[str, Any] = plan.to_json()
+            out.result(data, lambda _d: render_plan(plan))
+            return plan_exit_code(plan)
+
+        run_command(out, body)
