@@ -390,6 +390,10 @@ class Reader:
     description: ClassVar[str] = ""
     patterns: ClassVar[tuple[str, ...]] = ()
     exclude: ClassVar[tuple[str, ...]] = ()
+    # Patterns relative to a workspace root (``workspace/``, ``workspace-*/``): discovery does not walk
+    # workspaces (user content) but probes these paths inside each one. Matches are also tested
+    # against ``patterns`` with the workspace prefix, so list them in both.
+    workspace_patterns: ClassVar[tuple[str, ...]] = ()
     schema_name: ClassVar[str | None] = None
     target_tables: ClassVar[tuple[str, ...]] = ()
     action: ClassVar[str] = "import"

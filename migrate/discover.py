@@ -138,6 +138,26 @@ def walk(state_dir: Path) -> Iterator[tuple[str, os.DirEntry[str] | None, str | 
                 yield rel, entry, None
 
 
+def _probe_workspace(state_dir: Path, rel_dir: str, readers: tuple[Reader, ...]) -> list[tuple[FileEntry, Reader]]:
+    """Legacy files at the few known places inside a workspace (ClawHub tracking, setup state)."""
+    found: list[tuple[FileEntry, Reader]] = []
+    seen: set[str] = set()
+    root = state_dir / rel_dir
+    for reader in readers:
+        for pattern in reader.workspace_patterns:
+            for path in sorted(root.glob(pattern)):
+                rel = f"{rel_dir}/{path.relative_to(root).as_posix()}"
+                if rel in seen or not reader.claims(rel):
+                    continue
+                try:
+                    st = path.lstat()
+                except OSError:
+                    continue
+                seen.add(rel)
+                found.append((FileEntry(rel, st.st_size, st.st_mtime_ns // 1_000_000, _file_type(st.st_mode)), reader))
+    return found
+
+
 def discover(state_dir: Path) -> Discovery:
     found = Discovery(state_dir=state_dir)
     readers = all_readers()
@@ -147,8 +167,11 @@ def discover(state_dir: Path) -> Discovery:
             count = _count_files(state_dir / rel)
             if pruned == "statekit":
                 found.statekit_files += count
-            else:
-                found.user_content.append((rel + "/", pruned or "user content", count))
+                continue
+            probed = _probe_workspace(state_dir, rel, readers) if pruned == "workspace" else []
+            for item, reader in probed:
+                found.legacy.append((item, reader))
+            found.user_content.append((rel + "/", pruned or "user content", count - len(probed)))
             continue
         try:
             st = entry.stat(follow_symlinks=False)

@@ -1,0 +1,1154 @@
+"""Cron: ``cron/jobs.json``, ``cron/jobs-state.json``, ``cron/runs/<jobId>.jsonl``.
+
+Four readers, one family (``docs/readers/cron.md`` has the full contract):
+
+* ``cron-jobs`` (order 30): the job definitions -> ``global.cron_jobs``,
+  after the legacy shape repairs OpenClaw's own doctor applies (``jobId``,
+  numeric ids, string / ``schedule.cron`` schedules, enum case, top-level
+  payload and delivery fields, ``notify: true``). Duplicate ids: the newest
+  copy wins, the others are reported.
+* ``cron-state`` (order 31): the runtime-state sidecar -> the state columns of
+  existing ``cron_jobs`` rows. It never invents a job.
+* ``cron-runs`` (order 32): one run log per job -> ``global.cron_run_logs``,
+  streamed line by line; a re-import replaces that job's rows.
+* ``cron-jobs-backup`` (order 33): OpenClaw's own ``jobs.json.bak`` copies,
+  retained in place.
+
+Rows use ``store_key = "default"`` for the default store ``<state>/cron``: the
+key OpenClaw's current ``resolveCronStoreKey()`` returns, so OpenClaw finds
+the imported jobs where it looks for them.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import math
+import sqlite3
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import PurePosixPath
+from typing import Any, BinaryIO
+
+from legacy_readers.base import (
+    ImportContext,
+    Inspection,
+    Reader,
+    Source,
+    WriteResult,
+    as_int,
+    compact_json,
+    finite_number,
+    insert_many,
+    parse_json5_document,
+    parse_json_line,
+    require_columns,
+    upsert,
+    validate,
+)
+from statekit.errors import SchemaError, SourceError
+from statekit.fsutil import iter_lines
+
+FAMILY = "cron"
+DEFAULT_STORE_DIR = "cron"
+DEFAULT_STORE_KEY = "default"
+JOBS_TABLE = "cron_jobs"
+RUNS_TABLE = "cron_run_logs"
+JOB_KEY = ("store_key", "job_id")
+IN_CHUNK = 500  # ids per "IN (...)" list, far below SQLite's variable limit
+
+SCHEDULE_KINDS = ("at", "every", "cron")
+PAYLOAD_KINDS = {"agentturn": "agentTurn", "systemevent": "systemEvent"}
+DELIVERY_HINT_FIELDS = ("deliver", "bestEffortDeliver", "channel", "provider", "to", "threadId")
+TOP_LEVEL_PAYLOAD_FIELDS = ("model", "thinking", "timeoutSeconds", "allowUnsafeExternalContent", "message", "text", "command", "timeout")
+
+STATE_COLUMNS = (
+    "next_run_at_ms",
+    "running_at_ms",
+    "last_run_at_ms",
+    "last_run_status",
+    "last_error",
+    "last_duration_ms",
+    "consecutive_errors",
+    "consecutive_skipped",
+    "schedule_error_count",
+    "last_delivery_status",
+    "last_delivery_error",
+    "last_delivered",
+    "last_failure_alert_at_ms",
+)
+
+RUN_COLUMNS = (
+    "store_key",
+    "job_id",
+    "seq",
+    "ts",
+    "status",
+    "error",
+    "summary",
+    "diagnostics_summary",
+    "delivery_status",
+    "delivery_error",
+    "delivered",
+    "session_id",
+    "session_key",
+    "run_id",
+    "run_at_ms",
+    "duration_ms",
+    "next_run_at_ms",
+    "model",
+    "provider",
+    "total_tokens",
+    "entry_json",
+    "created_at",
+)
+
+# Human labels for the repair tallies reported per file.
+REPAIR_LABELS = {
+    "jobId": "legacy jobId renamed to id",
+    "nonStringId": "numeric id stored as text",
+    "missingId": "missing id given a deterministic one",
+    "nullJob": "null entry skipped",
+    "scheduleString": "string schedule converted",
+    "scheduleCron": "schedule.cron renamed to expr",
+    "scheduleKind": "schedule kind canonicalised",
+    "scheduleKindInferred": "schedule kind inferred",
+    "scheduleAt": "at time normalised to ISO",
+    "scheduleAnchor": "every anchor filled from createdAtMs",
+    "payloadKind": "payload kind canonicalised",
+    "topLevelPayload": "top-level payload fields moved into payload",
+    "topLevelDelivery": "top-level delivery fields moved into delivery",
+    "payloadDelivery": "payload delivery hints moved into delivery",
+    "deliveryMode": "delivery mode canonicalised",
+    "sessionTarget": "sessionTarget canonicalised",
+    "wakeMode": "wakeMode canonicalised",
+    "enabled": "missing enabled set to true",
+    "name": "missing name inferred",
+    "createdAtMs": "missing createdAtMs filled",
+    "notifyWebhook": "notify:true moved to a webhook delivery",
+    "notifyDropped": "notify:false removed",
+}
+
+
+# --- small value helpers ---------------------------------------------------------
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _trimmed(value: Any) -> str | None:
+    if isinstance(value, str):
+        stripped = value.strip()
+        return stripped or None
+    return None
+
+
+def _flag(value: Any) -> int | None:
+    return (1 if value else 0) if isinstance(value, bool) else None
+
+
+def _js_number_text(value: int | float) -> str:
+    """``String(n)`` for a finite JSON number (1 -> "1", 1.0 -> "1", 1.5 -> "1.5")."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    return str(value) if isinstance(value, int) else repr(value)
+
+
+def _id_text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value.strip() or None
+    number = finite_number(value)
+    return None if number is None else _js_number_text(number)
+
+
+def _coerce_number(value: Any) -> float | None:
+    """A finite number, or a numeric string (as OpenClaw's schedule coercion accepts)."""
+    number = finite_number(value)
+    if number is not None:
+        return number
+    if isinstance(value, str) and value.strip():
+        try:
+            parsed = float(value.strip())
+        except ValueError:
+            return None
+        return parsed if math.isfinite(parsed) else None
+    return None
+
+
+def _json_or_none(value: Any) -> str | None:
+    return None if value is None else compact_json(value)
+
+
+def _iso_ms(ms: int) -> str:
+    """``new Date(ms).toISOString()``."""
+    moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _mtime_ms(source: Source, fallback: int) -> int:
+    try:
+        return source.path.stat().st_mtime_ns // 1_000_000
+    except OSError:
+        return fallback
+
+
+def _first_non_finite(value: Any, path: str = "$") -> str | None:
+    """JSON path of the first NaN/Infinity (JSON5 and Python's json accept them; we refuse them)."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return where
+        if isinstance(item, dict):
+            stack.extend((v, f"{where}.{k}" if _plain_key(k) else f"{where}[{compact_json(k)}]") for k, v in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(item))))
+    return None
+
+
+def _plain_key(key: str) -> bool:
+    return key.isidentifier()
+
+
+def _parse_document(data: bytes, rel: str) -> Any:
+    document = parse_json5_document(data, rel)
+    bad = _first_non_finite(document)
+    if bad:
+        raise SourceError(rel, "non-finite number (NaN or Infinity) is not allowed", json_path=bad)
+    return document
+
+
+def store_dir_of(rel: str) -> str:
+    """The cron store directory a claimed file belongs to (``cron`` for the default store)."""
+    parts = PurePosixPath(rel).parts
+    if len(parts) >= 2 and parts[-2] == "runs":
+        return "/".join(parts[:-2])
+    return "/".join(parts[:-1])
+
+
+def store_key_for(rel: str) -> str:
+    """``"default"`` for the default store ``<state>/cron``; ``"cron:<dir>"`` for any other store dir.
+
+    OpenClaw's current ``resolveCronStoreKey()`` returns ``"default"`` (2026.6-2026.7
+    releases used the absolute path of ``jobs.json`` instead; see docs/readers/cron.md).
+    """
+    directory = store_dir_of(rel)
+    return DEFAULT_STORE_KEY if directory == DEFAULT_STORE_DIR else f"cron:{directory}"
+
+
+@contextmanager
+def _savepoint(conn: sqlite3.Connection, name: str) -> Iterator[None]:
+    """All of one reader's rows or none, even if the caller forgot to roll back."""
+    conn.execute(f"SAVEPOINT {name}")
+    try:
+        yield
+    except BaseException:
+        conn.execute(f"ROLLBACK TO {name}")
+        conn.execute(f"RELEASE {name}")
+        raise
+    conn.execute(f"RELEASE {name}")
+
+
+def _explain_integrity(exc: sqlite3.IntegrityError, table: str) -> Exception:
+    message = str(exc)
+    if message.startswith("NOT NULL constraint failed"):
+        column = message.rsplit(".", 1)[-1]
+        return SchemaError(
+            f"existing table {table} requires column {column} (NOT NULL) that statekit does not fill; it was left unaltered"
+        )
+    return SchemaError(f"existing table {table} refused a row ({message}); it was left unaltered")
+
+
+def _chunks(items: Sequence[str], size: int = IN_CHUNK) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _expect_jobs(result: WriteResult, store_key: str, job_ids: Sequence[str], table: str = JOBS_TABLE) -> None:
+    if not job_ids:
+        return
+    if len(job_ids) <= IN_CHUNK:
+        marks = ", ".join("?" for _ in job_ids)
+        result.expect("global", table, f"store_key = ? AND job_id IN ({marks})", (store_key, *job_ids), len(job_ids))
+    else:
+        result.expect("global", table, "store_key = ?", (store_key,), len(job_ids))
+
+
+def _existing_rows(conn: sqlite3.Connection, store_key: str, job_ids: Sequence[str], columns: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+    found: dict[str, tuple[Any, ...]] = {}
+    select = ", ".join(("job_id", *columns))
+    for chunk in _chunks(list(job_ids)):
+        marks = ", ".join("?" for _ in chunk)
+        sql = f"SELECT {select} FROM {JOBS_TABLE} WHERE store_key = ? AND job_id IN ({marks})"
+        for row in conn.execute(sql, (store_key, *chunk)):
+            found[row[0]] = tuple(row[1:])
+    return found
+
+
+# --- state projection ------------------------------------------------------------
+
+
+def state_columns(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The typed runtime-state columns of ``cron_jobs`` (as OpenClaw's ``bindStateColumns``)."""
+    return {
+        "next_run_at_ms": as_int(state.get("nextRunAtMs")),
+        "running_at_ms": as_int(state.get("runningAtMs")),
+        "last_run_at_ms": as_int(state.get("lastRunAtMs")),
+        "last_run_status": _text(state.get("lastRunStatus")) or _text(state.get("lastStatus")),
+        "last_error": _text(state.get("lastError")),
+        "last_duration_ms": as_int(state.get("lastDurationMs")),
+        "consecutive_errors": as_int(state.get("consecutiveErrors")),
+        "consecutive_skipped": as_int(state.get("consecutiveSkipped")),
+        "schedule_error_count": as_int(state.get("scheduleErrorCount")),
+        "last_delivery_status": _text(state.get("lastDeliveryStatus")),
+        "last_delivery_error": _text(state.get("lastDeliveryError")),
+        "last_delivered": _flag(state.get("lastDelivered")),
+        "last_failure_alert_at_ms": as_int(state.get("lastFailureAlertAtMs")),
+    }
+
+
+# --- jobs.json: legacy shape repairs ---------------------------------------------
+
+
+@dataclass
+class RepairedJob:
+    index: int  # position in the file's jobs array
+    job_id: str
+    job: dict[str, Any]  # repaired definition, runtime fields stripped (state = {})
+    state: dict[str, Any]  # inline runtime state (pre-split files), {} when none
+    updated_at_ms: int | None
+    created_at_ms: int
+    repairs: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+
+class _JobRepair:
+    """Repairs one legacy job the way OpenClaw's doctor normaliser does, without its runtime-only defaults."""
+
+    def __init__(self, raw: dict[str, Any], index: int, rel: str, fallback_ms: int, webhook: str | None) -> None:
+        self.raw = raw
+        self.job = copy.deepcopy(raw)
+        self.index = index
+        self.rel = rel
+        self.path = f"$.jobs[{index}]"
+        self.fallback_ms = fallback_ms
+        self.webhook = webhook
+        self.repairs: list[str] = []
+        self.notices: list[str] = []
+
+    def fail(self, where: str, problem: str) -> SourceError:
+        return SourceError(self.rel, problem, json_path=f"{self.path}{where}")
+
+    def note(self, key: str) -> None:
+        if key not in self.repairs:
+            self.repairs.append(key)
+
+    def run(self) -> RepairedJob:
+        job = self.job
+        job_id = self._identity()
+        state = job.pop("state", None)
+        state = state if isinstance(state, dict) else {}
+        updated = as_int(job.pop("updatedAtMs", None))
+        created = as_int(job.get("createdAtMs"))
+        if created is None:
+            created = updated if updated is not None else self.fallback_ms
+            job["createdAtMs"] = created
+            self.note("createdAtMs")
+        elif job["createdAtMs"] != created:
+            job["createdAtMs"] = created
+        job["schedule"] = self._schedule(created, updated)
+        payload = self._payload()
+        job["payload"] = payload
+        self._delivery(payload)
+        self._notify()
+        self._scalars(payload)
+        job["state"] = {}
+        return RepairedJob(self.index, job_id, job, state, updated, created, self.repairs, self.notices)
+
+    def _identity(self) -> str:
+        job = self.job
+        raw_id = job.get("id")
+        job_id = _id_text(raw_id)
+        if raw_id is not None and not isinstance(raw_id, str):
+            self.note("nonStringId")
+        if job_id is None:
+            job_id = _id_text(job.get("jobId"))
+            if job_id is not None and not isinstance(job.get("jobId"), str):
+                self.note("nonStringId")
+        if "jobId" in job:
+            del job["jobId"]
+            self.note("jobId")
+        if job_id is None:
+            digest = hashlib.sha256(compact_json(self.raw).encode("utf-8")).hexdigest()
+            job_id = f"cron-migrated-{self.index}-{digest}"
+            self.note("missingId")
+            self.notices.append(f"{self.path} has no id; imported as {job_id}")
+        job["id"] = job_id
+        return job_id
+
+    def _schedule(self, created: int, updated: int | None) -> dict[str, Any]:
+        raw = self.job.get("schedule")
+        if isinstance(raw, str):
+            expr = raw.strip()
+            if not expr:
+                raise self.fail(".schedule", "schedule is an empty string")
+            self.note("scheduleString")
+            return {"kind": "cron", "expr": expr}
+        if not isinstance(raw, dict):
+            raise self.fail(".schedule", "expected a schedule object or cron string")
+        schedule = dict(raw)
+        kind_raw = schedule.get("kind")
+        kind = kind_raw.strip().lower() if isinstance(kind_raw, str) else ""
+        if kind and kind not in SCHEDULE_KINDS:
+            raise self.fail(".schedule.kind", "unsupported schedule kind (expected at, every or cron)")
+        if not kind:
+            if "at" in schedule or "atMs" in schedule:
+                kind = "at"
+            elif "everyMs" in schedule:
+                kind = "every"
+            elif _trimmed(schedule.get("expr")) or _trimmed(schedule.get("cron")):
+                kind = "cron"
+            else:
+                raise self.fail(".schedule", "schedule has no kind and none of at, everyMs or expr")
+            self.note("scheduleKindInferred")
+        elif kind != kind_raw:
+            self.note("scheduleKind")
+        schedule["kind"] = kind
+        if kind == "cron":
+            expr = _trimmed(schedule.get("expr"))
+            legacy = _trimmed(schedule.get("cron"))
+            if expr is None and legacy is not None:
+                expr = legacy
+                self.note("scheduleCron")
+            if "cron" in schedule:
+                del schedule["cron"]
+                self.note("scheduleCron")
+            if expr is None:
+                raise self.fail(".schedule.expr", "cron schedule needs a non-empty expr")
+            schedule["expr"] = expr
+            if "tz" in schedule:
+                tz = _trimmed(schedule["tz"])
+                if tz is None:
+                    del schedule["tz"]
+                else:
+                    schedule["tz"] = tz
+            if schedule.get("staggerMs") is not None:
+                stagger = as_int(schedule["staggerMs"])
+                if stagger is None or stagger < 0:
+                    raise self.fail(".schedule.staggerMs", "must be a non-negative number")
+                schedule["staggerMs"] = stagger
+        elif kind == "every":
+            every = _coerce_number(schedule.get("everyMs"))
+            if every is None or math.floor(every) <= 0:
+                raise self.fail(".schedule.everyMs", "every schedule needs a positive everyMs")
+            schedule["everyMs"] = int(math.floor(every))
+            anchor = _coerce_number(schedule.get("anchorMs"))
+            if anchor is not None:
+                schedule["anchorMs"] = max(0, int(math.floor(anchor)))
+            elif schedule.get("anchorMs") is not None:
+                raise self.fail(".schedule.anchorMs", "must be a number")
+            else:
+                schedule["anchorMs"] = max(0, created if created is not None else (updated or 0))
+                self.note("scheduleAnchor")
+        else:
+            schedule["at"] = self._at(schedule)
+            schedule.pop("atMs", None)
+        return schedule
+
+    def _at(self, schedule: dict[str, Any]) -> str:
+        at_ms = schedule.get("atMs")
+        at = schedule.get("at")
+        if at_ms is not None:
+            millis = _coerce_number(at_ms)
+            if millis is None:
+                raise self.fail(".schedule.atMs", "must be a number of milliseconds")
+            self.note("scheduleAt")
+            return _iso_ms(int(millis))
+        if finite_number(at) is not None:
+            self.note("scheduleAt")
+            return _iso_ms(int(at))
+        text = _trimmed(at)
+        if text is None:
+            raise self.fail(".schedule.at", "at schedule needs an ISO 8601 time")
+        if text.isdigit():
+            self.note("scheduleAt")
+            return _iso_ms(int(text))
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            raise self.fail(".schedule.at", "not an ISO 8601 time") from None
+        if moment.tzinfo is None:
+            return text  # no offset: kept exactly as written, OpenClaw interprets it
+        normalised = _iso_ms(int(moment.timestamp() * 1000))
+        if normalised != at:
+            self.note("scheduleAt")
+        return normalised
+
+    def _payload(self) -> dict[str, Any]:
+        job = self.job
+        payload = job.get("payload")
+        if not isinstance(payload, dict):
+            message = _trimmed(job.get("message"))
+            text = _trimmed(job.get("text"))
+            command = _trimmed(job.get("command"))
+            if message:
+                payload = {"kind": "agentTurn", "message": message}
+            elif text:
+                payload = {"kind": "systemEvent", "text": text}
+            elif command:
+                payload = {"kind": "systemEvent", "text": command}
+            else:
+                raise self.fail("", "job has no payload (and no top-level message, text or command)")
+            self.note("topLevelPayload")
+        else:
+            payload = dict(payload)
+        kind_raw = payload.get("kind")
+        kind = PAYLOAD_KINDS.get(kind_raw.strip().lower()) if isinstance(kind_raw, str) else None
+        if isinstance(kind_raw, str) and kind_raw.strip() and kind is None:
+            raise self.fail(".payload.kind", "unsupported payload kind (expected agentTurn or systemEvent)")
+        if kind is None:
+            if _trimmed(payload.get("message")):
+                kind = "agentTurn"
+            elif _trimmed(payload.get("text")):
+                kind = "systemEvent"
+            else:
+                raise self.fail(".payload", "payload has no kind and no message or text")
+        if kind != kind_raw:
+            self.note("payloadKind")
+        payload["kind"] = kind
+        if kind == "agentTurn":
+            self._copy_top_level_agent_fields(payload)
+            if not isinstance(payload.get("message"), str) and isinstance(payload.get("text"), str):
+                payload["message"] = payload.pop("text")
+                self.note("payloadKind")
+            if not isinstance(payload.get("message"), str):
+                raise self.fail(".payload.message", "agentTurn payload needs a message")
+        else:
+            if not _trimmed(payload.get("text")) and _trimmed(payload.get("message")):
+                payload["text"] = payload.pop("message")
+                self.note("payloadKind")
+            if not isinstance(payload.get("text"), str):
+                raise self.fail(".payload.text", "systemEvent payload needs a text")
+        present = [name for name in TOP_LEVEL_PAYLOAD_FIELDS if name in job]
+        for name in present:
+            del job[name]
+        if present:
+            self.note("topLevelPayload")
+        return payload
+
+    def _copy_top_level_agent_fields(self, payload: dict[str, Any]) -> None:
+        job = self.job
+        for name in ("model", "thinking"):
+            if not _trimmed(payload.get(name)) and _trimmed(job.get(name)):
+                payload[name] = _trimmed(job.get(name))
+        seconds = finite_number(job.get("timeoutSeconds"))
+        if finite_number(payload.get("timeoutSeconds")) is None and seconds is not None:
+            payload["timeoutSeconds"] = max(0, int(math.floor(seconds)))
+        if not isinstance(payload.get("allowUnsafeExternalContent"), bool) and isinstance(job.get("allowUnsafeExternalContent"), bool):
+            payload["allowUnsafeExternalContent"] = job["allowUnsafeExternalContent"]
+
+    def _delivery(self, payload: dict[str, Any]) -> None:
+        """Top-level and payload-level delivery hints -> ``delivery`` (payload hints win, as upstream)."""
+        job = self.job
+        hints: dict[str, Any] = {}
+        for name in DELIVERY_HINT_FIELDS:
+            if name in payload:
+                hints[name] = payload.pop(name)
+                self.note("payloadDelivery")
+        for name in DELIVERY_HINT_FIELDS:
+            if name in job:
+                hints.setdefault(name, job[name])
+                del job[name]
+                self.note("topLevelDelivery")
+        patch = _delivery_patch(hints)
+        delivery = job.get("delivery")
+        if delivery is not None and not isinstance(delivery, dict):
+            raise self.fail(".delivery", "expected an object")
+        if patch:
+            merged = dict(delivery or {})
+            if delivery is None and "mode" not in patch:
+                patch["mode"] = "announce"
+            merged.update(patch)
+            delivery = merged
+        if isinstance(delivery, dict):
+            delivery = dict(delivery)
+            mode = delivery.get("mode")
+            if isinstance(mode, str):
+                canonical = mode.strip().lower()
+                if canonical == "deliver":
+                    canonical = "announce"
+                if canonical and canonical != mode:
+                    delivery["mode"] = canonical
+                    self.note("deliveryMode")
+            elif mode is None:
+                delivery["mode"] = "announce"
+                self.note("deliveryMode")
+            job["delivery"] = delivery
+
+    def _notify(self) -> None:
+        job = self.job
+        if "notify" not in job:
+            return
+        if job["notify"] is not True:
+            del job["notify"]
+            self.note("notifyDropped")
+            return
+        delivery = job.get("delivery") if isinstance(job.get("delivery"), dict) else None
+        mode = _trimmed((delivery or {}).get("mode"))
+        mode = mode.lower() if mode else None
+        target = _trimmed((delivery or {}).get("to"))
+        if mode == "webhook" and target:
+            del job["notify"]
+            self.note("notifyWebhook")
+        elif mode in (None, "none", "webhook") and self.webhook:
+            job["delivery"] = {**(delivery or {}), "mode": "webhook", "to": self.webhook if mode == "none" else (target or self.webhook)}
+            del job["notify"]
+            self.note("notifyWebhook")
+        elif not self.webhook:
+            self.notices.append(f"{self.path} (job {job['id']}) keeps legacy notify:true: cron.webhook is not set in the config")
+        else:
+            self.notices.append(f"{self.path} (job {job['id']}) keeps legacy notify:true next to delivery mode {mode!r}: migrate it by hand")
+
+    def _scalars(self, payload: dict[str, Any]) -> None:
+        job = self.job
+        name = _trimmed(job.get("name"))
+        if name is None:
+            job["name"] = _infer_name(job["schedule"], payload)
+            self.note("name")
+        elif name != job["name"]:
+            job["name"] = name
+        if "description" in job:
+            description = _trimmed(job["description"])
+            if description is None:
+                del job["description"]
+            else:
+                job["description"] = description
+        if "sessionKey" in job:
+            session_key = _trimmed(job["sessionKey"])
+            if session_key is None:
+                del job["sessionKey"]
+            else:
+                job["sessionKey"] = session_key
+        if not isinstance(job.get("enabled"), bool):
+            job["enabled"] = True
+            self.note("enabled")
+        wake = _trimmed(job.get("wakeMode"))
+        wake_canonical = wake.lower() if wake and wake.lower() in ("now", "next-heartbeat") else "now"
+        if job.get("wakeMode") != wake_canonical:
+            job["wakeMode"] = wake_canonical
+            self.note("wakeMode")
+        target = _session_target(job.get("sessionTarget"), payload["kind"])
+        if job.get("sessionTarget") != target:
+            job["sessionTarget"] = target
+            self.note("sessionTarget")
+
+
+def _delivery_patch(hints: Mapping[str, Any]) -> dict[str, Any]:
+    deliver = hints.get("deliver") if isinstance(hints.get("deliver"), bool) else None
+    best_effort = hints.get("bestEffortDeliver") if isinstance(hints.get("bestEffortDeliver"), bool) else None
+    channel = _trimmed(hints.get("channel")) or _trimmed(hints.get("provider"))
+    channel = channel.lower() if channel else None
+    target = _trimmed(hints.get("to"))
+    thread = hints.get("threadId")
+    thread_text = _trimmed(thread) if isinstance(thread, str) else (_js_number_text(thread) if finite_number(thread) is not None else None)
+    patch: dict[str, Any] = {}
+    if deliver is False:
+        patch["mode"] = "none"
+    elif deliver is True or channel or target or thread_text or best_effort is not None:
+        patch["mode"] = "announce"
+    if channel:
+        patch["channel"] = channel
+    if target:
+        patch["to"] = target
+    if thread_text:
+        patch["threadId"] = thread_text
+    if best_effort is not None:
+        patch["bestEffort"] = best_effort
+    return patch
+
+
+def _session_target(value: Any, payload_kind: str) -> str:
+    raw = _trimmed(value) or ""
+    lowered = raw.lower()
+    if lowered in ("main", "isolated"):
+        return lowered
+    if lowered.startswith("session:") and raw[8:].strip():
+        return f"session:{raw[8:].strip()}"
+    if lowered == "current":
+        return "isolated"
+    return "isolated" if payload_kind == "agentTurn" else "main"
+
+
+def _infer_name(schedule: Mapping[str, Any], payload: Mapping[str, Any]) -> str:
+    text = payload.get("message") if payload.get("kind") == "agentTurn" else payload.get("text")
+    words = " ".join(str(text or "").split())
+    if words:
+        return words if len(words) <= 60 else words[:59].rstrip() + "…"
+    kind = schedule.get("kind")
+    detail = schedule.get("expr") or schedule.get("at") or (f"every {schedule.get('everyMs')}ms" if kind == "every" else "")
+    return f"cron {kind} {detail}".strip()
+
+
+def _job_row(store_key: str, repaired: RepairedJob, fallback_ms: int) -> dict[str, Any]:
+    job = repaired.job
+    schedule = job["schedule"]
+    payload = job["payload"]
+    delivery = job.get("delivery") if isinstance(job.get("delivery"), dict) else {}
+    failure_destination = delivery.get("failureDestination") if isinstance(delivery.get("failureDestination"), dict) else {}
+    alert = job.get("failureAlert")
+    agent_turn = payload["kind"] == "agentTurn"
+    thread = delivery.get("threadId")
+    row: dict[str, Any] = {
+        "store_key": store_key,
+        "job_id": repaired.job_id,
+        "name": job["name"],
+        "description": _text(job.get("description")),
+        "enabled": 1 if job["enabled"] else 0,
+        "delete_after_run": _flag(job.get("deleteAfterRun")),
+        "created_at_ms": repaired.created_at_ms,
+        "agent_id": _text(job.get("agentId")),
+        "session_key": _text(job.get("sessionKey")),
+        "schedule_kind": schedule["kind"],
+        "schedule_expr": schedule.get("expr") if schedule["kind"] == "cron" else None,
+        "schedule_tz": _text(schedule.get("tz")) if schedule["kind"] == "cron" else None,
+        "every_ms": schedule.get("everyMs") if schedule["kind"] == "every" else None,
+        "anchor_ms": as_int(schedule.get("anchorMs")) if schedule["kind"] == "every" else None,
+        "at": schedule.get("at") if schedule["kind"] == "at" else None,
+        "stagger_ms": as_int(schedule.get("staggerMs")) if schedule["kind"] == "cron" else None,
+        "session_target": job["sessionTarget"],
+        "wake_mode": job["wakeMode"],
+        "payload_kind": payload["kind"],
+        "payload_message": payload["message"] if agent_turn else payload["text"],
+        "payload_model": _text(payload.get("model")) if agent_turn else None,
+        "payload_fallbacks_json": _json_or_none(payload.get("fallbacks")) if agent_turn else None,
+        "payload_thinking": _text(payload.get("thinking")) if agent_turn else None,
+        "payload_timeout_seconds": as_int(payload.get("timeoutSeconds")) if agent_turn else None,
+        "payload_allow_unsafe_external_content": _flag(payload.get("allowUnsafeExternalContent")) if agent_turn else None,
+        "payload_external_content_source_json": _json_or_none(payload.get("externalContentSource")) if agent_turn else None,
+        "payload_light_context": _flag(payload.get("lightContext")) if agent_turn else None,
+        "payload_tools_allow_json": _json_or_none(payload.get("toolsAllow")) if agent_turn else None,
+        "delivery_mode": _text(delivery.get("mode")),
+        "delivery_channel": _text(delivery.get("channel")),
+        "delivery_to": _text(delivery.get("to")),
+        "delivery_thread_id": thread if isinstance(thread, str) else (_js_number_text(thread) if finite_number(thread) is not None else None),
+        "delivery_account_id": _text(delivery.get("accountId")),
+        "delivery_best_effort": _flag(delivery.get("bestEffort")),
+        "failure_delivery_mode": _text(failure_destination.get("mode")),
+        "failure_delivery_channel": _text(failure_destination.get("channel")),
+        "failure_delivery_to": _text(failure_destination.get("to")),
+        "failure_delivery_account_id": _text(failure_destination.get("accountId")),
+    }
+    if alert is False:
+        row.update(failure_alert_disabled=1, failure_alert_after=None, failure_alert_channel=None, failure_alert_to=None,
+                   failure_alert_cooldown_ms=None, failure_alert_include_skipped=None, failure_alert_mode=None,
+                   failure_alert_account_id=None)  # fmt: skip
+    else:
+        alert = alert if isinstance(alert, dict) else None
+        row.update(
+            failure_alert_disabled=0 if alert is not None else None,
+            failure_alert_after=as_int(alert.get("after")) if alert else None,
+            failure_alert_channel=_text(alert.get("channel")) if alert else None,
+            failure_alert_to=_text(alert.get("to")) if alert else None,
+            failure_alert_cooldown_ms=as_int(alert.get("cooldownMs")) if alert else None,
+            failure_alert_include_skipped=_flag(alert.get("includeSkipped")) if alert else None,
+            failure_alert_mode=_text(alert.get("mode")) if alert else None,
+            failure_alert_account_id=_text(alert.get("accountId")) if alert else None,
+        )
+    row.update(state_columns(repaired.state))
+    row.update(
+        job_json=compact_json(job),
+        state_json=compact_json(repaired.state),
+        runtime_updated_at_ms=repaired.updated_at_ms,
+        schedule_identity=None,
+        sort_order=repaired.index,
+        updated_at=repaired.updated_at_ms if repaired.updated_at_ms is not None else fallback_ms,
+    )
+    return row
+
+
+# --- jobs.json: reading ----------------------------------------------------------
+
+
+@dataclass
+class ParsedStore:
+    jobs: list[RepairedJob]  # unique ids, file order
+    dropped: list[tuple[RepairedJob, RepairedJob]]  # (dropped duplicate, kept copy)
+    total: int  # entries in the file's jobs array
+    repairs: Counter[str]
+    notices: list[str]
+    bare_array: bool
+
+
+def _store_jobs(document: Any, rel: str, schema_name: str) -> tuple[list[Any], bool, list[str]]:
+    notices: list[str] = []
+    bare = isinstance(document, list)
+    wrapped = {"jobs": document} if bare else document
+    validate(wrapped, schema_name, rel)
+    if bare:
+        notices.append(f"{rel}: bare jobs array (no {{version, jobs}} wrapper); read as version 1")
+    else:
+        version = wrapped.get("version")
+        if version is not None and version != 1:
+            notices.append(f"{rel}: store version {version} (expected 1); read with the version 1 rules")
+    return wrapped["jobs"], bare, notices
+
+
+def parse_store(data: bytes, rel: str, fallback_ms: int, webhook: str | None = None) -> ParsedStore:
+    """Parse, validate and repair a ``jobs.json``; raise SourceError on the first unusable job."""
+    document = _parse_document(data, rel)
+    raw_jobs, bare, notices = _store_jobs(document, rel, "cron-jobs")
+    repairs: Counter[str] = Counter()
+    repaired: list[RepairedJob] = []
+    for index, raw in enumerate(raw_jobs):
+        if raw is None:
+            repairs["nullJob"] += 1
+            continue
+        job = _JobRepair(raw, index, rel, fallback_ms, webhook).run()
+        repairs.update(job.repairs)
+        notices.extend(f"{rel}: {line}" for line in job.notices)
+        repaired.append(job)
+    winners: dict[str, RepairedJob] = {}
+    for job in repaired:
+        best = winners.get(job.job_id)
+        if best is None or _newness(job) >= _newness(best):
+            winners[job.job_id] = job
+    kept = [job for job in repaired if winners[job.job_id] is job]
+    dropped = [(job, winners[job.job_id]) for job in repaired if winners[job.job_id] is not job]
+    for loser, winner in dropped:
+        notices.append(
+            f"{rel}: duplicate job id {loser.job_id} at $.jobs[{loser.index}] not imported; "
+            f"kept the newer copy at $.jobs[{winner.index}]"
+        )
+    if repairs:
+        summary = ", ".join(f"{count} {REPAIR_LABELS[key]}" for key, count in sorted(repairs.items()))
+        notices.insert(0, f"{rel}: repaired legacy job shapes: {summary}")
+    return ParsedStore(kept, dropped, len(raw_jobs), repairs, notices, bare)
+
+
+def _newness(job: RepairedJob) -> tuple[float, int]:
+    return (job.updated_at_ms if job.updated_at_ms is not None else -math.inf, job.index)
+
+
+def _webhook(config: Mapping[str, Any]) -> str | None:
+    cron = config.get("cron") if isinstance(config, Mapping) else None
+    return _trimmed(cron.get("webhook")) if isinstance(cron, Mapping) else None
+
+
+class CronJobsReader(Reader):
+    kind = "cron-jobs"
+    family = FAMILY
+    description = "Cron job definitions (cron/jobs.json), with legacy shape repairs"
+    patterns = ("cron/jobs.json",)
+    schema_name = "cron-jobs"
+    target_tables = ("global.cron_jobs",)
+    action = "import"
+    order = 30
+
+    def agent_for(self, rel: str) -> str | None:
+        return None
+
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        store = parse_store(handle.read(), source.rel, _mtime_ms(source, 0))
+        return Inspection(
+            record_count=store.total,
+            warnings=store.notices,
+            details={
+                "store_key": store_key_for(source.rel),
+                "jobs": len(store.jobs),
+                "duplicates": [loser.job_id for loser, _ in store.dropped],
+            },
+        )
+
+    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
+        rel = source.rel
+        fallback_ms = _mtime_ms(source, ctx.now_ms)
+        store = parse_store(handle.read(), rel, fallback_ms, _webhook(ctx.config))
+        store_key = store_key_for(rel)
+        conn = ctx.global_db
+        result = WriteResult(records=0, notices=list(store.notices))
+        rows = [_job_row(store_key, job, fallback_ms) for job in store.jobs]
+        written: list[str] = []
+        kept_newer: list[str] = []
+        if rows:
+            require_columns(conn, JOBS_TABLE, rows[0])
+            with _savepoint(conn, "statekit_cron_jobs"):
+                others = conn.execute(f"SELECT count(*) FROM {JOBS_TABLE} WHERE store_key <> ?", (store_key,)).fetchone()[0]
+                if others:
+                    result.notices.append(
+                        f"{rel}: global cron_jobs already holds {others} row(s) under other store keys "
+                        f"(OpenClaw 2026.6-2026.7 keyed rows by the jobs.json path); imported jobs use store key {store_key!r}"
+                    )
+                existing = _existing_rows(conn, store_key, [r["job_id"] for r in rows], ("updated_at",))
+                for row, job in zip(rows, store.jobs):
+                    current = existing.get(row["job_id"])
+                    if current is not None and current[0] is not None and current[0] > row["updated_at"]:
+                        kept_newer.append(row["job_id"])
+                        result.notices.append(f"{rel}: job {row['job_id']}: the database row is newer; kept it")
+                        continue
+                    update = [c for c in row if c not in JOB_KEY and c != "schedule_identity"]
+                    if not job.state:
+                        # Split-era files carry "state": {}; the runtime state lives in the
+                        # sidecar or the database and must not be wiped by a definition import.
+                        update = [c for c in update if c not in STATE_COLUMNS and c != "state_json"]
+                    if job.updated_at_ms is None:
+                        update = [c for c in update if c != "runtime_updated_at_ms"]
+                    try:
+                        upsert(conn, JOBS_TABLE, row, JOB_KEY, update=update)
+                    except sqlite3.IntegrityError as exc:
+                        raise _explain_integrity(exc, JOBS_TABLE) from None
+                    written.append(row["job_id"])
+        result.records = len(written)
+        _expect_jobs(result, store_key, [r["job_id"] for r in rows])
+        result.report = {
+            "store_key": store_key,
+            "jobs_in_file": store.total,
+            "jobs_written": len(written),
+            "kept_newer_database_rows": kept_newer,
+            "duplicates_dropped": [
+                {"job_id": loser.job_id, "index": loser.index, "kept_index": winner.index} for loser, winner in store.dropped
+            ],
+            "repairs": dict(store.repairs),
+            "bare_array": store.bare_array,
+        }
+        return result
+
+
+# --- jobs-state.json ---------------------------------------------------------------
+
+
+def parse_state(data: bytes, rel: str) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    document = _parse_document(data, rel)
+    validate(document, "cron-state", rel)
+    notices: list[str] = []
+    version = document.get("version")
+    if version is not None and version != 1:
+        notices.append(f"{rel}: state version {version} (expected 1); read with the version 1 rules")
+    return document["jobs"], notices
+
+
+class CronStateReader(Reader):
+    kind = "cron-state"
+    family = FAMILY
+    description = "Cron runtime state sidecar (cron/jobs-state.json) -> state columns of existing jobs"
+    patterns = ("cron/jobs-state.json",)
+    schema_name = "cron-state"
+    target_tables = ("global.cron_jobs",)
+    action = "import"
+    order = 31
+
+    def agent_for(self, rel: str) -> str | None:
+        return None
+
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        entries, notices = parse_state(handle.read(), source.rel)
+        return Inspection(record_count=len(entries), warnings=notices, details={"store_key": store_key_for(source.rel)})
+
+    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
+        rel = source.rel
+        entries, notices = parse_state(handle.read(), rel)
+        store_dir = store_dir_of(rel)
+        jobs_rel = f"{store_dir}/jobs.json" if store_dir else "jobs.json"
+        if (source.state_dir / jobs_rel).exists():
+            # The definitions import runs first (order 30) and retires jobs.json on
+            # success; if it is still here, that import failed or was skipped.
+            raise SourceError(rel, f"left in place: {jobs_rel} has not been imported yet (its jobs must exist first)")
+        store_key = store_key_for(rel)
+        conn = ctx.global_db
+        result = WriteResult(records=0, notices=list(notices))
+        columns = ("state_json", *STATE_COLUMNS, "runtime_updated_at_ms", "schedule_identity", "updated_at")
+        require_columns(conn, JOBS_TABLE, (*JOB_KEY, *columns))
+        applied: list[str] = []
+        orphans: list[str] = []
+        kept_newer: list[str] = []
+        with _savepoint(conn, "statekit_cron_state"):
+            existing = _existing_rows(conn, store_key, list(entries), ("runtime_updated_at_ms", "updated_at"))
+            for job_id, entry in entries.items():
+                current = existing.get(job_id)
+                if current is None:
+                    orphans.append(job_id)
+                    result.notices.append(f"{rel}: state for job {job_id} not imported: no such job in cron_jobs (kept in the retired file)")
+                    continue
+                entry_updated = as_int(entry.get("updatedAtMs"))
+                current_runtime, current_updated = current
+                if entry_updated is not None and current_runtime is not None and entry_updated < current_runtime:
+                    kept_newer.append(job_id)
+                    result.notices.append(f"{rel}: job {job_id}: the database holds newer runtime state; kept it")
+                    continue
+                state = entry.get("state") if isinstance(entry.get("state"), dict) else {}
+                values = state_columns(state)
+                identity = entry.get("scheduleIdentity") if isinstance(entry.get("scheduleIdentity"), str) else None
+                runtime = entry_updated if entry_updated is not None else current_runtime
+                updated = max(v for v in (current_updated, entry_updated) if v is not None) if (current_updated, entry_updated) != (None, None) else ctx.now_ms
+                sets = ", ".join(f"{c} = ?" for c in columns)
+                params = (compact_json(state), *values.values(), runtime, identity, updated, store_key, job_id)
+                conn.execute(f"UPDATE {JOBS_TABLE} SET {sets} WHERE store_key = ? AND job_id = ?", params)
+                applied.append(job_id)
+        result.records = len(applied)
+        _expect_jobs(result, store_key, applied + kept_newer)
+        result.report = {
+            "store_key": store_key,
+            "entries_in_file": len(entries),
+            "applied": len(applied),
+            "orphan_job_ids": orphans,
+            "kept_newer_database_state": kept_newer,
+        }
+        return result
+
+
+# --- runs/<jobId>.jsonl --------------------------------------------------------------
+
+
+def run_log_job_id(rel: str) -> str:
+    name = PurePosixPath(rel).name
+    job_id = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
+    if not job_id.strip():
+        raise SourceError(rel, "run log file name has no job id")
+    return job_id
+
+
+def _run_entries(handle: BinaryIO, rel: str) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(line number, raw line text, entry) for every non-blank line; SourceError on the first bad one."""
+    for number, raw in enumerate(iter_lines(handle), start=1):
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        if not raw.strip():
+            continue
+        entry = parse_json_line(raw, rel, number)
+        validate(entry, "cron-run-entry", rel, line=number)
+        yield number, raw.decode("utf-8"), entry
+
+
+def _run_row(store_key: str, job_id: str, seq: int, text: str, entry: Mapping[str, Any], fallback_ms: int) -> tuple[Any, ...]:
+    usage = entry.get("usage") if isinstance(entry.get("usage"), dict) else {}
+    diagnostics = entry.get("diagnostics") if isinstance(entry.get("diagnostics"), dict) else {}
+    ts = as_int(entry.get("ts"))
+    total_tokens = as_int(usage.get("total_tokens"))
+    if total_tokens is None:
+        total_tokens = as_int(usage.get("totalTokens"))
+    if total_tokens is None:
+        total_tokens = as_int(entry.get("totalTokens"))
+    row = {
+        "store_key": store_key,
+        "job_id": job_id,
+        "seq": seq,
+        "ts": ts if ts is not None else (as_int(entry.get("runAtMs")) or fallback_ms),
+        "status": _text(entry.get("status")),
+        "error": _text(entry.get("error")),
+        "summary": _text(entry.get("summary")),
+        "diagnostics_summary": _text(entry.get("diagnosticsSummary")) or _text(diagnostics.get("summary")),
+        "delivery_status": _text(entry.get("deliveryStatus")),
+        "delivery_error": _text(entry.get("deliveryError")),
+        "delivered": _flag(entry.get("delivered")),
+        "session_id": _text(entry.get("sessionId")),
+        "session_key": _text(entry.get("sessionKey")),
+        "run_id": _text(entry.get("runId")),
+        "run_at_ms": as_int(entry.get("runAtMs")),
+        "duration_ms": as_int(entry.get("durationMs")),
+        "next_run_at_ms": as_int(entry.get("nextRunAtMs")),
+        "model": _text(entry.get("model")),
+        "provider": _text(entry.get("provider")),
+        "total_tokens": total_tokens,
+        "entry_json": text,
+        "created_at": ts if ts is not None else fallback_ms,
+    }
+    return tuple(row[c] for c in RUN_COLUMNS)
+
+
+class CronRunsReader(Reader):
+    kind = "cron-runs"
+    family = FAMILY
+    description = "Cron run history (cron/runs/<jobId>.jsonl), one row per line"
+    patterns = ("cron/runs/*.jsonl",)
+    schema_name = "cron-run-entry"
+    target_tables = ("global.cron_run_logs",)
+    action = "import"
+    order = 32
+
+    def agent_for(self, rel: str) -> str | None:
+        return None
+
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        job_id = run_log_job_id(source.rel)
+        count = 0
+        other = 0
+        for _, _, entry in _run_entries(handle, source.rel):
+            count += 1
+            if isinstance(entry.get("jobId"), str) and entry["jobId"] != job_id:
+                other += 1
+        warnings = [f"{source.rel}: {other} line(s) name another jobId; imported under {job_id}"] if other else []
+        return Inspection(record_count=count, warnings=warnings, details={"store_key": store_key_for(source.rel), "job_id": job_id})
+
+    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
+        rel = source.rel
+        job_id = run_log_job_id(rel)
+        store_key = store_key_for(rel)
+        fallback_ms = _mtime_ms(source, ctx.now_ms)
+        conn = ctx.global_db
+        require_columns(conn, RUNS_TABLE, RUN_COLUMNS)
+        counts = {"rows": 0, "other_job": 0}
+
+        def rows() -> Iterator[tuple[Any, ...]]:
+            for _, text, entry in _run_entries(handle, rel):
+                counts["rows"] += 1
+                if isinstance(entry.get("jobId"), str) and entry["jobId"] != job_id:
+                    counts["other_job"] += 1
+                # seq starts at 1, as OpenClaw numbers run-log rows (MAX(seq) + 1).
+                yield _run_row(store_key, job_id, counts["rows"], text, entry, fallback_ms)
+
+        with _savepoint(conn, "statekit_cron_runs"):
+            replaced = conn.execute(f"DELETE FROM {RUNS_TABLE} WHERE store_key = ? AND job_id = ?", (store_key, job_id)).rowcount
+            try:
+                insert_many(conn, RUNS_TABLE, RUN_COLUMNS, rows())
+            except sqlite3.IntegrityError as exc:
+                raise _explain_integrity(exc, RUNS_TABLE) from None
+        result = WriteResult(records=counts["rows"])
+        if counts["other_job"]:
+            result.notices.append(f"{rel}: {counts['other_job']} line(s) name another jobId; imported under {job_id}")
+        known = conn.execute(f"SELECT 1 FROM {JOBS_TABLE} WHERE store_key = ? AND job_id = ?", (store_key, job_id)).fetchone()
+        if counts["rows"]:
+            result.expect("global", RUNS_TABLE, "store_key = ? AND job_id = ?", (store_key, job_id), counts["rows"])
+        result.report = {
+            "store_key": store_key,
+            "job_id": job_id,
+            "rows": counts["rows"],
+            "replaced_rows": replaced,
+            "job_known": known is not None,
+        }
+        return result
+
+
+# --- jobs.json.bak ---------------------------------------------------------------------
+
+
+class CronJobsBackupReader(Reader):
+    kind = "cron-jobs-backup"
+    family = FAMILY
+    description = "OpenClaw's backup copy of cron/jobs.json"
+    patterns = ("cron/jobs.json.bak", "cron/jobs.json.bak.*")
+    target_tables = ()
+    action = "retain"
+    reason = "OpenClaw's own backup copy of jobs.json; the live file is imported"
+    order = 33
+
+    def agent_for(self, rel: str) -> str | None:
+        return None
+
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        """Count the jobs when the copy parses; never fail the plan over a backup."""
+        try:
+            document = _parse_document(handle.read(), source.rel)
+            jobs = document if isinstance(document, list) else document.get("jobs") if isinstance(document, dict) else None
+            if not isinstance(jobs, list):
+                return Inspection(record_count=0, warnings=[f"{source.rel}: backup copy has no jobs array; retained as is"])
+            return Inspection(record_count=sum(1 for job in jobs if isinstance(job, dict)))
+        except (SourceError, ValueError, RecursionError, MemoryError) as exc:
+            return Inspection(record_count=0, warnings=[f"backup copy not parseable ({exc}); retained as is"])
+
+    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:  # pragma: no cover
+        raise AssertionError("retain sources are never written")
