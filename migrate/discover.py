@@ -53,6 +53,9 @@ PRUNED_USER_DIRS: tuple[tuple[str, str], ...] = (
     ("extensions", "installed plugins"),
 )
 
+# OpenClaw state dirs whose names look like ``workspace-<agent>`` but are not workspaces.
+STATE_DIRS_NOT_WORKSPACES = frozenset({"workspace-attestations"})
+
 SQLITE_SIDECAR_SUFFIXES = ("-wal", "-shm", "-journal")
 
 
@@ -129,7 +132,9 @@ def walk(state_dir: Path) -> Iterator[tuple[str, os.DirEntry[str] | None, str | 
                 if rel == STATEKIT_DIR_NAME:
                     yield rel, None, "statekit"
                     continue
-                reason = next((why for pattern, why in PRUNED_USER_DIRS if match_patterns(rel, (pattern,))), None)
+                reason = None
+                if rel not in STATE_DIRS_NOT_WORKSPACES:
+                    reason = next((why for pattern, why in PRUNED_USER_DIRS if match_patterns(rel, (pattern,))), None)
                 if reason:
                     yield rel, None, reason
                     continue
