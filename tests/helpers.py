@@ -1,0 +1,125 @@
+"""Shared test helpers: build state dirs, run statekit, read rows, find the shared corpus."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "fixtures"
+SHARED = (REPO / ".." / "shared").resolve()
+CORPUS = SHARED / "corpus"
+
+
+def corpus_or_skip() -> Path:
+    if not CORPUS.is_dir():
+        pytest.skip("../shared/corpus is not available in this checkout")
+    return CORPUS
+
+
+def write_files(root: Path, files: dict[str, Any]) -> Path:
+    """Create files under ``root``: str/bytes written as-is, dict/list written as JSON."""
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        elif isinstance(content, str):
+            path.write_text(content, encoding="utf-8")
+        else:
+            path.write_text(json.dumps(content, indent=2), encoding="utf-8")
+    return root
+
+
+def make_state(tmp_path: Path, files: dict[str, Any] | None = None, name: str = ".openclaw") -> Path:
+    state = tmp_path / name
+    state.mkdir(parents=True, exist_ok=True)
+    return write_files(state, files or {})
+
+
+def extract_corpus_tree(name: str, dest: Path) -> Path:
+    """Copy a corpus tree (tarball under generated/ or dir under public-repos/) to ``dest``; return its state dir."""
+    corpus = corpus_or_skip()
+    tar = corpus / "generated" / f"{name}.tar"
+    if tar.exists():
+        with tarfile.open(tar) as archive:
+            archive.extractall(dest, filter="tar")
+        return dest / "home" / ".openclaw"
+    src = corpus / "public-repos" / name
+    if not src.is_dir():
+        pytest.skip(f"corpus tree {name} not found")
+    shutil.copytree(src, dest / "state", symlinks=True)
+    return dest / "state"
+
+
+def corpus_tree_names() -> list[str]:
+    if not CORPUS.is_dir():
+        return []
+    names = [p.stem for p in sorted((CORPUS / "generated").glob("*.tar"))]
+    names += [p.name for p in sorted((CORPUS / "public-repos").iterdir()) if p.is_dir()]
+    return names
+
+
+def run_cli(*args: Any, env: dict[str, str] | None = None, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m statekit`` in a subprocess (real exit codes, real streams)."""
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("STATEKIT_CRASHPOINT", None) if env is None or "STATEKIT_CRASHPOINT" not in env else None
+    return subprocess.run(
+        [sys.executable, "-m", "statekit", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        input=input,
+        timeout=600,
+    )
+
+
+def rows(db: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def agent_db(state: Path, agent: str = "main") -> Path:
+    return state / "agents" / agent / "agent" / "openclaw-agent.sqlite"
+
+
+def global_db(state: Path) -> Path:
+    return state / "state" / "openclaw.sqlite"
+
+
+def tree_digest(root: Path) -> str:
+    """Hash of every path and file content under ``root`` (symlinks by target)."""
+    digest = hashlib.sha256()
+    for directory, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files + [d for d in dirs if os.path.islink(os.path.join(directory, d))]):
+            path = Path(directory) / name
+            digest.update(str(path.relative_to(root)).encode())
+            if path.is_symlink():
+                digest.update(os.readlink(path).encode())
+            elif path.is_file():
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def db_dump(db: Path) -> dict[str, list[str]]:
+    """Deterministic dump: every table's rows, sorted."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        return {t: sorted(repr(r) for r in conn.execute(f'SELECT * FROM "{t}"')) for t in tables}
+    finally:
+        conn.close()
