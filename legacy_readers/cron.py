@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
@@ -183,10 +183,17 @@ def _json_or_none(value: Any) -> str | None:
     return None if value is None else compact_json(value)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
 def _iso_ms(ms: int) -> str:
-    """``new Date(ms).toISOString()``."""
-    moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    """``new Date(ms).toISOString()`` (exact integer arithmetic; OverflowError outside years 1-9999)."""
+    moment = _EPOCH + timedelta(milliseconds=ms)
+    return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
+
+
+def _epoch_ms(moment: datetime) -> int:
+    return (moment - _EPOCH) // timedelta(milliseconds=1)
 
 
 def _mtime_ms(source: Source, fallback: int) -> int:
@@ -360,7 +367,7 @@ class _JobRepair:
             self.note("createdAtMs")
         elif job["createdAtMs"] != created:
             job["createdAtMs"] = created
-        job["schedule"] = self._schedule(created, updated)
+        job["schedule"] = self._schedule(created)
         payload = self._payload()
         job["payload"] = payload
         self._delivery(payload)
@@ -390,7 +397,7 @@ class _JobRepair:
         job["id"] = job_id
         return job_id
 
-    def _schedule(self, created: int, updated: int | None) -> dict[str, Any]:
+    def _schedule(self, created: int) -> dict[str, Any]:
         raw = self.job.get("schedule")
         if isinstance(raw, str):
             expr = raw.strip()
@@ -452,7 +459,7 @@ class _JobRepair:
             elif schedule.get("anchorMs") is not None:
                 raise self.fail(".schedule.anchorMs", "must be a number")
             else:
-                schedule["anchorMs"] = max(0, created if created is not None else (updated or 0))
+                schedule["anchorMs"] = max(0, created)
                 self.note("scheduleAnchor")
         else:
             schedule["at"] = self._at(schedule)
@@ -462,28 +469,32 @@ class _JobRepair:
     def _at(self, schedule: dict[str, Any]) -> str:
         at_ms = schedule.get("atMs")
         at = schedule.get("at")
-        if at_ms is not None:
-            millis = _coerce_number(at_ms)
-            if millis is None:
-                raise self.fail(".schedule.atMs", "must be a number of milliseconds")
-            self.note("scheduleAt")
-            return _iso_ms(int(millis))
-        if finite_number(at) is not None:
-            self.note("scheduleAt")
-            return _iso_ms(int(at))
-        text = _trimmed(at)
-        if text is None:
-            raise self.fail(".schedule.at", "at schedule needs an ISO 8601 time")
-        if text.isdigit():
-            self.note("scheduleAt")
-            return _iso_ms(int(text))
+        where = ".schedule.atMs" if at_ms is not None else ".schedule.at"
         try:
-            moment = datetime.fromisoformat(text)
-        except ValueError:
-            raise self.fail(".schedule.at", "not an ISO 8601 time") from None
-        if moment.tzinfo is None:
-            return text  # no offset: kept exactly as written, OpenClaw interprets it
-        normalised = _iso_ms(int(moment.timestamp() * 1000))
+            if at_ms is not None:
+                millis = _coerce_number(at_ms)
+                if millis is None:
+                    raise self.fail(where, "must be a number of milliseconds")
+                self.note("scheduleAt")
+                return _iso_ms(int(millis))
+            if finite_number(at) is not None:
+                self.note("scheduleAt")
+                return _iso_ms(int(at))
+            text = _trimmed(at)
+            if text is None:
+                raise self.fail(where, "at schedule needs an ISO 8601 time")
+            if text.isdigit():
+                self.note("scheduleAt")
+                return _iso_ms(int(text))
+            try:
+                moment = datetime.fromisoformat(text)
+            except ValueError:
+                raise self.fail(where, "not an ISO 8601 time") from None
+            if moment.tzinfo is None:
+                return text  # no UTC offset: kept exactly as written; OpenClaw interprets it
+            normalised = _iso_ms(_epoch_ms(moment))
+        except OverflowError:
+            raise self.fail(where, "time is out of range") from None
         if normalised != at:
             self.note("scheduleAt")
         return normalised
@@ -982,7 +993,8 @@ class CronStateReader(Reader):
                 values = state_columns(state)
                 identity = entry.get("scheduleIdentity") if isinstance(entry.get("scheduleIdentity"), str) else None
                 runtime = entry_updated if entry_updated is not None else current_runtime
-                updated = max(v for v in (current_updated, entry_updated) if v is not None) if (current_updated, entry_updated) != (None, None) else ctx.now_ms
+                clocks = [v for v in (current_updated, entry_updated) if v is not None]
+                updated = max(clocks) if clocks else ctx.now_ms
                 sets = ", ".join(f"{c} = ?" for c in columns)
                 params = (compact_json(state), *values.values(), runtime, identity, updated, store_key, job_id)
                 conn.execute(f"UPDATE {JOBS_TABLE} SET {sets} WHERE store_key = ? AND job_id = ?", params)
@@ -1024,6 +1036,11 @@ def _run_entries(handle: BinaryIO, rel: str) -> Iterator[tuple[int, str, dict[st
         yield number, raw.decode("utf-8"), entry
 
 
+def _first_int(value: Any, fallback: int) -> int:
+    number = as_int(value)
+    return fallback if number is None else number
+
+
 def _run_row(store_key: str, job_id: str, seq: int, text: str, entry: Mapping[str, Any], fallback_ms: int) -> tuple[Any, ...]:
     usage = entry.get("usage") if isinstance(entry.get("usage"), dict) else {}
     diagnostics = entry.get("diagnostics") if isinstance(entry.get("diagnostics"), dict) else {}
@@ -1037,7 +1054,7 @@ def _run_row(store_key: str, job_id: str, seq: int, text: str, entry: Mapping[st
         "store_key": store_key,
         "job_id": job_id,
         "seq": seq,
-        "ts": ts if ts is not None else (as_int(entry.get("runAtMs")) or fallback_ms),
+        "ts": ts if ts is not None else _first_int(entry.get("runAtMs"), fallback_ms),
         "status": _text(entry.get("status")),
         "error": _text(entry.get("error")),
         "summary": _text(entry.get("summary")),
