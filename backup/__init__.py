@@ -1,0 +1,19 @@
+"""statekit backups: create, verify, restore, list and prune OpenClaw state archives.
+
+The public API (used by ``migrate`` for its verified pre-migration backup)::
+
+    from backup import create_backup, verify_archive, restore_archive, BackupResult
+"""
+
+from backup.create import BackupResult, create_backup, default_output_dir
+from backup.runs import record_backup_run
+from backup.verify import VerifyReport, verify_archive
+
+__all__ = [
+    "BackupResult",
+    "VerifyReport",
+    "create_backup",
+    "default_output_dir",
+    "record_backup_run",
+    "verify_archive",
+]

@@ -1,0 +1,186 @@
+"""Streaming archive I/O: PAX tar inside zstd (write), and tar.zst / tar.gz (read).
+
+Writing never holds an asset in memory: members are copied in chunks through
+tarfile's stream mode into a multi-threaded zstd compressor (frame content
+checksums on) and on into the file. Reading counts decompressed bytes so a
+decompression bomb is cut off at a bound instead of filling the disk.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import tarfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+import zstandard
+
+from statekit.fsutil import PRIVATE_FILE_MODE, CHUNK
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+GZIP_MAGIC = b"\x1f\x8b"
+TAR_BUFSIZE = 1 << 20
+
+
+class BombError(Exception):
+    """Decompressed data exceeded the allowed bound."""
+
+
+class SinkFile:
+    """The bottom of the write stack: an exclusive-create 0600 file, fsynced on close.
+
+    Kept as a tiny class so tests can simulate a full disk by patching ``write``.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+        self.bytes_written = 0
+
+    def write(self, data: bytes) -> int:
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        self.bytes_written += len(data)
+        return len(data)
+
+    def flush(self) -> None:  # os.write is unbuffered
+        pass
+
+    def fsync_close(self) -> None:
+        try:
+            os.fsync(self._fd)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class ArchiveWriter:
+    """Append tar members to a new ``.tar.zst`` file; :meth:`finish` fsyncs it."""
+
+    def __init__(self, path: Path, *, level: int = 3, threads: int = -1, progress: Callable[[int], None] | None = None) -> None:
+        self.sink = SinkFile(path)
+        try:
+            self._compressor = zstandard.ZstdCompressor(level=level, threads=threads, write_checksum=True)
+            self._zstd = self._compressor.stream_writer(self.sink, closefd=False, write_size=CHUNK)
+            self._tar = tarfile.open(fileobj=self._zstd, mode="w|", format=tarfile.PAX_FORMAT, bufsize=TAR_BUFSIZE)
+        except BaseException:
+            self.sink.close()
+            raise
+        self._progress = progress or (lambda _n: None)
+
+    @staticmethod
+    def _info(name: str, kind: bytes, mode: int, mtime: float, size: int = 0) -> tarfile.TarInfo:
+        info = tarfile.TarInfo(name)
+        info.type = kind
+        info.mode = mode & 0o7777
+        info.mtime = int(mtime)
+        info.size = size
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        return info
+
+    def add_bytes(self, name: str, data: bytes, *, mode: int = PRIVATE_FILE_MODE, mtime: float = 0) -> None:
+        self._tar.addfile(self._info(name, tarfile.REGTYPE, mode, mtime, len(data)), io.BytesIO(data))
+        self._progress(len(data))
+
+    def add_dir(self, name: str, *, mode: int, mtime: float) -> None:
+        self._tar.addfile(self._info(name, tarfile.DIRTYPE, mode, mtime))
+
+    def add_symlink(self, name: str, target: str, *, mtime: float) -> None:
+        info = self._info(name, tarfile.SYMTYPE, 0o777, mtime)
+        info.linkname = target
+        self._tar.addfile(info)
+
+    def add_stream(self, name: str, handle: BinaryIO, size: int, *, mode: int, mtime: float) -> None:
+        """Copy exactly ``size`` bytes of ``handle``; a short read raises OSError (file shrank)."""
+        self._tar.addfile(self._info(name, tarfile.REGTYPE, mode, mtime, size), _ProgressReader(handle, self._progress))
+
+    def finish(self) -> None:
+        self._tar.close()
+        self._zstd.flush(zstandard.FLUSH_FRAME)
+        self._zstd.close()
+        self.sink.fsync_close()
+
+    def abort(self) -> None:
+        self.sink.close()
+
+
+class _ProgressReader:
+    def __init__(self, handle: BinaryIO, progress: Callable[[int], None]) -> None:
+        self._handle = handle
+        self._progress = progress
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._handle.read(n)
+        self._progress(len(data))
+        return data
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def sniff_format(path: Path) -> str | None:
+    """``"zstd"``, ``"gzip"`` or None, from the first bytes of the file."""
+    with open(path, "rb") as handle:
+        head = handle.read(4)
+    if head.startswith(ZSTD_MAGIC):
+        return "zstd"
+    if head.startswith(GZIP_MAGIC):
+        return "gzip"
+    return None
+
+
+class CountingReader:
+    """Counts decompressed bytes; raises :class:`BombError` past ``limit`` (adjustable while reading)."""
+
+    def __init__(self, raw: BinaryIO, limit: int) -> None:
+        self._raw = raw
+        self.limit = limit
+        self.count = 0
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0:
+            n = CHUNK
+        data = self._raw.read(n)
+        self.count += len(data)
+        if self.count > self.limit:
+            raise BombError(f"decompressed data exceeds {self.limit} bytes")
+        return data
+
+
+@contextmanager
+def open_tar_stream(path: Path, compression: str, limit: int) -> Iterator[tuple[tarfile.TarFile, CountingReader]]:
+    """A streaming (``r|``) tar reader over the decompressed bytes, counted against ``limit``."""
+    with open(path, "rb") as raw:
+        if compression == "zstd":
+            decompressed: BinaryIO = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, read_size=CHUNK)
+        else:
+            decompressed = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+        counter = CountingReader(decompressed, limit)
+        try:
+            with tarfile.open(fileobj=counter, mode="r|", bufsize=TAR_BUFSIZE) as tar:  # type: ignore[arg-type]
+                yield tar, counter
+        finally:
+            decompressed.close()
+
+
+def copy_member(source: BinaryIO, sink: Callable[[bytes], object], size: int) -> int:
+    """Feed ``size`` bytes of a member to ``sink`` in chunks; returns the bytes actually read."""
+    done = 0
+    while done < size:
+        block = source.read(min(CHUNK, size - done))
+        if not block:
+            break
+        sink(block)
+        done += len(block)
+    return done

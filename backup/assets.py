@@ -1,0 +1,338 @@
+"""Asset planning: which trees a backup covers and every entry inside them.
+
+Roots: the state dir (always), the active config file and the credentials dir
+when they live outside it, agent dirs the config places outside it, and
+workspaces outside it with ``--include-workspaces``. Paths recorded in
+``openclaw.json`` are read relative to where the state dir is *now*
+(:func:`statekit.layout.rebase_stale_path`), never at a stale absolute
+location. The walk never follows a symlink; what it leaves out (sidecars,
+locks, sockets, statekit temp files, the output dir) is listed with a reason.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import json5
+
+from backup.manifest import Skipped
+from statekit.db import is_sqlite_file
+from statekit.errors import StatekitError, UsageError
+from statekit.layout import (
+    AGENT_DB_NAME,
+    GLOBAL_DB_REL,
+    STATEKIT_DIR_NAME,
+    config_path,
+    normalize_agent_id,
+    rebase_stale_path,
+)
+
+SIDECAR_SUFFIXES = ("-wal", "-shm", "-journal")
+STATEKIT_TEMP_MARKERS = (".statekit-tmp-", ".statekit-stage-", ".statekit-restore-", ".statekit-backup-", ".statekit-verify-")
+_SAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class Root:
+    """One backed-up tree (or single file) and where it goes in the archive."""
+
+    id: str  # "state", "config", "credentials", "agent-<id>", "workspace-<name>"
+    role: str  # manifest role given to plain files below it
+    path: Path  # absolute source path
+    agent_id: str | None = None
+
+    @property
+    def prefix(self) -> str:
+        return "payload/state" if self.id == "state" else f"payload/external/{self.id}"
+
+
+@dataclass
+class Entry:
+    """One filesystem entry to archive (never followed if it is a symlink)."""
+
+    root: Root
+    rel: str  # POSIX path below the root; "" is the root itself (a dir root) or its file name
+    path: Path
+    kind: str  # "file" | "dir" | "symlink" | "sqlite"
+    role: str
+    st: os.stat_result
+    agent_id: str | None = None
+    link_target: str | None = None
+    link_scope: str | None = None
+
+    @property
+    def asset_id(self) -> str:
+        return f"{self.root.id}/{self.rel}" if self.rel else self.root.id
+
+    def archive_path(self, archive_root: str) -> str:
+        tail = f"/{self.rel}" if self.rel else ""
+        return f"{archive_root}/{self.root.prefix}{tail}"
+
+
+@dataclass
+class AssetPlan:
+    state_dir: Path
+    output_dir: Path
+    roots: list[Root]
+    entries: list[Entry] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    config_file: Path | None = None
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(e.st.st_size for e in self.entries if e.kind in ("file", "sqlite"))
+
+
+# --------------------------------------------------------------------------- config
+
+
+def read_config(path: Path | None, warnings: list[str]) -> dict[str, Any]:
+    """The parsed config (JSON5), or {} when absent or unreadable (with a warning, no content shown)."""
+    if path is None or not path.is_file():
+        return {}
+    try:
+        data = json5.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        warnings.append(f"{path}: config could not be parsed ({type(exc).__name__}); only the state dir paths are used")
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _agent_list(config: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    agents = config.get("agents")
+    if not isinstance(agents, Mapping):
+        return []
+    listed = agents.get("list")
+    result = [a for a in listed if isinstance(a, Mapping)] if isinstance(listed, list) else []
+    entries = agents.get("entries")
+    if isinstance(entries, Mapping):
+        result += [{"id": key, **value} for key, value in entries.items() if isinstance(value, Mapping)]
+    return result
+
+
+def configured_agent_dirs(config: Mapping[str, Any], state_dir: Path) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for agent in _agent_list(config):
+        raw_id, raw_dir = agent.get("id"), agent.get("agentDir")
+        if isinstance(raw_id, str) and isinstance(raw_dir, str) and raw_dir.strip():
+            found[normalize_agent_id(raw_id)] = rebase_stale_path(raw_dir.strip(), state_dir)
+    return found
+
+
+def configured_workspaces(config: Mapping[str, Any], state_dir: Path) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    agents = config.get("agents")
+    defaults = agents.get("defaults") if isinstance(agents, Mapping) else None
+    if isinstance(defaults, Mapping) and isinstance(defaults.get("workspace"), str):
+        found["default"] = rebase_stale_path(defaults["workspace"].strip(), state_dir)
+    for agent in _agent_list(config):
+        raw_id, raw_ws = agent.get("id"), agent.get("workspace")
+        if isinstance(raw_id, str) and isinstance(raw_ws, str) and raw_ws.strip():
+            found[normalize_agent_id(raw_id)] = rebase_stale_path(raw_ws.strip(), state_dir)
+    return found
+
+
+def credentials_dir(state_dir: Path, env: Mapping[str, str]) -> Path:
+    raw = (env.get("OPENCLAW_OAUTH_DIR") or "").strip()
+    if raw and raw.lower() not in ("undefined", "null"):
+        return Path(os.path.abspath(os.path.expanduser(raw)))
+    return state_dir / "credentials"
+
+
+# --------------------------------------------------------------------------- roots
+
+
+def is_within(path: Path, parent: Path) -> bool:
+    """True when ``path`` is ``parent`` or below it (both compared by realpath)."""
+    real, top = os.path.realpath(path), os.path.realpath(parent)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def _root_id(prefix: str, name: str) -> str:
+    return f"{prefix}-{_SAFE_ID.sub('_', name) or 'x'}"
+
+
+def plan_roots(
+    state_dir: Path, include_workspaces: bool, env: Mapping[str, str], warnings: list[str], skipped: list[Skipped]
+) -> tuple[list[Root], Path | None]:
+    """The trees to archive, de-duplicated: a root inside another is recorded as covered."""
+    cfg = config_path(state_dir, env)
+    config = read_config(cfg, warnings)
+    candidates: list[Root] = [Root("state", "state", state_dir)]
+    if cfg is not None and cfg.exists():
+        real_cfg = Path(os.path.realpath(cfg))
+        if not is_within(real_cfg, state_dir):
+            candidates.append(Root("config", "config", real_cfg if cfg.is_symlink() else Path(os.path.abspath(cfg))))
+    creds = credentials_dir(state_dir, env)
+    if creds.is_dir():
+        candidates.append(Root("credentials", "credentials", creds))
+    for agent_id, directory in sorted(configured_agent_dirs(config, state_dir).items()):
+        if directory.is_dir():
+            candidates.append(Root(_root_id("agent", agent_id), "state", directory, agent_id))
+    if include_workspaces:
+        for name, directory in sorted(configured_workspaces(config, state_dir).items()):
+            if directory.is_dir():
+                candidates.append(Root(_root_id("workspace", name), "workspace", directory))
+            else:
+                skipped.append(Skipped(str(directory), "configured workspace does not exist"))
+    roots: list[Root] = []
+    for candidate in candidates:
+        cover = next((r for r in roots if is_within(candidate.path, r.path)), None)
+        if cover is not None:
+            if cover.id != "state":  # inside the state dir: archived with it, nothing to report
+                skipped.append(Skipped(str(candidate.path), f"covered by the {cover.id} asset"))
+            continue
+        roots.append(candidate)
+    return roots, cfg
+
+
+def check_output_dir(output_dir: Path, roots: list[Root]) -> None:
+    for root in roots:
+        if root.path.is_dir() and is_within(output_dir, root.path):
+            raise UsageError(
+                f"backup output {output_dir} is inside the backed-up {root.id} tree {root.path}; choose an --output outside it"
+            )
+
+
+# --------------------------------------------------------------------------- walk
+
+
+def skip_reason(rel: str, st: os.stat_result) -> str | None:
+    """Why an entry below a root is never archived, or None to archive it."""
+    name = PurePosixPath(rel).name
+    mode = st.st_mode
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device file"
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+        return "unsupported file type"
+    if any(marker in name for marker in STATEKIT_TEMP_MARKERS):
+        return "statekit temp file"
+    if rel == f"{STATEKIT_DIR_NAME}/lock" or name.endswith(".lock"):
+        return "lock file"
+    if rel == f"{STATEKIT_DIR_NAME}/pre-restore":
+        return "statekit pre-restore copies (rollback area of an earlier restore)"
+    if stat.S_ISREG(mode) and name.endswith(SIDECAR_SUFFIXES):
+        return "SQLite -wal/-shm/-journal sidecar (the snapshot holds every committed row)"
+    return None
+
+
+def link_scope(rel: str, target: str) -> str:
+    """``internal`` when a relative link stays inside its root (lexically), else ``external``."""
+    if target.startswith("/") or not target:
+        return "external"
+    joined = os.path.normpath(os.path.join(os.path.dirname(rel), target))
+    return "external" if joined == ".." or joined.startswith("../") or joined.startswith("/") else "internal"
+
+
+def _role_for(path: Path, root: Root, special: Mapping[str, list[Path]]) -> str:
+    if root.id != "state":
+        return root.role
+    for role in ("config", "credentials", "workspace"):
+        for location in special.get(role, []):
+            if path == location or location in path.parents:
+                return role
+    return root.role
+
+
+def sqlite_role(rel: str, root: Root) -> tuple[str, str | None]:
+    """Role and agent id of a database from where it sits (refined later by ``schema_meta``)."""
+    parts = PurePosixPath(rel).parts
+    if root.id == "state" and rel == GLOBAL_DB_REL:
+        return "global", None
+    if parts and parts[-1] == AGENT_DB_NAME:
+        if root.agent_id:
+            return "agent", root.agent_id
+        if len(parts) >= 4 and parts[0] == "agents":
+            return "agent", normalize_agent_id(parts[1])
+        return "agent", None
+    return "sqlite", None
+
+
+def walk_root(root: Root, excluded: list[Path], special: Mapping[str, list[Path]], skipped: list[Skipped]) -> Iterator[Entry]:
+    """Every entry below ``root`` in a stable order, parents before children, links never followed."""
+    try:
+        top = os.lstat(root.path)
+    except FileNotFoundError:
+        skipped.append(Skipped(str(root.path), "vanished"))
+        return
+    if not stat.S_ISDIR(top.st_mode):
+        name = root.path.name
+        kind = "sqlite" if stat.S_ISREG(top.st_mode) and is_sqlite_file(root.path) else "file"
+        if stat.S_ISREG(top.st_mode):
+            yield Entry(root, name, root.path, kind, root.role, top)
+        else:
+            skipped.append(Skipped(str(root.path), skip_reason(name, top) or "not a regular file"))
+        return
+    yield Entry(root, "", root.path, "dir", root.role, top, agent_id=root.agent_id)
+    stack: list[tuple[Path, str]] = [(root.path, "")]
+    while stack:
+        directory, rel_dir = stack.pop()
+        try:
+            with os.scandir(directory) as it:
+                children = sorted(it, key=lambda d: d.name)
+        except FileNotFoundError:
+            continue
+        except PermissionError as exc:
+            raise StatekitError(f"{directory}: cannot read directory ({exc.strerror}); nothing was archived") from None
+        subdirs: list[tuple[Path, str]] = []
+        for child in children:
+            path = Path(child.path)
+            rel = f"{rel_dir}/{child.name}" if rel_dir else child.name
+            try:
+                st = child.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                skipped.append(Skipped(str(path), "vanished"))
+                continue
+            if any(path == ex for ex in excluded):
+                skipped.append(Skipped(str(path), "backup output or staging directory"))
+                continue
+            reason = skip_reason(rel, st)
+            if reason:
+                skipped.append(Skipped(str(path), reason))
+                continue
+            role = _role_for(path, root, special)
+            if stat.S_ISLNK(st.st_mode):
+                target = os.readlink(path)
+                yield Entry(root, rel, path, "symlink", role, st, link_target=target, link_scope=link_scope(rel, target))
+            elif stat.S_ISDIR(st.st_mode):
+                yield Entry(root, rel, path, "dir", role, st)
+                subdirs.append((path, rel))
+            elif is_sqlite_file(path):
+                db_role, agent_id = sqlite_role(rel, root)
+                yield Entry(root, rel, path, "sqlite", db_role, st, agent_id=agent_id)
+            else:
+                yield Entry(root, rel, path, "file", role, st)
+        stack.extend(reversed(subdirs))
+
+
+def plan_assets(
+    state_dir: Path, output_dir: Path, *, include_workspaces: bool = False, env: Mapping[str, str] | None = None
+) -> AssetPlan:
+    """Resolve the roots, refuse an output inside them, and walk every root once."""
+    env = os.environ if env is None else env
+    warnings: list[str] = []
+    skipped: list[Skipped] = []
+    roots, cfg = plan_roots(state_dir, include_workspaces, env, warnings, skipped)
+    check_output_dir(output_dir, roots)
+    plan = AssetPlan(state_dir, output_dir, roots, skipped=skipped, warnings=warnings, config_file=cfg)
+    special: dict[str, list[Path]] = {"credentials": [credentials_dir(state_dir, env)]}
+    if cfg is not None:
+        special["config"] = [Path(os.path.abspath(cfg))]
+    if include_workspaces:
+        config = read_config(cfg, [])
+        special["workspace"] = list(configured_workspaces(config, state_dir).values())
+    excluded = [Path(os.path.abspath(output_dir))]
+    for root in roots:
+        plan.entries.extend(walk_root(root, excluded, special, skipped))
+    return plan

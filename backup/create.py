@@ -1,0 +1,444 @@
+"""``backup create``: plan, stage (snapshots + hashes), write, verify, publish, record.
+
+1. Plan the assets (:mod:`backup.assets`); refuse an output inside them.
+2. Under the output-dir lock, in a private 0700 staging dir on the output
+   filesystem: ``VACUUM INTO`` every SQLite database and check the snapshot;
+   hash every other file (a file that changes while being read is re-read
+   once as a private copy, then reported).
+3. Write ``<name>.partial``: manifest first, then the payload, streamed; a
+   source that changes after it was hashed restarts the write with that file
+   copied, so the payload always matches the manifest.
+4. fsync, verify the ``.partial`` (unless ``verify=False``), publish it under
+   its final name without ever replacing a file, fsync the directory.
+5. Record a ``backup_runs`` row (also for failures) when the global DB exists.
+A failed run leaves no ``.partial`` and no final archive behind.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from backup import manifest as mf
+from backup.archive import ArchiveWriter
+from backup.assets import AssetPlan, Entry, plan_assets
+from backup.lock import backup_lock
+from backup.manifest import Asset, Manifest, Skipped
+from backup.runs import record_in_state_dir
+from backup.snapshot import snapshot_db
+from backup.verify import VerifyReport, verify_archive
+from statekit.errors import StateDirError, StatekitError, VerificationError
+from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE, atomic_write_bytes, fsync_dir, open_regular_file
+
+DEFAULT_OUTPUT_NAME = "openclaw-backups"
+STAGING_PREFIX = ".statekit-backup-"
+PARTIAL_SUFFIX = ".partial"
+SIDECAR_SUFFIX = ".verify.json"
+MAX_WRITE_ATTEMPTS = 3
+
+Progress = Callable[[int], None]
+
+
+@dataclass
+class BackupResult:
+    archive_path: Path | None
+    manifest: dict[str, Any]
+    verified: bool
+    warnings: list[str]
+    run_id: str
+    planned_path: Path | None = None
+    archive_bytes: int | None = None
+    dry_run: bool = False
+    verify_report: VerifyReport | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        totals = self.manifest.get("totals") or {}
+        databases = [
+            {k: a.get(k) for k in ("source_path", "role", "agent_id", "schema_version", "size")}
+            for a in self.manifest.get("assets", [])
+            if a.get("kind") == "sqlite"
+        ]
+        return {
+            "ok": True,
+            "dry_run": self.dry_run,
+            "archive": str(self.archive_path) if self.archive_path else None,
+            "planned_archive": str(self.planned_path) if self.planned_path else None,
+            "run_id": self.run_id,
+            "verified": self.verified,
+            "archive_bytes": self.archive_bytes,
+            "assets": totals.get("assets"),
+            "bytes": totals.get("bytes"),
+            "databases": databases,
+            "skipped": self.manifest.get("skipped", []),
+            "warnings": self.warnings,
+        }
+
+
+@dataclass
+class _Item:
+    """One asset and where its bytes come from while the archive is written."""
+
+    entry: Entry
+    asset: Asset
+    content: Path | None = None  # the original file, a staged copy or a snapshot
+    signature: tuple[int, ...] | None = None  # stat signature to re-check when streaming an original
+    staged: bool = False
+
+
+class _SourceChanged(Exception):
+    def __init__(self, item: _Item) -> None:
+        super().__init__(str(item.entry.path))
+        self.item = item
+
+
+@dataclass
+class _Context:
+    staging: Path
+    warnings: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    counter: int = 0
+
+    def scratch_name(self, prefix: str) -> Path:
+        self.counter += 1
+        return self.staging / f"{prefix}-{self.counter}"
+
+
+def default_output_dir(state_dir: Path) -> Path:
+    """``openclaw-backups/`` beside the state dir (``~/openclaw-backups`` for ``~/.openclaw``)."""
+    return state_dir.parent / DEFAULT_OUTPUT_NAME
+
+
+def sidecar_path(archive: Path) -> Path:
+    return archive.with_name(archive.name + SIDECAR_SUFFIX)
+
+
+def _signature(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _read_hash(path: Path, copy_to: Path | None) -> tuple[str, int, os.stat_result, bool]:
+    """SHA-256 and size of ``path`` (optionally copied to ``copy_to``); True when it changed meanwhile."""
+    digest = hashlib.sha256()
+    size = 0
+    with open_regular_file(path) as handle:
+        before = os.fstat(handle.fileno())
+        out = os.open(copy_to, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE) if copy_to else None
+        try:
+            for block in iter(lambda: handle.read(CHUNK), b""):
+                digest.update(block)
+                size += len(block)
+                if out is not None:
+                    view = memoryview(block)
+                    while view:
+                        view = view[os.write(out, view) :]
+        finally:
+            if out is not None:
+                os.close(out)
+        after = os.fstat(handle.fileno())
+    changed = _signature(before) != _signature(after) or size != after.st_size
+    return digest.hexdigest(), size, after, changed
+
+
+def _base_asset(entry: Entry, archive_root: str) -> Asset:
+    return Asset(
+        id=entry.asset_id,
+        kind=entry.kind,
+        role=entry.role,
+        source_path=str(entry.path),
+        archive_path=entry.archive_path(archive_root),
+        mode=entry.st.st_mode & 0o7777,
+        mtime=entry.st.st_mtime,
+        agent_id=entry.agent_id,
+        link_target=entry.link_target,
+        link_scope=entry.link_scope,
+    )
+
+
+def _stage_copy(item: _Item, ctx: _Context) -> None:
+    """Re-read a file as a private copy (the copy is what gets archived); report if it still moved."""
+    dest = ctx.scratch_name("file")
+    sha, size, st, changed = _read_hash(item.entry.path, dest)
+    if changed:
+        ctx.warnings.append(f"{item.entry.path}: changed while being copied (read twice); archived the bytes of the second read")
+    item.asset.sha256, item.asset.size = sha, size
+    item.asset.mode, item.asset.mtime = st.st_mode & 0o7777, st.st_mtime
+    item.content, item.staged, item.signature = dest, True, None
+
+
+def _stage_file(item: _Item, ctx: _Context) -> None:
+    sha, size, st, changed = _read_hash(item.entry.path, None)
+    if changed:
+        _stage_copy(item, ctx)
+        return
+    item.asset.sha256, item.asset.size = sha, size
+    item.asset.mode, item.asset.mtime = st.st_mode & 0o7777, st.st_mtime
+    item.content, item.signature = item.entry.path, _signature(st)
+
+
+def _stage_sqlite(item: _Item, ctx: _Context) -> None:
+    snap = snapshot_db(item.entry.path, ctx.scratch_name("db").with_suffix(".sqlite"))
+    asset, facts = item.asset, snap.facts
+    if facts.meta_role in ("global", "agent"):
+        asset.role = facts.meta_role
+    elif facts.meta_role is not None:
+        asset.role = "sqlite"
+    asset.agent_id = facts.meta_agent_id or (asset.agent_id if asset.role == "agent" else None)
+    asset.schema_version = facts.user_version
+    asset.size, asset.sha256 = snap.size, snap.sha256
+    item.content, item.staged = snap.path, True
+
+
+def _stage_all(plan: AssetPlan, archive_root: str, ctx: _Context) -> list[_Item]:
+    items = [_Item(entry, _base_asset(entry, archive_root)) for entry in plan.entries]
+    files = [i for i in items if i.entry.kind == "file"]
+    for item in items:
+        if item.entry.kind == "symlink":
+            text = (item.entry.link_target or "").encode("utf-8", "surrogateescape")
+            item.asset.size, item.asset.sha256 = len(text), hashlib.sha256(text).hexdigest()
+        elif item.entry.kind == "sqlite":
+            try:
+                _stage_sqlite(item, ctx)
+            except FileNotFoundError:
+                item.content = None
+    gone: set[int] = set()
+
+    def stage(item: _Item) -> None:
+        try:
+            _stage_file(item, ctx)
+        except FileNotFoundError:
+            gone.add(id(item))
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, 0, None):  # replaced by a link or special file meanwhile
+                gone.add(id(item))
+            else:
+                raise
+
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        list(pool.map(stage, files))
+    kept = []
+    for item in items:
+        if id(item) in gone or (item.entry.kind == "sqlite" and item.content is None):
+            ctx.skipped.append(Skipped(str(item.entry.path), "vanished or changed type during the backup"))
+        else:
+            kept.append(item)
+    return kept
+
+
+def _add_item(writer: ArchiveWriter, item: _Item) -> None:
+    asset = item.asset
+    if asset.kind == "dir":
+        writer.add_dir(asset.archive_path, mode=asset.mode, mtime=asset.mtime)
+        return
+    if asset.kind == "symlink":
+        if asset.link_scope == "internal":
+            writer.add_symlink(asset.archive_path, asset.link_target or "", mtime=asset.mtime)
+        else:
+            text = (asset.link_target or "").encode("utf-8", "surrogateescape")
+            writer.add_bytes(asset.archive_path, text, mode=PRIVATE_FILE_MODE, mtime=asset.mtime)
+        return
+    assert item.content is not None
+    if item.staged:
+        with open(item.content, "rb") as handle:
+            writer.add_stream(asset.archive_path, handle, asset.size, mode=asset.mode, mtime=asset.mtime)
+        return
+    try:
+        handle = open_regular_file(item.content)
+    except OSError:
+        raise _SourceChanged(item) from None
+    with handle:
+        if _signature(os.fstat(handle.fileno())) != item.signature:
+            raise _SourceChanged(item)
+        try:
+            writer.add_stream(asset.archive_path, handle, asset.size, mode=asset.mode, mtime=asset.mtime)
+        except OSError as exc:
+            if exc.errno is None:  # tarfile: "unexpected end of data" (the file shrank)
+                raise _SourceChanged(item) from None
+            raise
+        if _signature(os.fstat(handle.fileno())) != item.signature:
+            raise _SourceChanged(item)
+
+
+def _write_archive(
+    partial: Path, archive_root: str, manifest: Manifest, items: list[_Item], ctx: _Context, level: int, progress: Progress | None
+) -> dict[str, Any]:
+    """Write manifest + payload; restart (at most 3 times) when a source moved after hashing."""
+    for attempt in range(1, MAX_WRITE_ATTEMPTS + 1):
+        manifest.assets = [i.asset for i in items]
+        manifest.skipped = list(ctx.skipped)
+        data = manifest.to_json()
+        writer = ArchiveWriter(partial, level=level, progress=progress)
+        try:
+            writer.add_bytes(f"{archive_root}/{mf.MANIFEST_NAME}", mf.encode(data), mtime=manifest.created_at.timestamp())
+            for item in items:
+                _add_item(writer, item)
+            writer.finish()
+            return data
+        except _SourceChanged as changed:
+            writer.abort()
+            partial.unlink(missing_ok=True)
+            if attempt == MAX_WRITE_ATTEMPTS:
+                raise StatekitError(
+                    f"{changed.item.entry.path}: files keep changing while the archive is written "
+                    f"({MAX_WRITE_ATTEMPTS} attempts); stop the writer or retry"
+                ) from None
+            try:
+                _stage_copy(changed.item, ctx)
+            except (FileNotFoundError, OSError):
+                items.remove(changed.item)
+                ctx.skipped.append(Skipped(str(changed.item.entry.path), "vanished or changed type during the backup"))
+        except BaseException:
+            writer.abort()
+            partial.unlink(missing_ok=True)
+            raise
+    raise AssertionError("unreachable")
+
+
+def _publish(partial: Path, final: Path) -> None:
+    """Give ``partial`` its final name without ever replacing an existing file."""
+    try:
+        os.link(partial, final)
+    except FileExistsError:
+        raise StatekitError(f"refusing to overwrite existing backup archive {final}") from None
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK, errno.EACCES):
+            raise
+        if final.exists():  # file systems without hard links: check, then rename
+            raise StatekitError(f"refusing to overwrite existing backup archive {final}") from None
+        os.rename(partial, final)
+        return
+    partial.unlink()
+
+
+def _cleanup_stale(output_dir: Path) -> None:
+    """Remove what a killed earlier run left (we hold the lock, so nobody else is writing)."""
+    for path in output_dir.iterdir():
+        if path.name.startswith(STAGING_PREFIX) and path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.name.startswith(mf.ARCHIVE_PREFIX) and path.name.endswith(PARTIAL_SUFFIX) and path.is_file():
+            path.unlink(missing_ok=True)
+
+
+def write_sidecar(archive: Path, report: VerifyReport | None, manifest: dict[str, Any]) -> None:
+    """``<archive>.verify.json``: the last verify result and the counts ``backup list`` shows."""
+    totals = manifest.get("totals") or {}
+    data = {
+        "archive": archive.name,
+        "created_at": manifest.get("created_at"),
+        "assets": totals.get("assets"),
+        "bytes": totals.get("bytes"),
+        "verified": None if report is None else report.ok,
+        "checked_at": mf.iso_utc(datetime.now(timezone.utc)) if report is not None else None,
+        "problems": [] if report is None else report.problems[:20],
+    }
+    atomic_write_bytes(sidecar_path(archive), (json.dumps(data, indent=1) + "\n").encode("utf-8"))
+
+
+def _planned_manifest(plan: AssetPlan, now: datetime, options: dict[str, Any], archive_root: str) -> dict[str, Any]:
+    assets = [_base_asset(e, archive_root) for e in plan.entries]
+    for asset, entry in zip(assets, plan.entries):
+        asset.size = entry.st.st_size if entry.kind in ("file", "sqlite") else 0
+    return Manifest(now, str(plan.state_dir), options, assets, list(plan.skipped)).to_json()
+
+
+def _out_of_space(exc: OSError, where: Path) -> StatekitError:
+    return StatekitError(f"{where.parent}: no space left on device while writing the backup; nothing was published")
+
+
+def create_backup(
+    state_dir: Path,
+    output_dir: Path | None = None,
+    *,
+    include_workspaces: bool = False,
+    level: int = 3,
+    verify: bool = True,
+    dry_run: bool = False,
+    record: bool = True,
+    env: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+) -> BackupResult:
+    """Create one verified ``openclaw-backup-<UTC>.tar.zst`` of ``state_dir`` (see module doc)."""
+    state_dir = Path(os.path.abspath(state_dir))
+    if not state_dir.is_dir():
+        raise StateDirError(f"{state_dir}: state dir does not exist or is not a directory")
+    if not 1 <= level <= 22:
+        raise StatekitError(f"compression level {level} is outside 1..22", exit_code=2)
+    output_dir = Path(os.path.abspath(output_dir)) if output_dir is not None else default_output_dir(state_dir)
+    now = datetime.now(timezone.utc)
+    archive_root = mf.archive_stem(now)
+    final = output_dir / f"{archive_root}{mf.ARCHIVE_SUFFIX}"
+    options = {"include_workspaces": include_workspaces, "level": level, "verify": verify}
+    plan = plan_assets(state_dir, output_dir, include_workspaces=include_workspaces, env=env)
+    if final.exists():
+        raise StatekitError(f"refusing to overwrite existing backup archive {final}")
+    run_id = uuid.uuid4().hex
+    if dry_run:
+        return BackupResult(None, _planned_manifest(plan, now, options, archive_root), False, list(plan.warnings), run_id, final, dry_run=True)
+
+    result = BackupResult(None, {}, False, list(plan.warnings), run_id, final)
+    try:
+        with backup_lock(output_dir):
+            _cleanup_stale(output_dir)
+            _create_locked(plan, final, archive_root, now, options, level, verify, progress, result)
+    except BaseException as exc:
+        if record:
+            note = str(exc) if isinstance(exc, (StatekitError, OSError)) else type(exc).__name__
+            record_in_state_dir(state_dir, result, "failed", error=note)
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise _out_of_space(exc, final) from None
+        raise
+    if record:
+        warning = record_in_state_dir(state_dir, result, "ok")
+        if warning:
+            result.warnings.append(warning)
+    return result
+
+
+def _create_locked(
+    plan: AssetPlan,
+    final: Path,
+    archive_root: str,
+    now: datetime,
+    options: dict[str, Any],
+    level: int,
+    verify: bool,
+    progress: Progress | None,
+    result: BackupResult,
+) -> None:
+    if final.exists():
+        raise StatekitError(f"refusing to overwrite existing backup archive {final}")
+    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=final.parent))
+    partial = final.with_name(final.name + PARTIAL_SUFFIX)
+    ctx = _Context(staging, skipped=list(plan.skipped))
+    try:
+        items = _stage_all(plan, archive_root, ctx)
+        manifest = Manifest(now, str(plan.state_dir), options)
+        result.manifest = _write_archive(partial, archive_root, manifest, items, ctx, level, progress)
+        result.warnings.extend(ctx.warnings)
+        report = None
+        if verify:
+            report = verify_archive(partial, scratch_dir=staging)
+            result.verify_report = report
+            if not report.ok:
+                raise VerificationError(f"the new archive failed verification, nothing was published: {report.problems[0]}")
+        _publish(partial, final)
+        fsync_dir(final.parent)
+        result.archive_path, result.verified = final, verify
+        result.archive_bytes = final.stat().st_size
+        try:
+            write_sidecar(final, report, result.manifest)
+        except OSError as exc:
+            result.warnings.append(f"{sidecar_path(final)}: not written ({exc.strerror})")
+    finally:
+        partial.unlink(missing_ok=True)
+        shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,184 @@
+"""The backup manifest: records, JSON Schema validation and (de)serialisation.
+
+``manifest.json`` is the first member of every archive. It lists every asset
+(file, directory, symlink or SQLite snapshot) with its size, SHA-256, mode and
+mtime, so ``verify`` can prove each member and ``restore`` can plan without
+reading the payload. It never holds file contents, so no secret value.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
+from importlib import resources
+from pathlib import PurePosixPath
+from typing import Any
+
+import jsonschema
+
+from statekit import __version__
+
+FORMAT = "statekit-backup"
+SCHEMA_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+ARCHIVE_PREFIX = "openclaw-backup-"
+ARCHIVE_SUFFIX = ".tar.zst"
+TIMESTAMP_FORMAT = "%Y%m%dT%H%M%SZ"
+
+KINDS = ("sqlite", "file", "dir", "symlink")
+ROLES = ("global", "agent", "sqlite", "config", "credentials", "workspace", "state")
+
+
+@dataclass
+class Asset:
+    """One archived filesystem entry, exactly as the manifest records it."""
+
+    id: str
+    kind: str
+    role: str
+    source_path: str
+    archive_path: str
+    size: int = 0
+    sha256: str | None = None
+    mode: int = 0o600
+    mtime: float = 0.0
+    agent_id: str | None = None
+    schema_version: int | None = None
+    link_target: str | None = None
+    link_scope: str | None = None  # "internal": a tar symlink member; "external": a text member
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        for optional in ("link_target", "link_scope"):
+            if data[optional] is None:
+                del data[optional]
+        if self.kind == "sqlite":
+            data["snapshot_method"] = "vacuum-into"
+            data["integrity"] = "ok"
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Asset:
+        names = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
+class Skipped:
+    source_path: str
+    reason: str
+
+
+@dataclass
+class Manifest:
+    created_at: datetime
+    state_dir: str
+    options: dict[str, Any]
+    assets: list[Asset] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    statekit_version: str = __version__
+
+    def totals(self) -> dict[str, int]:
+        counts = {kind: 0 for kind in KINDS}
+        for asset in self.assets:
+            counts[asset.kind] += 1
+        return {
+            "assets": len(self.assets),
+            "bytes": sum(a.size for a in self.assets),
+            "files": counts["file"],
+            "sqlite": counts["sqlite"],
+            "dirs": counts["dir"],
+            "symlinks": counts["symlink"],
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "schema_version": SCHEMA_VERSION,
+            "created_at": iso_utc(self.created_at),
+            "statekit_version": self.statekit_version,
+            "state_dir": self.state_dir,
+            "options": dict(self.options),
+            "assets": [a.to_json() for a in self.assets],
+            "skipped": [asdict(s) for s in self.skipped],
+            "totals": self.totals(),
+        }
+
+
+def iso_utc(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def archive_stem(moment: datetime) -> str:
+    """``openclaw-backup-<YYYYmmddTHHMMSSZ>``: the file stem and the archive root directory."""
+    return ARCHIVE_PREFIX + moment.astimezone(timezone.utc).strftime(TIMESTAMP_FORMAT)
+
+
+def parse_archive_time(name: str) -> datetime | None:
+    """The UTC time encoded in an archive file name, or None when the name is not ours."""
+    if not (name.startswith(ARCHIVE_PREFIX) and name.endswith(ARCHIVE_SUFFIX)):
+        return None
+    stamp = name[len(ARCHIVE_PREFIX) : -len(ARCHIVE_SUFFIX)]
+    try:
+        return datetime.strptime(stamp, TIMESTAMP_FORMAT).replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+
+
+def encode(manifest: dict[str, Any]) -> bytes:
+    return (json.dumps(manifest, indent=1, ensure_ascii=False, sort_keys=False) + "\n").encode("utf-8")
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict[str, Any]:
+    text = resources.files(__package__).joinpath("manifest.schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+@lru_cache(maxsize=1)
+def _validator() -> jsonschema.protocols.Validator:
+    cls = jsonschema.validators.validator_for(schema())
+    cls.check_schema(schema())
+    return cls(schema())
+
+
+def schema_problems(data: Any, limit: int = 5) -> list[str]:
+    """Human lines for each way ``data`` fails the manifest schema (empty when valid)."""
+    errors = sorted(_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
+    lines = []
+    for error in errors[:limit]:
+        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        lines.append(f"manifest fails its schema at {where}: {error.message[:200]}")
+    if len(errors) > limit:
+        lines.append(f"manifest fails its schema in {len(errors) - limit} more places")
+    return lines
+
+
+def decode(raw: bytes) -> dict[str, Any]:
+    """Parse manifest bytes (strict UTF-8 JSON object); raises ValueError with a reason."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"manifest is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"manifest is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    if not isinstance(data, dict):
+        raise ValueError("manifest is not a JSON object")
+    return data
+
+
+def payload_rel(archive_path: str, root: str) -> tuple[str, str] | None:
+    """Split ``<root>/payload/state/<rel>`` → ("state", rel) and
+    ``<root>/payload/external/<id>/<rel>`` → (id, rel); None for anything else."""
+    parts = PurePosixPath(archive_path).parts
+    if len(parts) < 3 or parts[0] != root or parts[1] != "payload":
+        return None
+    if parts[2] == "state":
+        return "state", "/".join(parts[3:])
+    if parts[2] == "external" and len(parts) >= 4:
+        return parts[3], "/".join(parts[4:])
+    return None

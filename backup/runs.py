@@ -1,0 +1,94 @@
+"""``backup_runs`` rows in the global database: one per real create, failures included.
+
+A row is written only when ``<state>/state/openclaw.sqlite`` already exists
+and holds a ``backup_runs`` table: recording never creates a database (a
+failed backup on a fresh host must not leave a blank DB behind). The row's
+``manifest_json`` is a small outcome summary (counts, sizes, options, error
+text) — no file contents, hashes or secret values.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from statekit.db import BUSY_TIMEOUT_MS
+from statekit.layout import global_db_path
+
+if TYPE_CHECKING:
+    from backup.create import BackupResult
+
+RUN_WINDOW = 200  # rows kept, newest first (OpenClaw keeps the same window)
+ERROR_LIMIT = 1200
+
+
+def run_summary(result: BackupResult, status: str, error: str | None = None) -> dict[str, Any]:
+    manifest = result.manifest or {}
+    totals = manifest.get("totals") or {}
+    summary: dict[str, Any] = {
+        "kind": "archive",
+        "tool": "statekit",
+        "format": manifest.get("format", "statekit-backup"),
+        "status": status,
+        "created_at": manifest.get("created_at"),
+        "options": manifest.get("options"),
+        "assets": totals.get("assets"),
+        "sqlite": totals.get("sqlite"),
+        "bytes": totals.get("bytes"),
+        "archive_bytes": result.archive_bytes,
+        "verified": result.verified,
+        "warnings": len(result.warnings),
+    }
+    if error:
+        summary["error"] = error[:ERROR_LIMIT]
+    return summary
+
+
+def record_backup_run(
+    conn: sqlite3.Connection, result: BackupResult, status: str, *, error: str | None = None, now_ms: int | None = None
+) -> None:
+    """Insert the run's row (``status`` ``ok`` or ``failed``) and keep the newest 200 rows."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    archive = str(result.archive_path) if result.archive_path else str(result.planned_path or "")
+    payload = json.dumps(run_summary(result, status, error), separators=(",", ":"), ensure_ascii=False)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(
+            "INSERT OR REPLACE INTO backup_runs(id, created_at, archive_path, status, manifest_json) VALUES (?, ?, ?, ?, ?)",
+            (result.run_id, now_ms, archive, status, payload),
+        )
+        conn.execute(
+            "DELETE FROM backup_runs WHERE id NOT IN (SELECT id FROM backup_runs ORDER BY created_at DESC, id DESC LIMIT ?)",
+            (RUN_WINDOW,),
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def record_in_state_dir(state_dir: Path, result: BackupResult, status: str, *, error: str | None = None) -> str | None:
+    """Record into the state dir's global DB when it (and its table) exist; returns a warning or None.
+
+    Best effort: a recording failure never turns a good backup into a failed command.
+    """
+    path = global_db_path(state_dir)
+    if not path.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, isolation_level=None)
+    except sqlite3.Error as exc:
+        return f"{path}: backup run not recorded ({exc})"
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'backup_runs'").fetchone() is None:
+            return None
+        record_backup_run(conn, result, status, error=error)
+    except sqlite3.Error as exc:
+        return f"{path}: backup run not recorded ({exc})"
+    finally:
+        conn.close()
+    return None

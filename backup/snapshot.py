@@ -1,0 +1,124 @@
+"""Consistent SQLite snapshots: ``VACUUM INTO`` a private file, fsync, check, describe.
+
+Never interprets table contents: a snapshot of a database with 75 tables and a
+schema far newer than statekit's is taken and checked exactly like our own.
+Only ``PRAGMA integrity_check``, ``PRAGMA user_version`` and the ``schema_meta``
+role / agent id (when that table exists) are read.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from statekit.db import BUSY_TIMEOUT_MS
+from statekit.errors import StatekitError, VerificationError
+from statekit.fsutil import PRIVATE_FILE_MODE, chmod_best_effort, fsync_file, sha256_file
+
+
+@dataclass(frozen=True)
+class DbFacts:
+    """What a check of one database file found."""
+
+    integrity: str  # "ok" or the first problems integrity_check reported
+    user_version: int
+    meta_role: str | None
+    meta_agent_id: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.integrity == "ok"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    path: Path
+    size: int
+    sha256: str
+    facts: DbFacts
+
+
+def open_source(path: Path) -> sqlite3.Connection:
+    """Open a live database for reading through its WAL.
+
+    A read-write handle (we only ever read through it) lets SQLite remove the ``-wal``/
+    ``-shm`` it creates when we are the last user; a read-only handle would
+    leave them behind. Read-only is the fallback for a directory we cannot write.
+    """
+    uri = path.resolve().as_uri()
+    try:
+        conn = sqlite3.connect(f"{uri}?mode=rw", uri=True, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.OperationalError:
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return conn
+
+
+def open_snapshot(path: Path) -> sqlite3.Connection:
+    """Open a finished, self-contained snapshot without locks or sidecars."""
+    uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
+    return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+
+
+def _schema_meta(conn: sqlite3.Connection) -> tuple[str | None, str | None]:
+    columns = {row[1] for row in conn.execute("PRAGMA table_info('schema_meta')")}
+    if "role" not in columns:
+        return None, None
+    agent_col = "agent_id" if "agent_id" in columns else "NULL"
+    order = "CASE meta_key WHEN 'primary' THEN 0 ELSE 1 END, rowid" if "meta_key" in columns else "rowid"
+    try:
+        row = conn.execute(f"SELECT role, {agent_col} FROM schema_meta ORDER BY {order} LIMIT 1").fetchone()
+    except sqlite3.DatabaseError:
+        return None, None
+    if row is None:
+        return None, None
+    role = row[0] if isinstance(row[0], str) else None
+    agent = row[1] if isinstance(row[1], str) and row[1] else None
+    return role, agent
+
+
+def inspect_db(path: Path) -> DbFacts:
+    """integrity_check, user_version and schema_meta role/agent of a self-contained file."""
+    conn = open_snapshot(path)
+    try:
+        rows = [str(r[0]) for r in conn.execute("PRAGMA integrity_check(20)")]
+        integrity = "ok" if rows == ["ok"] else "; ".join(rows)[:500]
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        role, agent = _schema_meta(conn) if integrity == "ok" else (None, None)
+    except sqlite3.DatabaseError as exc:
+        return DbFacts(f"cannot be read as SQLite ({exc})", 0, None, None)
+    finally:
+        conn.close()
+    return DbFacts(integrity, version, role, agent)
+
+
+def snapshot_db(source: Path, dest: Path) -> Snapshot:
+    """``VACUUM INTO`` ``dest`` (0600), fsync it, check it, hash it.
+
+    Raises :class:`VerificationError` (exit 5) when the snapshot fails
+    ``integrity_check``, and :class:`StatekitError` when SQLite cannot read the
+    source at all. ``dest`` must not exist.
+    """
+    try:
+        conn = open_source(source)
+    except sqlite3.Error as exc:
+        raise StatekitError(f"{source}: cannot open database for snapshot: {exc}") from None
+    try:
+        conn.execute("VACUUM INTO ?", (str(dest),))
+    except sqlite3.DatabaseError as exc:
+        dest.unlink(missing_ok=True)
+        raise VerificationError(f"{source}: snapshot failed, database is unreadable or corrupt: {exc}") from None
+    except sqlite3.Error as exc:
+        dest.unlink(missing_ok=True)
+        raise StatekitError(f"{source}: snapshot failed: {exc}") from None
+    finally:
+        conn.close()
+    chmod_best_effort(dest, PRIVATE_FILE_MODE)
+    fsync_file(dest)
+    facts = inspect_db(dest)
+    if not facts.ok:
+        raise VerificationError(f"{source}: snapshot fails integrity_check: {facts.integrity}")
+    return Snapshot(dest, os.stat(dest).st_size, sha256_file(dest), facts)
