@@ -6,14 +6,17 @@ The public API (used by ``migrate`` for its verified pre-migration backup)::
 """
 
 from backup.create import BackupResult, create_backup, default_output_dir
+from backup.restore import RestoreResult, restore_archive
 from backup.runs import record_backup_run
 from backup.verify import VerifyReport, verify_archive
 
 __all__ = [
     "BackupResult",
+    "RestoreResult",
     "VerifyReport",
     "create_backup",
     "default_output_dir",
     "record_backup_run",
+    "restore_archive",
     "verify_archive",
 ]

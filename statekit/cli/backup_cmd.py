@@ -1,0 +1,287 @@
+"""``statekit backup create|verify|restore|list|prune``: parse, call :mod:`backup`, render."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from backup import create_backup, default_output_dir, restore_archive, verify_archive
+from backup.create import BackupResult
+from backup.manifest import iso_utc
+from backup.restore import RestoreResult
+from backup.retention import list_archives, prune_archives, record_verify_result
+from backup.verify import VerifyReport
+from statekit.cli.common import DryRunOpt, JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, run_command
+from statekit.errors import ExitCode
+from statekit.layout import resolve_state_dir
+from statekit.output import Output, human_size, table
+
+EXIT_CODES = "Exit codes: 0 ok, 1 fatal, 2 usage, 4 busy (lock held or gateway running), 5 verification failed."
+
+OutputOpt = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", help="Archive directory (default: openclaw-backups/ beside the state dir).", show_default=False),
+]
+
+CREATE_HELP = f"""Back up the state dir into one verified openclaw-backup-<UTC>.tar.zst.
+
+Every SQLite database is snapshotted with VACUUM INTO and must pass
+integrity_check; other files are hashed; the archive is verified before it
+gets its final name. Works while OpenClaw runs.
+
+Example:
+
+    statekit backup create --state-dir ~/.openclaw --output ~/openclaw-backups --quiet
+
+{EXIT_CODES}
+"""
+
+VERIFY_HELP = f"""Check an archive in one streaming pass (statekit .tar.zst or OpenClaw .tar.gz).
+
+Prints one line per problem and exits 5 when anything fails.
+
+Example:
+
+    statekit backup verify ~/openclaw-backups/openclaw-backup-20260102T030000Z.tar.zst
+
+{EXIT_CODES}
+"""
+
+RESTORE_HELP = f"""Restore an archive (verified first) into a fresh --target dir, or in place.
+
+In place, the current files are moved to <state>/.statekit/pre-restore/<UTC>/
+and any error rolls everything back. Writing needs --yes (or a TTY answer).
+
+Examples:
+
+    statekit backup restore ARCHIVE --target /tmp/openclaw-restored --dry-run
+    statekit backup restore ARCHIVE --state-dir ~/.openclaw --yes
+
+{EXIT_CODES}
+"""
+
+LIST_HELP = f"""List archives with time, size, asset count and last verify result.
+
+Example:
+
+    statekit backup list --output ~/openclaw-backups
+
+{EXIT_CODES}
+"""
+
+PRUNE_HELP = f"""Delete old archives, keeping the union of the --keep-* rules (UTC buckets).
+
+The newest verified archive is never deleted. Prints what it keeps and why.
+
+Example:
+
+    statekit backup prune --output ~/openclaw-backups --keep-last 3 --keep-daily 7 --keep-weekly 4 --keep-monthly 6 --dry-run
+
+{EXIT_CODES}
+"""
+
+
+def _output_dir(output: Path | None, state_dir: Path | None) -> Path:
+    return output if output is not None else default_output_dir(resolve_state_dir(state_dir).path)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def render_create(result: BackupResult) -> str:
+    data = result.to_json()
+    if result.dry_run:
+        assets = result.manifest.get("assets", [])
+        lines = [f"Dry run: would write {result.planned_path}", f"Assets: {len(assets)} ({human_size(data['bytes'])})"]
+        lines += [f"  {a['kind']:<8} {a['role']:<11} {a['source_path']}" for a in assets if a["kind"] != "dir"]
+        lines += [f"  skip     {s['source_path']} ({s['reason']})" for s in data["skipped"]]
+        lines.append("Dry run only; nothing was written.")
+        return "\n".join(lines)
+    dbs = ", ".join(f"{d['role']}{'/' + d['agent_id'] if d['agent_id'] else ''} v{d['schema_version']}" for d in data["databases"])
+    lines = [
+        f"Backup archive: {result.archive_path} ({human_size(result.archive_bytes)})",
+        f"Assets: {data['assets']} ({human_size(data['bytes'])}); databases: {len(data['databases'])}{' (' + dbs + ')' if dbs else ''}",
+        f"Skipped: {len(data['skipped'])} entries (sidecars, locks, sockets, temp files)" if data["skipped"] else "Skipped: none",
+        "Verification: passed" if result.verified else "Verification: skipped (--no-verify)",
+    ]
+    return "\n".join(lines)
+
+
+def render_verify(report: VerifyReport) -> str:
+    data = report.to_json()
+    lines = [
+        f"Backup archive {'OK' if report.ok else 'FAILED'}: {report.path} ({report.format})",
+        f"Created at: {data['created_at'] or '-'}",
+        f"Assets verified: {report.assets_verified} of {data['assets']}; members scanned: {report.entries}",
+    ]
+    lines += [f"note: {n}" for n in report.notes]
+    return "\n".join(lines)
+
+
+def render_restore(result: RestoreResult) -> str:
+    counts = result.counts()
+    head = "Dry run: restore plan" if result.dry_run else "Restored"
+    lines = [f"{head} ({result.mode}) from {result.archive} into {result.destination}"]
+    if result.dry_run:
+        lines += [f"  {s.action:<9} {s.archive_path} -> {s.destination}" for s in result.steps]
+    lines.append(f"{counts['create']} create, {counts['replace']} replace, {counts['unchanged']} unchanged")
+    if result.pre_restore_dir:
+        lines.append(f"Previous files moved to {result.pre_restore_dir}")
+    if result.removed_sidecars:
+        lines.append(f"Removed {len(result.removed_sidecars)} stale -wal/-shm/-journal sidecars")
+    lines += [f"note: {n}" for n in result.notes]
+    if result.dry_run:
+        lines.append("Dry run only; nothing was written.")
+    return "\n".join(lines)
+
+
+def _verified_text(value: bool | None) -> str:
+    return "unknown" if value is None else ("ok" if value else "FAILED")
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def register(app: typer.Typer) -> None:
+    sub = typer.Typer(
+        name="backup",
+        help="Back up, verify, restore, list and prune OpenClaw state archives.",
+        no_args_is_help=True,
+        add_completion=False,
+        rich_markup_mode=None,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+
+    @sub.command("create", help=CREATE_HELP)
+    def create_cmd(
+        state_dir: StateDirOpt = None,
+        output: OutputOpt = None,
+        include_workspaces: Annotated[bool, typer.Option("--include-workspaces", help="Also archive workspaces outside the state dir.")] = False,
+        level: Annotated[int, typer.Option("--level", min=1, max=22, help="zstd level (1-22).")] = 3,
+        no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the verify pass (snapshot checks still run).")] = False,
+        dry_run: DryRunOpt = False,
+        json_out: JsonOpt = False,
+        quiet: QuietOpt = False,
+    ) -> None:
+        out = Output(json_mode=json_out, quiet=quiet)
+
+        def body() -> ExitCode:
+            resolved = resolve_state_dir(state_dir)
+            with out.progress("backup", None) as advance:
+                result = create_backup(
+                    resolved.path, output, include_workspaces=include_workspaces, level=level,
+                    verify=not no_verify, dry_run=dry_run, progress=advance,
+                )
+            out.result(result.to_json(), lambda _d: render_create(result))
+            if not quiet and not json_out:
+                for warning in result.warnings:
+                    out.warn(warning)
+            return ExitCode.OK
+
+        run_command(out, body)
+
+    @sub.command("verify", help=VERIFY_HELP)
+    def verify_cmd(
+        archive: Annotated[Path, typer.Argument(help="The archive to check.")],
+        json_out: JsonOpt = False,
+        quiet: QuietOpt = False,
+    ) -> None:
+        out = Output(json_mode=json_out, quiet=quiet)
+
+        def body() -> ExitCode:
+            report = verify_archive(archive)
+            try:
+                record_verify_result(archive, report.ok, report.problems, iso_utc(datetime.now(timezone.utc)))
+            except OSError:
+                pass
+            out.result(report.to_json(), lambda _d: render_verify(report))
+            if not report.ok:
+                if not json_out:
+                    for problem in report.problems:
+                        out.error(problem)
+                return ExitCode.VERIFY_FAILED
+            return ExitCode.OK
+
+        run_command(out, body)
+
+    @sub.command("restore", help=RESTORE_HELP)
+    def restore_cmd(
+        archive: Annotated[Path, typer.Argument(help="The archive to restore.")],
+        target: Annotated[Path | None, typer.Option("--target", help="A missing or empty dir to rebuild the state dir in.", show_default=False)] = None,
+        state_dir: StateDirOpt = None,
+        dry_run: DryRunOpt = False,
+        yes: YesOpt = False,
+        json_out: JsonOpt = False,
+        quiet: QuietOpt = False,
+    ) -> None:
+        out = Output(json_mode=json_out, quiet=quiet)
+
+        def body() -> ExitCode:
+            if not dry_run:
+                where = target if target is not None else (state_dir or "the recorded state dir")
+                confirm_or_refuse(out, f"Restore {archive} into {where}?", yes)
+            with out.progress("restore", None) as advance:
+                result = restore_archive(archive, target=target, state_dir=state_dir, dry_run=dry_run, progress=advance)
+            out.result(result.to_json(), lambda _d: render_restore(result))
+            return ExitCode.OK
+
+        run_command(out, body)
+
+    @sub.command("list", help=LIST_HELP)
+    def list_cmd(state_dir: StateDirOpt = None, output: OutputOpt = None, json_out: JsonOpt = False, quiet: QuietOpt = False) -> None:
+        out = Output(json_mode=json_out, quiet=quiet)
+
+        def body() -> ExitCode:
+            directory = _output_dir(output, state_dir)
+            archives = list_archives(directory)
+            rows = [(iso_utc(a.created), human_size(a.size), a.assets if a.assets is not None else "-", _verified_text(a.verified), a.path.name) for a in archives]
+
+            def human(_d: Any) -> str:
+                if not archives:
+                    return f"No archives in {directory}"
+                return table(("CREATED (UTC)", "SIZE", "ASSETS", "VERIFIED", "ARCHIVE"), rows)
+
+            out.result({"output_dir": str(directory), "archives": [a.to_json() for a in archives]}, human)
+            return ExitCode.OK
+
+        run_command(out, body)
+
+    @sub.command("prune", help=PRUNE_HELP)
+    def prune_cmd(
+        state_dir: StateDirOpt = None,
+        output: OutputOpt = None,
+        keep_last: Annotated[int, typer.Option("--keep-last", min=0, help="Keep the N newest archives.")] = 0,
+        keep_daily: Annotated[int, typer.Option("--keep-daily", min=0, help="Keep the newest archive of each of the N newest days.")] = 0,
+        keep_weekly: Annotated[int, typer.Option("--keep-weekly", min=0, help="... of the N newest ISO weeks.")] = 0,
+        keep_monthly: Annotated[int, typer.Option("--keep-monthly", min=0, help="... of the N newest months.")] = 0,
+        dry_run: DryRunOpt = False,
+        json_out: JsonOpt = False,
+        quiet: QuietOpt = False,
+    ) -> None:
+        out = Output(json_mode=json_out, quiet=quiet)
+
+        def body() -> ExitCode:
+            directory = _output_dir(output, state_dir)
+            decisions = prune_archives(
+                directory, dry_run=dry_run, keep_last=keep_last, keep_daily=keep_daily, keep_weekly=keep_weekly, keep_monthly=keep_monthly
+            )
+
+            def human(_d: Any) -> str:
+                verb = "would delete" if dry_run else "deleted"
+                lines = [
+                    f"keep   {d.archive.path.name}  ({', '.join(d.reasons)})" if d.keep else f"{verb}  {d.archive.path.name}"
+                    for d in decisions
+                ]
+                kept = sum(d.keep for d in decisions)
+                lines.append(f"{kept} kept, {len(decisions) - kept} {verb}" + (" (dry run; nothing was deleted)" if dry_run else ""))
+                return "\n".join(lines)
+
+            out.result({"output_dir": str(directory), "dry_run": dry_run, "archives": [d.to_json() for d in decisions]}, human)
+            return ExitCode.OK
+
+        run_command(out, body)
+
+    app.add_typer(sub, name="backup")
