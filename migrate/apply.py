@@ -235,6 +235,8 @@ class Migration:
         outcome = SourceOutcome(planned.kind, planned.rel, planned.agent_id, planned.action, planned.record_count)
         if planned.action in ("unreadable", "conflict"):
             outcome.message = planned.reason or f"{planned.rel}: {planned.action}"
+            if planned.source_key and planned.sha256:
+                self._set_receipt_status(planned, "failed", {"error": outcome.message, "action": planned.action})
             return outcome
         if planned.action in ("deferred", "retain"):
             outcome.message = planned.reason

@@ -197,21 +197,24 @@ def plan_source(state_dir: Path, entry: FileEntry, reader: Reader, receipts: dic
     try:
         with open_regular_file(path) as raw:
             hashing = HashingReader(raw)
-            if reader.action in ("import", "import+archive"):
-                inspection = reader.inspect(source, hashing)
-                planned.record_count = inspection.record_count
-                planned.warnings.extend(inspection.warnings)
-                planned.details.update(inspection.details)
+            try:
+                if reader.action in ("import", "import+archive"):
+                    inspection = reader.inspect(source, hashing)
+                    planned.record_count = inspection.record_count
+                    planned.warnings.extend(inspection.warnings)
+                    planned.details.update(inspection.details)
+            except (SourceError, ValueError, RecursionError, MemoryError) as exc:
+                planned.action = "unreadable"
+                planned.reason = str(exc) if isinstance(exc, SourceError) else f"{entry.rel}: cannot read: {exc or type(exc).__name__}"
             planned.sha256 = hashing.finish()
             planned.size = hashing.size
-    except SourceError as exc:
+    except OSError as exc:
         planned.action = "unreadable"
-        planned.reason = str(exc)
-        return planned
-    except (OSError, ValueError, RecursionError, MemoryError) as exc:
-        planned.action = "unreadable"
-        detail = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        detail = exc.strerror or str(exc) or type(exc).__name__
         planned.reason = f"{entry.rel}: cannot read: {detail}"
+        return planned
+    if planned.action == "unreadable":
+        planned.source_key = source_key(reader.kind, entry.rel, reader.target_tables, planned.sha256 or "", planned.size, entry.mtime_ms, None)
         return planned
     if reader.action in ACTIVE_ACTIONS:
         planned.source_key = source_key(

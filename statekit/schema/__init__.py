@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from statekit import __version__
-from statekit.db import open_rw, table_columns, table_names
+from statekit.db import open_rw, read_only_view, table_columns, table_names
 from statekit.errors import SchemaError
 from statekit.layout import agent_db_path, global_db_path
 
@@ -120,8 +120,16 @@ def ensure_schema(conn: sqlite3.Connection, path: Path, role: str, agent_id: str
     return report
 
 
+def precheck(path: Path) -> None:
+    """Refuse a too-new or foreign database before opening it for writing (which would switch it to WAL)."""
+    if path.exists() and path.stat().st_size > 0:
+        with read_only_view(path) as conn:
+            check_version(conn, path)
+
+
 def open_global(state_dir: Path, warnings: list[str] | None = None) -> tuple[sqlite3.Connection, SchemaReport]:
     path = global_db_path(state_dir)
+    precheck(path)
     conn = open_rw(path, warnings)
     try:
         report = ensure_schema(conn, path, ROLE_GLOBAL, None)
@@ -136,6 +144,7 @@ def open_agent(
 ) -> tuple[sqlite3.Connection, SchemaReport]:
     """Open or create an agent database and register it in ``agent_databases``."""
     path = agent_db_path(state_dir, agent_id)
+    precheck(path)
     conn = open_rw(path, warnings)
     try:
         report = ensure_schema(conn, path, ROLE_AGENT, agent_id)
