@@ -981,7 +981,9 @@ class CronStateReader(Reader):
                 current = existing.get(job_id)
                 if current is None:
                     orphans.append(job_id)
-                    result.notices.append(f"{rel}: state for job {job_id} not imported: no such job in cron_jobs (kept in the retired file)")
+                    result.warnings.append(
+                        f"{rel}: state for job {job_id} not imported: no such job in cron_jobs (the retired file keeps it)"
+                    )
                     continue
                 entry_updated = as_int(entry.get("updatedAtMs"))
                 current_runtime, current_updated = current
