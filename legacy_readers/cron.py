@@ -147,6 +147,15 @@ def _trimmed(value: Any) -> str | None:
     return None
 
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _int(value: Any) -> int | None:
+    """``as_int`` limited to what an SQLite INTEGER holds (anything else projects as NULL; job_json keeps it)."""
+    number = as_int(value)
+    return number if number is not None and INT64_MIN <= number <= INT64_MAX else None
+
+
 def _flag(value: Any) -> int | None:
     return (1 if value else 0) if isinstance(value, bool) else None
 
@@ -302,19 +311,19 @@ def _existing_rows(conn: sqlite3.Connection, store_key: str, job_ids: Sequence[s
 def state_columns(state: Mapping[str, Any]) -> dict[str, Any]:
     """The typed runtime-state columns of ``cron_jobs`` (as OpenClaw's ``bindStateColumns``)."""
     return {
-        "next_run_at_ms": as_int(state.get("nextRunAtMs")),
-        "running_at_ms": as_int(state.get("runningAtMs")),
-        "last_run_at_ms": as_int(state.get("lastRunAtMs")),
+        "next_run_at_ms": _int(state.get("nextRunAtMs")),
+        "running_at_ms": _int(state.get("runningAtMs")),
+        "last_run_at_ms": _int(state.get("lastRunAtMs")),
         "last_run_status": _text(state.get("lastRunStatus")) or _text(state.get("lastStatus")),
         "last_error": _text(state.get("lastError")),
-        "last_duration_ms": as_int(state.get("lastDurationMs")),
-        "consecutive_errors": as_int(state.get("consecutiveErrors")),
-        "consecutive_skipped": as_int(state.get("consecutiveSkipped")),
-        "schedule_error_count": as_int(state.get("scheduleErrorCount")),
+        "last_duration_ms": _int(state.get("lastDurationMs")),
+        "consecutive_errors": _int(state.get("consecutiveErrors")),
+        "consecutive_skipped": _int(state.get("consecutiveSkipped")),
+        "schedule_error_count": _int(state.get("scheduleErrorCount")),
         "last_delivery_status": _text(state.get("lastDeliveryStatus")),
         "last_delivery_error": _text(state.get("lastDeliveryError")),
         "last_delivered": _flag(state.get("lastDelivered")),
-        "last_failure_alert_at_ms": as_int(state.get("lastFailureAlertAtMs")),
+        "last_failure_alert_at_ms": _int(state.get("lastFailureAlertAtMs")),
     }
 
 
@@ -359,8 +368,8 @@ class _JobRepair:
         job_id = self._identity()
         state = job.pop("state", None)
         state = state if isinstance(state, dict) else {}
-        updated = as_int(job.pop("updatedAtMs", None))
-        created = as_int(job.get("createdAtMs"))
+        updated = _int(job.pop("updatedAtMs", None))
+        created = _int(job.get("createdAtMs"))
         if created is None:
             created = updated if updated is not None else self.fallback_ms
             job["createdAtMs"] = created
@@ -444,17 +453,19 @@ class _JobRepair:
                 else:
                     schedule["tz"] = tz
             if schedule.get("staggerMs") is not None:
-                stagger = as_int(schedule["staggerMs"])
+                stagger = _int(schedule["staggerMs"])
                 if stagger is None or stagger < 0:
                     raise self.fail(".schedule.staggerMs", "must be a non-negative number")
                 schedule["staggerMs"] = stagger
         elif kind == "every":
             every = _coerce_number(schedule.get("everyMs"))
-            if every is None or math.floor(every) <= 0:
+            if every is None or math.floor(every) <= 0 or every > INT64_MAX:
                 raise self.fail(".schedule.everyMs", "every schedule needs a positive everyMs")
             schedule["everyMs"] = int(math.floor(every))
             anchor = _coerce_number(schedule.get("anchorMs"))
             if anchor is not None:
+                if anchor > INT64_MAX:
+                    raise self.fail(".schedule.anchorMs", "out of range")
                 schedule["anchorMs"] = max(0, int(math.floor(anchor)))
             elif schedule.get("anchorMs") is not None:
                 raise self.fail(".schedule.anchorMs", "must be a number")
@@ -727,9 +738,9 @@ def _job_row(store_key: str, repaired: RepairedJob, fallback_ms: int) -> dict[st
         "schedule_expr": schedule.get("expr") if schedule["kind"] == "cron" else None,
         "schedule_tz": _text(schedule.get("tz")) if schedule["kind"] == "cron" else None,
         "every_ms": schedule.get("everyMs") if schedule["kind"] == "every" else None,
-        "anchor_ms": as_int(schedule.get("anchorMs")) if schedule["kind"] == "every" else None,
+        "anchor_ms": _int(schedule.get("anchorMs")) if schedule["kind"] == "every" else None,
         "at": schedule.get("at") if schedule["kind"] == "at" else None,
-        "stagger_ms": as_int(schedule.get("staggerMs")) if schedule["kind"] == "cron" else None,
+        "stagger_ms": _int(schedule.get("staggerMs")) if schedule["kind"] == "cron" else None,
         "session_target": job["sessionTarget"],
         "wake_mode": job["wakeMode"],
         "payload_kind": payload["kind"],
@@ -737,7 +748,7 @@ def _job_row(store_key: str, repaired: RepairedJob, fallback_ms: int) -> dict[st
         "payload_model": _text(payload.get("model")) if agent_turn else None,
         "payload_fallbacks_json": _json_or_none(payload.get("fallbacks")) if agent_turn else None,
         "payload_thinking": _text(payload.get("thinking")) if agent_turn else None,
-        "payload_timeout_seconds": as_int(payload.get("timeoutSeconds")) if agent_turn else None,
+        "payload_timeout_seconds": _int(payload.get("timeoutSeconds")) if agent_turn else None,
         "payload_allow_unsafe_external_content": _flag(payload.get("allowUnsafeExternalContent")) if agent_turn else None,
         "payload_external_content_source_json": _json_or_none(payload.get("externalContentSource")) if agent_turn else None,
         "payload_light_context": _flag(payload.get("lightContext")) if agent_turn else None,
@@ -761,10 +772,10 @@ def _job_row(store_key: str, repaired: RepairedJob, fallback_ms: int) -> dict[st
         alert = alert if isinstance(alert, dict) else None
         row.update(
             failure_alert_disabled=0 if alert is not None else None,
-            failure_alert_after=as_int(alert.get("after")) if alert else None,
+            failure_alert_after=_int(alert.get("after")) if alert else None,
             failure_alert_channel=_text(alert.get("channel")) if alert else None,
             failure_alert_to=_text(alert.get("to")) if alert else None,
-            failure_alert_cooldown_ms=as_int(alert.get("cooldownMs")) if alert else None,
+            failure_alert_cooldown_ms=_int(alert.get("cooldownMs")) if alert else None,
             failure_alert_include_skipped=_flag(alert.get("includeSkipped")) if alert else None,
             failure_alert_mode=_text(alert.get("mode")) if alert else None,
             failure_alert_account_id=_text(alert.get("accountId")) if alert else None,
@@ -985,7 +996,7 @@ class CronStateReader(Reader):
                         f"{rel}: state for job {job_id} not imported: no such job in cron_jobs (the retired file keeps it)"
                     )
                     continue
-                entry_updated = as_int(entry.get("updatedAtMs"))
+                entry_updated = _int(entry.get("updatedAtMs"))
                 current_runtime, current_updated = current
                 if entry_updated is not None and current_runtime is not None and entry_updated < current_runtime:
                     kept_newer.append(job_id)
@@ -1039,19 +1050,19 @@ def _run_entries(handle: BinaryIO, rel: str) -> Iterator[tuple[int, str, dict[st
 
 
 def _first_int(value: Any, fallback: int) -> int:
-    number = as_int(value)
+    number = _int(value)
     return fallback if number is None else number
 
 
 def _run_row(store_key: str, job_id: str, seq: int, text: str, entry: Mapping[str, Any], fallback_ms: int) -> tuple[Any, ...]:
     usage = entry.get("usage") if isinstance(entry.get("usage"), dict) else {}
     diagnostics = entry.get("diagnostics") if isinstance(entry.get("diagnostics"), dict) else {}
-    ts = as_int(entry.get("ts"))
-    total_tokens = as_int(usage.get("total_tokens"))
+    ts = _int(entry.get("ts"))
+    total_tokens = _int(usage.get("total_tokens"))
     if total_tokens is None:
-        total_tokens = as_int(usage.get("totalTokens"))
+        total_tokens = _int(usage.get("totalTokens"))
     if total_tokens is None:
-        total_tokens = as_int(entry.get("totalTokens"))
+        total_tokens = _int(entry.get("totalTokens"))
     row = {
         "store_key": store_key,
         "job_id": job_id,
@@ -1067,9 +1078,9 @@ def _run_row(store_key: str, job_id: str, seq: int, text: str, entry: Mapping[st
         "session_id": _text(entry.get("sessionId")),
         "session_key": _text(entry.get("sessionKey")),
         "run_id": _text(entry.get("runId")),
-        "run_at_ms": as_int(entry.get("runAtMs")),
-        "duration_ms": as_int(entry.get("durationMs")),
-        "next_run_at_ms": as_int(entry.get("nextRunAtMs")),
+        "run_at_ms": _int(entry.get("runAtMs")),
+        "duration_ms": _int(entry.get("durationMs")),
+        "next_run_at_ms": _int(entry.get("nextRunAtMs")),
         "model": _text(entry.get("model")),
         "provider": _text(entry.get("provider")),
         "total_tokens": total_tokens,

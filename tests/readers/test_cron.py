@@ -833,3 +833,17 @@ def test_migrate_end_to_end(tmp_path: Path):
     again = run_cli("migrate", "--state-dir", state, "--yes", "--no-backup", "--json")
     assert again.returncode in (0, 3), again.stderr
     assert {k: v for k, v in db_dump(db).items() if k.startswith("cron")} == {k: v for k, v in dump.items() if k.startswith("cron")}
+
+
+def test_out_of_range_numbers_do_not_crash_the_import(env: Env, state: Path):
+    place(state, "cron/jobs.json", {"jobs": [_job(id="big", createdAtMs=1e30, updatedAtMs=2, state={"nextRunAtMs": 1e25, "consecutiveErrors": 3})]})
+    result = env.write(JOBS, "cron/jobs.json")
+    row = env.job("big")
+    assert (result.records, row["created_at_ms"], row["next_run_at_ms"], row["consecutive_errors"]) == (1, 2, None, 3)
+    assert json.loads(row["state_json"])["nextRunAtMs"] == 1e25  # the value itself is kept in the JSON
+    place(state, "cron/jobs.json", {"jobs": [_job(schedule={"kind": "every", "everyMs": 1e300})]})
+    with pytest.raises(SourceError, match=r"\$\.jobs\[0\]\.schedule\.everyMs: every schedule needs a positive everyMs$"):
+        env.write(JOBS, "cron/jobs.json")
+    place(state, "cron/runs/big.jsonl", b'{"ts":1e30,"runAtMs":5,"durationMs":-1e300}\n')
+    env.write(RUNS, "cron/runs/big.jsonl")
+    assert [(r["ts"], r["duration_ms"], r["created_at"]) for r in env.runs("big")] == [(5, None, MTIME)]
