@@ -163,6 +163,19 @@ def normalise_entry(entry: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def replace_non_finite(value: Any) -> int:
+    """Replace NaN/Infinity (JSON5 allows them, JSON does not) by None in place; return how many."""
+    count = 0
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in list(items):
+        if isinstance(item, float) and not math.isfinite(item):
+            value[key] = None
+            count += 1
+        elif isinstance(item, (dict, list)):
+            count += replace_non_finite(item)
+    return count
+
+
 def _text(value: Any) -> str | None:
     if isinstance(value, bool) or value is None:
         return None
@@ -328,6 +341,10 @@ class SessionIndexReader(Reader):
             if not (sessions_dir / transcript_name(entry)).exists():
                 missing_transcripts += 1
             normalised = normalise_entry(entry)
+            normalised["updatedAt"] = updated_at
+            replaced = replace_non_finite(normalised)
+            if replaced:
+                notices.append(f"entry {raw!r}: {replaced} non-finite number(s) stored as null")
             conversation = conversation_of(key, normalised, derive_chat_type(key, normalised))
             row = session_row(key, normalised, updated_at, mkey, conversation)
             session_id = row["session_id"]

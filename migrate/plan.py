@@ -54,6 +54,11 @@ class PlannedSource:
     def needs_retire(self) -> bool:
         return self.action == "already-imported"
 
+    @property
+    def needs_failure_receipt(self) -> bool:
+        """A problem not yet recorded: the run writes a ``failed`` receipt for it (once per file version)."""
+        return self.action in ("unreadable", "conflict") and self.receipt is None and self.source_key is not None
+
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
@@ -112,7 +117,9 @@ class Plan:
 
     @property
     def has_work(self) -> bool:
-        return any(s.needs_import or s.needs_retire for s in self.sources) or any(s.get("apply") for s in self.steps)
+        return any(s.needs_import or s.needs_retire or s.needs_failure_receipt for s in self.sources) or any(
+            s.get("apply") for s in self.steps
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -215,6 +222,7 @@ def plan_source(state_dir: Path, entry: FileEntry, reader: Reader, receipts: dic
         return planned
     if planned.action == "unreadable":
         planned.source_key = source_key(reader.kind, entry.rel, reader.target_tables, planned.sha256 or "", planned.size, entry.mtime_ms, None)
+        planned.receipt = receipts.get(planned.source_key)
         return planned
     if reader.action in ACTIVE_ACTIONS:
         planned.source_key = source_key(

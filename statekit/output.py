@@ -33,15 +33,23 @@ class Output:
             if text:
                 self.stdout.write(text if text.endswith("\n") else text + "\n")
 
+    def note(self, line: str) -> None:
+        """An informational line on stderr (repairs, skipped duplicates); hidden by --quiet and --json."""
+        if not self.json_mode and not self.quiet:
+            self.stdout.flush()
+            self.stderr.write(f"statekit: note: {line}\n")
+
     def info(self, line: str) -> None:
         if not self.json_mode and not self.quiet:
             self.stdout.write(line + "\n")
 
     def warn(self, line: str) -> None:
         """A warning line on stderr (shown even with --quiet: cron must see what was left undone)."""
+        self.stdout.flush()
         self.stderr.write(f"statekit: warning: {line}\n")
 
     def error(self, line: str) -> None:
+        self.stdout.flush()
         self.stderr.write(f"statekit: error: {line}\n")
 
     @contextmanager

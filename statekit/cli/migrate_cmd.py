@@ -71,8 +71,7 @@ def register(app: typer.Typer) -> None:
             report = migrate(resolved, options)
             out.result(report.to_json(), lambda _d: render_report(report))
             for notice in report.notices:
-                if not quiet and not json_out:
-                    out.stderr.write(f"statekit: note: {notice}\n")
+                out.note(notice)
             for warning in report.warnings:
                 out.warn(warning)
             return report.exit_code

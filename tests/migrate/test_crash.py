@@ -1,0 +1,69 @@
+"""Kill `statekit migrate` at named points inside the apply loop; the rerun converges to the same rows."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from helpers import FIXTURES, db_dump, global_db, rows, run_cli
+
+BOOKKEEPING = {"migration_runs", "migration_sources", "agent_databases", "schema_meta", "backup_runs"}
+POINTS = [
+    "before-write:1",
+    "before-write:4",
+    "before-commit:2",
+    "between-commits:1",
+    "between-commits:5",
+    "after-commit:3",
+    "retire-moved:1",
+    "retire-moved:6",
+    "after-retire:2",
+    "after-retire:9",
+]
+
+
+def data_dump(state: Path) -> dict[str, dict[str, list[str]]]:
+    return {
+        db.relative_to(state).as_posix(): {t: r for t, r in db_dump(db).items() if t not in BOOKKEEPING}
+        for db in sorted(state.rglob("openclaw*.sqlite"))
+    }
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[str]]]:
+    root = tmp_path_factory.mktemp("ref")
+    shutil.copytree(FIXTURES / "demo-install", root / "demo")
+    state = root / "demo" / ".openclaw"
+    assert run_cli("migrate", "--state-dir", state, "--yes", "--no-backup").returncode == 3
+    return data_dump(state)
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_kill_and_rerun_converges(point: str, tmp_path: Path, reference) -> None:
+    shutil.copytree(FIXTURES / "demo-install", tmp_path / "demo")
+    state = tmp_path / "demo" / ".openclaw"
+    originals = {p.relative_to(state).as_posix(): p.read_bytes() for p in state.rglob("*") if p.is_file()}
+    killed = run_cli("migrate", "--state-dir", state, "--yes", "--no-backup", env={"STATEKIT_CRASHPOINT": point})
+    assert killed.returncode == -9, (point, killed.returncode, killed.stderr[-300:])
+    rerun = run_cli("migrate", "--state-dir", state, "--yes", "--no-backup")
+    assert rerun.returncode == 3, rerun.stderr  # the demo's malformed transcript is still named
+    assert data_dump(state) == reference
+    receipts = {r[0]: r[1:] for r in rows(global_db(state), "SELECT source_path, status, removed_source, last_run_id FROM migration_sources")}
+    for rel, data in originals.items():
+        place = state / rel
+        if place.exists():
+            assert place.read_bytes() == data, rel
+            continue
+        status, removed, run_id = receipts[rel]
+        assert (status, removed) == ("completed", 1), rel
+        retired = state / ".statekit" / "migrated" / run_id / rel
+        assert sha(retired.read_bytes()) == sha(data), rel
+    again = run_cli("migrate", "--state-dir", state, "--yes", "--no-backup")
+    assert data_dump(state) == reference and again.returncode == 3
