@@ -10,7 +10,10 @@
    copied, so the payload always matches the manifest.
 4. fsync, verify the ``.partial`` (unless ``verify=False``), publish it under
    its final name without ever replacing a file, fsync the directory.
-5. Record a ``backup_runs`` row (also for failures) when the global DB exists.
+5. Record a ``backup_runs`` row when the global DB exists: written *before*
+   the snapshots (status ``ok``), so the archive carries its own record and a
+   restore matches the live database row for row; replaced by a ``failed``
+   row when anything goes wrong.
 A failed run leaves no ``.partial`` and no final archive behind.
 """
 
@@ -382,25 +385,31 @@ def create_backup(
     if final.exists():
         raise StatekitError(f"refusing to overwrite existing backup archive {final}")
     run_id = uuid.uuid4().hex
+    result = BackupResult(None, _planned_manifest(plan, now, options, archive_root), False, list(plan.warnings), run_id, final)
     if dry_run:
-        return BackupResult(None, _planned_manifest(plan, now, options, archive_root), False, list(plan.warnings), run_id, final, dry_run=True)
-
-    result = BackupResult(None, {}, False, list(plan.warnings), run_id, final)
+        result.dry_run = True
+        return result
     try:
         with backup_lock(output_dir):
             _cleanup_stale(output_dir)
+            if record:
+                # Recorded before the snapshots are taken, so the archive holds its own
+                # ``backup_runs`` row and a restore matches the live database row for row;
+                # a failure below replaces the row with a ``failed`` one.
+                result.verified = verify
+                warning = record_in_state_dir(state_dir, result, "ok")
+                result.verified = False
+                if warning:
+                    result.warnings.append(warning)
             _create_locked(plan, final, archive_root, now, options, level, verify, progress, result)
     except BaseException as exc:
         if record:
             note = str(exc) if isinstance(exc, (StatekitError, OSError)) else type(exc).__name__
+            result.archive_path = None
             record_in_state_dir(state_dir, result, "failed", error=note)
         if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
             raise _out_of_space(exc, final) from None
         raise
-    if record:
-        warning = record_in_state_dir(state_dir, result, "ok")
-        if warning:
-            result.warnings.append(warning)
     return result
 
 

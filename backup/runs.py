@@ -38,9 +38,7 @@ def run_summary(result: BackupResult, status: str, error: str | None = None) -> 
         "assets": totals.get("assets"),
         "sqlite": totals.get("sqlite"),
         "bytes": totals.get("bytes"),
-        "archive_bytes": result.archive_bytes,
         "verified": result.verified,
-        "warnings": len(result.warnings),
     }
     if error:
         summary["error"] = error[:ERROR_LIMIT]

@@ -1,0 +1,288 @@
+"""backup create: archive layout, manifest, modes, exclusions, refusals, failures, recording."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import socket
+import sqlite3
+from pathlib import Path
+
+import pytest
+from freezegun import freeze_time
+
+from backup import create_backup, verify_archive
+from backup import archive as archive_mod
+from backup.lock import backup_lock
+from backup.manifest import schema_problems
+from statekit.errors import BusyError, ExitCode, StatekitError, UsageError, VerificationError
+from backup_helpers import SECRET, make_db, read_members, tree_state
+
+
+def _assets(result) -> dict[str, dict]:
+    return {a["id"]: a for a in result.manifest["assets"]}
+
+
+@freeze_time("2026-03-04 05:06:07")
+def test_create_writes_one_private_verified_archive(state_tree, tmp_path):
+    out = tmp_path / "out"
+    result = create_backup(state_tree.root, out)
+    assert result.archive_path == out / "openclaw-backup-20260304T050607Z.tar.zst"
+    assert result.verified and result.archive_path.is_file()
+    assert os.stat(out).st_mode & 0o777 == 0o700
+    assert os.stat(result.archive_path).st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
+        "openclaw-backup-20260304T050607Z.tar.zst",
+        "openclaw-backup-20260304T050607Z.tar.zst.verify.json",
+    ]
+    members = read_members(result.archive_path)
+    assert members[0].info.name == "openclaw-backup-20260304T050607Z/manifest.json"
+    manifest = json.loads(members[0].data)
+    assert schema_problems(manifest) == []
+    assert manifest["format"] == "statekit-backup" and manifest["schema_version"] == 1
+    assert manifest["created_at"] == "2026-03-04T05:06:07.000Z"
+    assert manifest["state_dir"] == str(state_tree.root)
+    assert manifest["options"] == {"include_workspaces": False, "level": 3, "verify": True}
+    assert manifest["totals"]["assets"] == len(manifest["assets"]) == len(members) - 1
+    assert verify_archive(result.archive_path).ok
+
+
+def test_every_database_found_by_header_and_described(state_tree, tmp_path):
+    (state_tree.root / "plugins").mkdir()
+    make_db(state_tree.root / "plugins" / "store.bin", role=None, user_version=9)  # no .sqlite name
+    result = create_backup(state_tree.root, tmp_path / "out")
+    dbs = {a["id"]: a for a in result.manifest["assets"] if a["kind"] == "sqlite"}
+    assert set(dbs) == {
+        "state/state/openclaw.sqlite",
+        "state/agents/main/agent/openclaw-agent.sqlite",
+        "state/agents/work/agent/openclaw-agent.sqlite",
+        "state/tasks/runs.sqlite",
+        "state/plugins/store.bin",
+    }
+    assert (dbs["state/state/openclaw.sqlite"]["role"], dbs["state/state/openclaw.sqlite"]["schema_version"]) == ("global", 7)
+    work = dbs["state/agents/work/agent/openclaw-agent.sqlite"]
+    assert (work["role"], work["agent_id"], work["schema_version"]) == ("agent", "work", 4)
+    assert (dbs["state/tasks/runs.sqlite"]["role"], dbs["state/tasks/runs.sqlite"]["schema_version"]) == ("sqlite", 3)
+    assert dbs["state/plugins/store.bin"]["schema_version"] == 9
+    for db in dbs.values():
+        assert db["snapshot_method"] == "vacuum-into" and db["integrity"] == "ok"
+        assert db["archive_path"].endswith(db["id"].removeprefix("state/"))
+
+
+def test_wal_only_rows_are_captured_and_sidecars_never_archived(state_tree, tmp_path):
+    live = sqlite3.connect(state_tree.agent_db)
+    live.execute("PRAGMA wal_autocheckpoint = 0")
+    live.execute("INSERT INTO future_table_0(payload) VALUES ('only in the wal')")
+    live.commit()
+    assert Path(f"{state_tree.agent_db}-wal").stat().st_size > 0
+    result = create_backup(state_tree.root, tmp_path / "out")
+    live.close()
+    names = [m.info.name for m in read_members(result.archive_path)]
+    assert not [n for n in names if n.endswith(("-wal", "-shm", "-journal"))]
+    assert any(n.endswith("statekit-like.wal") for n in names)  # only real sidecar names are dropped
+    target = tmp_path / "t"
+    from backup import restore_archive
+
+    restore_archive(result.archive_path, target=target)
+    conn = sqlite3.connect(target / "agents/main/agent/openclaw-agent.sqlite")
+    assert conn.execute("SELECT count(*) FROM future_table_0 WHERE payload = 'only in the wal'").fetchone()[0] == 1
+    conn.close()
+
+
+def test_excluded_entries_are_listed_with_reasons(state_tree, tmp_path):
+    fifo = state_tree.root / "pipe"
+    os.mkfifo(fifo)
+    sock_path = state_tree.root / "gw.sock"
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(sock_path))
+    (state_tree.root / ".statekit").mkdir()
+    (state_tree.root / ".statekit" / "lock").write_text("{}")
+    (state_tree.root / ".statekit" / "pre-restore").mkdir()
+    (state_tree.root / "x.statekit-tmp-1").write_text("tmp")
+    try:
+        result = create_backup(state_tree.root, tmp_path / "out")
+    finally:
+        sock.close()
+    reasons = {Path(s["source_path"]).name: s["reason"] for s in result.manifest["skipped"]}
+    assert reasons["pipe"] == "FIFO"
+    assert reasons["gw.sock"] == "socket"
+    assert reasons["lock"] == "lock file"
+    assert reasons["s1.jsonl.lock"] == "lock file"
+    assert reasons["x.statekit-tmp-1"] == "statekit temp file"
+    assert "pre-restore" in reasons["pre-restore"]
+    names = [m.info.name for m in read_members(result.archive_path)]
+    assert not [n for n in names if n.endswith((".lock", "/pipe", "/gw.sock", "/lock"))]
+
+
+def test_symlinks_archived_as_symlinks_never_followed(state_tree, tmp_path):
+    result = create_backup(state_tree.root, tmp_path / "out")
+    assets = _assets(result)
+    outside = assets["state/plugin-skills/outside-skill"]
+    inside = assets["state/plugin-skills/inside-link"]
+    assert (outside["kind"], outside["link_target"], outside["link_scope"]) == ("symlink", "/nonexistent/outside/skill", "external")
+    assert (inside["kind"], inside["link_target"], inside["link_scope"]) == ("symlink", "../workspace/AGENTS.md", "internal")
+    members = {m.info.name: m for m in read_members(result.archive_path)}
+    assert members[inside["archive_path"]].info.issym()
+    assert members[outside["archive_path"]].info.isreg()  # no tar link may point outside the root
+    assert members[outside["archive_path"]].data == b"/nonexistent/outside/skill"
+
+
+def test_manifest_and_output_hold_no_secret(state_tree, tmp_path):
+    result = create_backup(state_tree.root, tmp_path / "out")
+    members = read_members(result.archive_path)
+    assert SECRET not in members[0].data.decode()
+    assert SECRET not in json.dumps(result.to_json())
+    conn = sqlite3.connect(state_tree.global_db)
+    rows = conn.execute("SELECT status, archive_path, manifest_json FROM backup_runs").fetchall()
+    conn.close()
+    assert [(r[0], r[1]) for r in rows] == [("ok", str(result.archive_path))]
+    assert SECRET not in rows[0][2]
+    summary = json.loads(rows[0][2])
+    assert summary["kind"] == "archive" and summary["assets"] == result.manifest["totals"]["assets"]
+
+
+def test_record_never_creates_the_global_db(tmp_path):
+    state = tmp_path / ".openclaw"
+    state.mkdir()
+    (state / "openclaw.json").write_text("{}")
+    result = create_backup(state, tmp_path / "out")
+    assert result.archive_path.is_file()
+    assert not (state / "state").exists()
+
+
+def test_dry_run_writes_nothing(state_tree, tmp_path):
+    before = tree_state(tmp_path)
+    result = create_backup(state_tree.root, tmp_path / "out", dry_run=True)
+    assert result.archive_path is None and result.dry_run
+    assert tree_state(tmp_path) == before
+    assert not (tmp_path / "out").exists()
+    assert {a["kind"] for a in result.manifest["assets"]} == {"dir", "file", "sqlite", "symlink"}
+
+
+def test_create_leaves_the_state_tree_untouched(state_tree, tmp_path):
+    conn = sqlite3.connect(state_tree.global_db)
+    conn.execute("DELETE FROM backup_runs")  # recording is the one intended write
+    conn.close()
+    before = tree_state(state_tree.root)
+    create_backup(state_tree.root, tmp_path / "out", record=False)
+    assert tree_state(state_tree.root) == before
+
+
+def test_output_inside_the_state_dir_is_refused(state_tree):
+    with pytest.raises(UsageError, match="inside the backed-up state tree"):
+        create_backup(state_tree.root, state_tree.root / "backups")
+    assert not (state_tree.root / "backups").exists()
+
+
+@freeze_time("2026-03-04 05:06:07")
+def test_existing_output_file_is_never_overwritten(state_tree, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    existing = out / "openclaw-backup-20260304T050607Z.tar.zst"
+    existing.write_bytes(b"somebody else's bytes")
+    with pytest.raises(StatekitError, match="refusing to overwrite"):
+        create_backup(state_tree.root, out)
+    assert existing.read_bytes() == b"somebody else's bytes"
+    assert not list(out.glob("*.partial"))
+
+
+def test_full_disk_leaves_no_archive_and_records_failure(state_tree, tmp_path, monkeypatch):
+    real_write = archive_mod.SinkFile.write
+
+    def failing_write(self, data):
+        if self.bytes_written > 10_000:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(self, data)
+
+    monkeypatch.setattr(archive_mod.SinkFile, "write", failing_write)
+    (state_tree.root / "big.bin").write_bytes(os.urandom(3 << 20))
+    out = tmp_path / "out"
+    with pytest.raises(StatekitError, match="no space left") as caught:
+        create_backup(state_tree.root, out)
+    assert caught.value.exit_code == ExitCode.FATAL
+    assert [p.name for p in out.iterdir()] == [".statekit-backup.lock"]
+    conn = sqlite3.connect(state_tree.global_db)
+    rows = conn.execute("SELECT status, manifest_json FROM backup_runs").fetchall()
+    conn.close()
+    assert rows[0][0] == "failed" and "no space" in json.loads(rows[0][1])["error"].lower()
+
+
+def test_corrupt_database_fails_with_exit_5_and_no_archive(state_tree, tmp_path):
+    conn = sqlite3.connect(state_tree.tasks_db)
+    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'future_table_1'").fetchone()[0]
+    page = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    data = bytearray(state_tree.tasks_db.read_bytes())
+    data[(root - 1) * page : root * page] = b"\x0d" + os.urandom(page - 1)  # smash a table's b-tree page
+    state_tree.tasks_db.write_bytes(bytes(data))
+    out = tmp_path / "out"
+    with pytest.raises(VerificationError) as caught:
+        create_backup(state_tree.root, out)
+    assert caught.value.exit_code == ExitCode.VERIFY_FAILED
+    assert "runs.sqlite" in str(caught.value)
+    assert not list(out.glob("openclaw-backup-*"))
+
+
+def test_two_runs_never_overlap(state_tree, tmp_path):
+    out = tmp_path / "out"
+    with backup_lock(out):
+        with pytest.raises(BusyError) as caught:
+            create_backup(state_tree.root, out)
+    assert caught.value.exit_code == ExitCode.BUSY
+    assert not list(out.glob("openclaw-backup-*"))
+
+
+def test_stale_partial_and_staging_from_a_killed_run_are_removed(state_tree, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "openclaw-backup-20000101T000000Z.tar.zst.partial").write_bytes(b"half")
+    (out / ".statekit-backup-abc").mkdir()
+    create_backup(state_tree.root, out)
+    assert not (out / "openclaw-backup-20000101T000000Z.tar.zst.partial").exists()
+    assert not (out / ".statekit-backup-abc").exists()
+
+
+def test_default_output_is_beside_the_state_dir(state_tree):
+    result = create_backup(state_tree.root)
+    assert result.archive_path.parent == state_tree.home / "openclaw-backups"
+
+
+def test_external_config_credentials_and_workspaces(state_tree, tmp_path):
+    ext = tmp_path / "elsewhere"
+    (ext / "creds").mkdir(parents=True)
+    (ext / "creds" / "token.json").write_text('{"t": 1}')
+    (ext / "ws").mkdir()
+    (ext / "ws" / "notes.md").write_text("notes")
+    stale_ws = tmp_path / "oldhome" / ".openclaw" / "ws-stale"
+    stale_ws.mkdir(parents=True)
+    (stale_ws / "never-read.md").write_text("stale")
+    config = ext / "openclaw.json"
+    config.write_text(json.dumps({"agents": {"defaults": {"workspace": str(ext / "ws")}, "list": [{"id": "old", "workspace": str(stale_ws)}]}}))
+    env = {"OPENCLAW_CONFIG_PATH": str(config), "OPENCLAW_OAUTH_DIR": str(ext / "creds"), "HOME": str(state_tree.home)}
+    plain = create_backup(state_tree.root, tmp_path / "o1", env=env, record=False)
+    roles = {a["id"]: a["role"] for a in plain.manifest["assets"]}
+    assert roles["config/openclaw.json"] == "config"
+    assert roles["credentials/token.json"] == "credentials"
+    assert not any(i.startswith("workspace-") for i in roles)
+    full = create_backup(state_tree.root, tmp_path / "o2", include_workspaces=True, env=env, record=False)
+    assets = _assets(full)
+    notes = assets["workspace-default/notes.md"]
+    assert notes["role"] == "workspace" and notes["archive_path"].split("/", 1)[1] == "payload/external/workspace-default/notes.md"
+    # the stale absolute path is read relative to where the state dir is now: never at its old location
+    assert not any("never-read" in a["source_path"] for a in full.manifest["assets"])
+    assert str(state_tree.root / "ws-stale") in {s["source_path"] for s in full.manifest["skipped"]}
+    assert verify_archive(full.archive_path).ok
+
+
+def test_level_option_is_recorded_and_bad_level_refused(state_tree, tmp_path):
+    result = create_backup(state_tree.root, tmp_path / "out", level=9, verify=False)
+    assert result.manifest["options"] == {"include_workspaces": False, "level": 9, "verify": False}
+    assert not result.verified and verify_archive(result.archive_path).ok
+    with pytest.raises(StatekitError):
+        create_backup(state_tree.root, tmp_path / "out2", level=40)
+
+
+def test_missing_state_dir_is_refused(tmp_path):
+    with pytest.raises(StatekitError, match="does not exist"):
+        create_backup(tmp_path / "nope", tmp_path / "out")
