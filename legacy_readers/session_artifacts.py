@@ -1,68 +1,569 @@
-"""Session-directory artifacts that are recognised but not imported by this step (action ``deferred``).
+"""Session-directory artifacts next to the transcripts (``agents/<id>/sessions/`` and flat ``sessions/``).
 
-Trajectory sidecars, compaction checkpoint copies, ACP stream logs,
-reset/deleted/bak transcript archives and lock files. The plan lists them so
-no file in a sessions dir is left unexplained; their import lands separately.
+Plan orders 40-49, after the session index (10) and the transcripts (20):
+
+* ``<id>.trajectory.jsonl`` (40, import): trajectory runtime events ->
+  ``trajectory_runtime_events``. ``run_id`` is the line's ``runId`` (``''``
+  when absent); ``seq`` is the line's own ``seq`` (its position inside the
+  run, 1-based, as OpenClaw wrote it) when that is a positive integer not yet
+  used in the run, otherwise the next free number of that run. File-era
+  transcript paths (``sessionFile`` and friends) are stripped from the event
+  (top level, ``data``, ``data.harness``); every other byte of a line is kept.
+* ``<parentId>.checkpoint.<uuid>.jsonl`` (41, import): a pre-compaction copy of
+  a transcript -> a ``transcript_snapshots`` row on the owning session; the
+  events are stored only when they are not already a prefix of that session's
+  imported ``transcript_events`` (then under their own session id
+  ``<sessionId>.checkpoint.<uuid>``, never over the live transcript).
+* ``<id>.acp-stream.jsonl`` (42, retain), reset/deleted/bak transcript archives
+  and ``sessions.json.bak*`` (43, retain): kept in place, byte for byte.
+* ``*.jsonl.lock`` / ``sessions.json.lock`` (44, drop): stale lock files.
+* ``<id>.trajectory-path.json`` (45, drop): a file-era path pointer; its facts
+  (not its path) go into the trajectory sidecar's receipt.
+
+Details and reasons: docs/readers/session-artifacts.md.
 """
 
 from __future__ import annotations
 
-from legacy_readers.base import Reader
+import json
+import os
+import re
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+from legacy_readers._jsjson import js_stringify
+from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, parse_json_line, validate
+from legacy_readers.transcripts import CURRENT_VERSION, SESSION_ID_RE, TranscriptReader, _Scan, parse_iso_ms
+from statekit.errors import SourceError
+from statekit.fsutil import open_regular_file
 
 _DIRS = ("agents/*/sessions/", "sessions/")
+BATCH = 1000
+FILE_ERA_FIELDS = ("sessionFile", "sessionFilePath", "transcriptPath", "transcriptLocator", "transcriptFile", "lockPath")
+TRAJECTORY_SUFFIX = ".trajectory.jsonl"
+POINTER_SUFFIX = ".trajectory-path.json"
+CHECKPOINT_RE = re.compile(
+    r"^(?P<parent>.+)\.checkpoint\.(?P<checkpoint>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$",
+    re.I,
+)
+CHECKPOINT_REASON = "compaction-checkpoint"
 
 
 def _in_session_dirs(*names: str) -> tuple[str, ...]:
     return tuple(d + n for d in _DIRS for n in names)
 
 
-class TrajectoryDeferred(Reader):
+def _basename(rel: str) -> str:
+    return rel.rsplit("/", 1)[-1]
+
+
+def _mtime_ms(source: Source, fallback: int) -> int:
+    try:
+        return int(os.stat(source.path).st_mtime * 1000)
+    except OSError:
+        return fallback
+
+
+def _ensure_session(conn: Any, session_id: str, at_ms: int) -> None:
+    """A minimal ``sessions`` root (FK target), exactly as the transcript reader makes it; never overwrites."""
+    conn.execute(
+        "INSERT INTO sessions(session_id, session_key, session_scope, created_at, updated_at) VALUES (?, NULL, 'conversation', ?, ?)"
+        " ON CONFLICT(session_id) DO NOTHING",
+        (session_id, at_ms, at_ms),
+    )
+
+
+class _JsonlScan:
+    """Stream a JSONL file: one validated JSON object per non-blank line; a torn last line is tolerated.
+
+    An invalid line in the middle fails the file (SourceError naming the line).
+    An invalid *last* line without a final newline (a crash mid-append) is
+    remembered in ``torn`` and skipped.
+    """
+
+    def __init__(self, source: Source, handle: BinaryIO, schema: str) -> None:
+        self.source = source
+        self.handle = handle
+        self.schema = schema
+        self.torn: int | None = None
+
+    def _lines(self) -> Iterator[tuple[int, bytes, bool]]:
+        number = 0
+        for raw in self.handle:
+            number += 1
+            had_newline = raw.endswith(b"\n")
+            line = raw.strip()
+            if number == 1 and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:].strip()
+            if line:
+                yield number, line, had_newline
+
+    def events(self) -> Iterator[tuple[int, bytes, dict[str, Any]]]:
+        pending: tuple[int, bytes, bool] | None = None
+        for item in self._lines():
+            if pending is not None:
+                yield self._parse(pending)
+            pending = item
+        if pending is not None:
+            try:
+                yield self._parse(pending)
+            except SourceError:
+                if pending[2]:
+                    raise
+                self.torn = pending[0]
+
+    def _parse(self, item: tuple[int, bytes, bool]) -> tuple[int, bytes, dict[str, Any]]:
+        number, line, _ = item
+        event = parse_json_line(line, self.source.rel, number)
+        if not isinstance(event, dict):
+            raise SourceError(self.source.rel, "expected a JSON object", line=number)
+        validate(event, self.schema, self.source.rel, line=number)
+        return number, line, event
+
+
+# --- trajectory sidecars ---------------------------------------------------------
+
+
+def strip_file_era(event: dict[str, Any]) -> int:
+    """Remove file-era transcript paths at the places OpenClaw wrote them; return how many were removed."""
+    removed = 0
+    containers: list[Any] = [event]
+    data = event.get("data")
+    if isinstance(data, dict):
+        containers.append(data)
+        if isinstance(data.get("harness"), dict):
+            containers.append(data["harness"])
+    for container in containers:
+        for name in FILE_ERA_FIELDS:
+            if name in container:
+                del container[name]
+                removed += 1
+    return removed
+
+
+def trajectory_session_id(rel: str) -> str:
+    name = _basename(rel)
+    session_id = name[: -len(TRAJECTORY_SUFFIX)] if name.endswith(TRAJECTORY_SUFFIX) else name
+    if not SESSION_ID_RE.match(session_id):
+        raise SourceError(rel, "file name does not start with a valid session id")
+    return session_id
+
+
+def pointer_facts(source: Source, session_id: str) -> dict[str, Any] | None:
+    """Non-path facts of the sibling ``<id>.trajectory-path.json`` pointer (read-only; None when absent)."""
+    pointer = source.path.with_name(session_id + POINTER_SUFFIX)
+    if not pointer.exists():
+        return None
+    rel = source.rel[: -len(_basename(source.rel))] + pointer.name
+    facts: dict[str, Any] = {"path": rel}
+    try:
+        with open_regular_file(pointer) as handle:
+            data = handle.read(1 << 20)
+    except OSError as exc:
+        facts["problem"] = f"unreadable ({exc.strerror or exc})"
+        return facts
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        facts["problem"] = "not valid JSON"
+        return facts
+    if not isinstance(document, dict):
+        facts["problem"] = "not a JSON object"
+        return facts
+    for name in ("traceSchema", "schemaVersion", "sessionId"):
+        if isinstance(document.get(name), (str, int)) and not isinstance(document.get(name), bool):
+            facts[name] = document[name]
+    runtime = document.get("runtimeFile")
+    if isinstance(runtime, str) and runtime:
+        runtime_name = runtime.replace("\\", "/").rsplit("/", 1)[-1]
+        facts["runtime_file_name"] = runtime_name
+        facts["runtime_file_matches"] = runtime_name == _basename(source.rel)
+    facts["session_id_matches"] = document.get("sessionId") == session_id
+    return facts
+
+
+class TrajectoryReader(Reader):
     kind = "trajectory-jsonl"
     family = "sessions"
-    description = "Trajectory runtime-event sidecar and its path pointer"
-    patterns = _in_session_dirs("*.trajectory.jsonl", "*.trajectory-path.json")
+    description = "Trajectory runtime-event sidecar <sessionId>.trajectory.jsonl"
+    patterns = _in_session_dirs("*.trajectory.jsonl")
+    schema_name = "trajectory-event"
     target_tables = ("agent.trajectory_runtime_events",)
-    action = "deferred"
-    reason = "trajectory sidecar: imported by the session-artifacts step"
+    action = "import"
     order = 40
 
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        session_id = trajectory_session_id(source.rel)
+        scan = _JsonlScan(source, handle, self.schema_name or "")
+        count = sum(1 for _ in scan.events())
+        warnings = []
+        if count == 0:
+            if scan.torn is not None:
+                raise SourceError(source.rel, "the only line is torn (crash mid-append); nothing to import", line=scan.torn)
+            raise SourceError(source.rel, "trajectory sidecar is empty")
+        if scan.torn is not None:
+            warnings.append(f"{source.rel}:{scan.torn}: torn last line (crash mid-append); the lines before it will be imported")
+        return Inspection(
+            record_count=count + (1 if scan.torn is not None else 0),
+            warnings=warnings,
+            details={
+                "identity": (session_id,),
+                "identity_label": "trajectory session id",
+                "preferred": source.rel.startswith("agents/"),
+                "session_id": session_id,
+            },
+        )
 
-class CheckpointDeferred(Reader):
+    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
+        agent_id = source.agent_id
+        if agent_id is None:
+            raise SourceError(source.rel, "cannot tell which agent owns this trajectory sidecar")
+        session_id = trajectory_session_id(source.rel)
+        conn = ctx.agent_db(agent_id)
+        fallback_ms = _mtime_ms(source, ctx.now_ms)
+        scan = _JsonlScan(source, handle, self.schema_name or "")
+        events = scan.events()
+        first = next(events, None)
+        if first is None:
+            if scan.torn is None:
+                raise SourceError(source.rel, "trajectory sidecar is empty")
+            raise SourceError(source.rel, "the only line is torn (crash mid-append); nothing to import", line=scan.torn)
+        first_ms = parse_iso_ms(first[2].get("ts")) or fallback_ms
+        _ensure_session(conn, session_id, first_ms)
+        conn.execute("DELETE FROM trajectory_runtime_events WHERE session_id = ?", (session_id,))
+
+        notices: list[str] = []
+        used: dict[str, set[int]] = {}
+        top: dict[str, int] = {}
+        rows: list[tuple[Any, ...]] = []
+        previous_ms = first_ms
+        total = stripped = renumbered = other_session = 0
+
+        def flush() -> None:
+            if rows:
+                conn.executemany(
+                    "INSERT INTO trajectory_runtime_events(session_id, run_id, seq, event_json, created_at) VALUES (?, ?, ?, ?, ?)",
+                    rows,
+                )
+                rows.clear()
+
+        def all_events() -> Iterator[tuple[int, bytes, dict[str, Any]]]:
+            yield first
+            yield from events
+
+        for _number, line, event in all_events():
+            run_id = event.get("runId") if isinstance(event.get("runId"), str) else ""
+            taken = used.setdefault(run_id, set())
+            seq = event.get("seq")
+            if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1 or seq in taken:
+                seq = top.get(run_id, 0) + 1
+                while seq in taken:
+                    seq += 1
+                renumbered += 1
+            taken.add(seq)
+            top[run_id] = max(top.get(run_id, 0), seq)
+            line_session = event.get("sessionId")
+            if isinstance(line_session, str) and line_session != session_id:
+                other_session += 1
+            removed = strip_file_era(event)
+            stripped += removed
+            text = js_stringify(event) if removed else line.decode("utf-8")
+            event_ms = parse_iso_ms(event.get("ts")) or previous_ms
+            previous_ms = event_ms
+            rows.append((session_id, run_id, seq, text, event_ms))
+            total += 1
+            if len(rows) >= BATCH:
+                flush()
+        flush()
+        if renumbered:
+            notices.append(f"{source.rel}: {renumbered} line(s) had no usable seq for their run; numbered after the run's last seq")
+        if other_session:
+            notices.append(f"{source.rel}: {other_session} line(s) name another sessionId; imported under the file's session {session_id!r}")
+        result = WriteResult(records=total, notices=notices)
+        if scan.torn is not None:
+            result.warnings.append(
+                f"{source.rel}:{scan.torn}: torn last line (crash mid-append) not imported; the original file is kept byte-exact in the retired folder"
+            )
+        result.expect("agent:" + agent_id, "trajectory_runtime_events", "session_id = ?", (session_id,), total)
+        result.report.update({
+            "session_id": session_id,
+            "events": total,
+            "runs": len(used),
+            "renumbered_lines": renumbered,
+            "file_era_fields_stripped": stripped,
+            "torn_line": scan.torn,
+            "pointer": pointer_facts(source, session_id),
+        })
+        return result
+
+
+class TrajectoryPointerReader(Reader):
+    kind = "trajectory-pointer"
+    family = "sessions"
+    description = "Trajectory path pointer <sessionId>.trajectory-path.json"
+    patterns = _in_session_dirs("*.trajectory-path.json")
+    target_tables = ()
+    action = "drop"
+    reason = "file-era path pointer to the trajectory sidecar; its facts are recorded in the sidecar's receipt and no row stores a file path"
+    order = 45
+
+
+# --- compaction checkpoints --------------------------------------------------------
+
+
+def parse_checkpoint_name(rel: str) -> tuple[str, str]:
+    match = CHECKPOINT_RE.match(_basename(rel))
+    if match is None:
+        raise SourceError(rel, "not a compaction checkpoint name (<sessionId>.checkpoint.<uuid>.jsonl)")
+    return match.group("parent"), match.group("checkpoint").lower()
+
+
+class _CheckpointEvents:
+    """The checkpoint's events as the transcript reader would store them (same header upgrade, same ids)."""
+
+    def __init__(self, source: Source, handle: BinaryIO) -> None:
+        self.source = source
+        self.scan = _Scan(source, handle)
+        self.header: dict[str, Any] | None = None
+        self.version = CURRENT_VERSION
+        self.v1_ids: list[str | None] | None = None
+
+    def rows(self) -> Iterator[tuple[int, int, str, dict[str, Any]]]:
+        """Yield (line number, seq, event_json, event)."""
+        seq = 0
+        for number, line, event in self.scan.events():
+            if seq == 0:
+                if event.get("type") == "session":
+                    self.header = event
+                    version = event.get("version")
+                    self.version = version if isinstance(version, int) and not isinstance(version, bool) else 1
+                    if self.version < 2:
+                        self.v1_ids = TranscriptReader._v1_ids(self.source)
+            changed = False
+            if self.version < CURRENT_VERSION:
+                changed = TranscriptReader._upgrade(event, seq, self.header is not None and seq == 0, self.version, self.v1_ids)
+            yield number, seq, (js_stringify(event) if changed else line.decode("utf-8")), event
+            seq += 1
+
+
+class CheckpointReader(Reader):
     kind = "transcript-checkpoint"
     family = "sessions"
-    description = "Pre-compaction checkpoint copy of a transcript"
+    description = "Pre-compaction checkpoint copy of a transcript <sessionId>.checkpoint.<uuid>.jsonl"
     patterns = _in_session_dirs("*.checkpoint.*.jsonl")
-    target_tables = ("agent.transcript_events", "agent.transcript_snapshots")
-    action = "deferred"
-    reason = "compaction checkpoint: imported by the session-artifacts step"
+    schema_name = "transcript-event"
+    target_tables = ("agent.transcript_snapshots", "agent.transcript_events", "agent.transcript_event_identities")
+    action = "import"
     order = 41
 
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        parent, checkpoint = parse_checkpoint_name(source.rel)
+        scan = _Scan(source, handle)
+        count = 0
+        header_id = None
+        for _number, _line, event in scan.events():
+            if count == 0 and event.get("type") == "session":
+                header_id = event.get("id")
+                if not isinstance(header_id, str) or not SESSION_ID_RE.match(header_id):
+                    raise SourceError(source.rel, "session header has no valid id", line=1, json_path="$.id")
+            count += 1
+        if count == 0:
+            raise SourceError(source.rel, "checkpoint transcript is empty")
+        if header_id is None and not SESSION_ID_RE.match(parent):
+            raise SourceError(source.rel, "checkpoint has no session header and its file name does not start with a session id")
+        warnings = []
+        if scan.torn is not None:
+            warnings.append(f"{source.rel}:{scan.torn}: torn last line (crash mid-append); the lines before it will be imported")
+        return Inspection(
+            record_count=count + (1 if scan.torn is not None else 0),
+            warnings=warnings,
+            details={
+                "identity": (header_id or parent, checkpoint),
+                "identity_label": "checkpoint id",
+                "preferred": source.rel.startswith("agents/"),
+            },
+        )
 
-class AcpStreamDeferred(Reader):
+    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
+        agent_id = source.agent_id
+        if agent_id is None:
+            raise SourceError(source.rel, "cannot tell which agent owns this checkpoint")
+        parent, checkpoint = parse_checkpoint_name(source.rel)
+        conn = ctx.agent_db(agent_id)
+        fallback_ms = _mtime_ms(source, ctx.now_ms)
+
+        # Pass 1 (the hashed handle): compare with the owning session's imported events.
+        events = _CheckpointEvents(source, handle)
+        owner: str | None = None
+        count = 0
+        prefix = True
+        last_id: str | None = None
+        last_ms: int | None = None
+        cursor = None
+        for _number, seq, text, event in events.rows():
+            if seq == 0:
+                owner = self._owner(source, parent, events.header)
+                cursor = conn.execute("SELECT seq, event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (owner,))
+            if prefix:
+                row = cursor.fetchone() if cursor is not None else None
+                if row is None or row[0] != seq or row[1] != text:
+                    prefix = False
+            count += 1
+            if isinstance(event.get("id"), str) and event.get("type") != "session":
+                last_id = event["id"]
+            last_ms = parse_iso_ms(event.get("timestamp")) or last_ms
+        if owner is None:
+            raise SourceError(source.rel, "checkpoint transcript is empty")
+        torn = events.scan.torn
+        header_ms = parse_iso_ms(events.header.get("timestamp")) if events.header else None
+        copy_id = f"{owner}.checkpoint.{checkpoint}"
+        _ensure_session(conn, owner, header_ms or fallback_ms)
+        # Rows a previous import of this checkpoint stored as a copy (the copy id is ours alone).
+        conn.execute("DELETE FROM transcript_event_identities WHERE session_id = ?", (copy_id,))
+        conn.execute("DELETE FROM transcript_events WHERE session_id = ?", (copy_id,))
+        conn.execute("DELETE FROM sessions WHERE session_id = ? AND session_key IS NULL", (copy_id,))
+        notices: list[str] = []
+        if prefix:
+            storage, events_session = "prefix-of-session", owner
+            notices.append(f"{source.rel}: its {count} events are a prefix of session {owner!r}; recorded as a snapshot of that session")
+        else:
+            storage, events_session = "copy", copy_id
+            self._store_copy(source, conn, copy_id, header_ms or fallback_ms, notices)
+            notices.append(
+                f"{source.rel}: events differ from (or are missing in) session {owner!r}; stored as session {copy_id!r}"
+            )
+        metadata = {
+            "checkpointId": checkpoint,
+            "storage": storage,
+            "eventsSessionId": events_session,
+            "headerSessionId": events.header.get("id") if events.header else None,
+            "fileSessionId": parent,
+            "headerVersion": events.version,
+            "leafId": last_id,
+            "tornLine": torn,
+        }
+        conn.execute(
+            "INSERT INTO transcript_snapshots(session_id, snapshot_id, reason, event_count, created_at, metadata_json)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(session_id, snapshot_id) DO UPDATE SET reason = excluded.reason,"
+            " event_count = excluded.event_count, created_at = excluded.created_at, metadata_json = excluded.metadata_json",
+            (owner, checkpoint, CHECKPOINT_REASON, count, last_ms or fallback_ms, json.dumps(metadata, ensure_ascii=False, separators=(",", ":"))),
+        )
+        result = WriteResult(records=count, notices=notices)
+        if torn is not None:
+            result.warnings.append(
+                f"{source.rel}:{torn}: torn last line (crash mid-append) not imported; the original file is kept byte-exact in the retired folder"
+            )
+        target = "agent:" + agent_id
+        result.expect(target, "transcript_snapshots", "session_id = ? AND snapshot_id = ? AND event_count = ?", (owner, checkpoint, count), 1)
+        result.expect(target, "transcript_events", "session_id = ?", (events_session,), count)
+        result.report.update({
+            "session_id": owner,
+            "checkpoint_id": checkpoint,
+            "storage": storage,
+            "events_session_id": events_session,
+            "events": count,
+            "torn_line": torn,
+        })
+        return result
+
+    @staticmethod
+    def _owner(source: Source, parent: str, header: dict[str, Any] | None) -> str:
+        if header is not None:
+            header_id = header.get("id")
+            if not isinstance(header_id, str) or not SESSION_ID_RE.match(header_id):
+                raise SourceError(source.rel, "session header has no valid id", line=1, json_path="$.id")
+            return header_id
+        if not SESSION_ID_RE.match(parent):
+            raise SourceError(source.rel, "checkpoint has no session header and its file name does not start with a session id")
+        return parent
+
+    @staticmethod
+    def _store_copy(source: Source, conn: Any, copy_id: str, created_ms: int, notices: list[str]) -> None:
+        """Pass 2: store the checkpoint's events under their own session id (streamed again from the file)."""
+        _ensure_session(conn, copy_id, created_ms)
+        event_rows: list[tuple[Any, ...]] = []
+        identity_rows: list[tuple[Any, ...]] = []
+        seen_keys: set[str] = set()
+        previous_ms = created_ms
+
+        def flush() -> None:
+            if event_rows:
+                conn.executemany("INSERT INTO transcript_events(session_id, seq, event_json, created_at) VALUES (?, ?, ?, ?)", event_rows)
+                event_rows.clear()
+            if identity_rows:
+                conn.executemany(
+                    "INSERT INTO transcript_event_identities(session_id, event_id, seq, event_type, has_parent, parent_id,"
+                    " message_idempotency_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT(session_id, event_id) DO UPDATE SET seq = excluded.seq, event_type = excluded.event_type,"
+                    " has_parent = excluded.has_parent, parent_id = excluded.parent_id,"
+                    " message_idempotency_key = excluded.message_idempotency_key, created_at = excluded.created_at",
+                    identity_rows,
+                )
+                identity_rows.clear()
+
+        with open_regular_file(source.path) as handle:
+            for number, seq, text, event in _CheckpointEvents(source, handle).rows():
+                event_ms = parse_iso_ms(event.get("timestamp")) or previous_ms
+                previous_ms = event_ms
+                event_rows.append((copy_id, seq, text, event_ms))
+                event_id = event.get("id")
+                if isinstance(event_id, str) and event_id:
+                    message = event.get("message") if isinstance(event.get("message"), dict) else {}
+                    key = message.get("idempotencyKey")
+                    key = key if isinstance(key, str) and key else None
+                    if key is not None:
+                        if key in seen_keys:
+                            notices.append(f"{source.rel}:{number}: duplicate message idempotencyKey; kept on the first message only")
+                            key = None
+                        else:
+                            seen_keys.add(key)
+                    parent = event.get("parentId")
+                    identity_rows.append(
+                        (copy_id, event_id, seq, event.get("type"), 1 if "parentId" in event else 0,
+                         parent if isinstance(parent, str) else None, key, event_ms)
+                    )
+                if len(event_rows) >= BATCH:
+                    flush()
+        flush()
+
+
+# --- kept in place / dropped ---------------------------------------------------------
+
+
+class AcpStreamReader(Reader):
     kind = "acp-stream-jsonl"
     family = "sessions"
-    description = "ACP parent stream log"
+    description = "ACP parent relay stream log <sessionId>.acp-stream.jsonl"
     patterns = _in_session_dirs("*.acp-stream.jsonl")
-    action = "deferred"
-    reason = "ACP stream log: handled by the session-artifacts step"
+    target_tables = ()
+    action = "retain"
+    reason = (
+        "operator-facing ACP relay log; the target schema has no acp_parent_stream_events table, "
+        "so it stays in place byte for byte"
+    )
     order = 42
 
 
-class TranscriptArchiveDeferred(Reader):
+class TranscriptArchiveReader(Reader):
     kind = "transcript-archive"
     family = "sessions"
     description = "Reset/deleted/backup transcript archives and session index backups"
     patterns = _in_session_dirs("*.jsonl.reset.*", "*.jsonl.deleted.*", "*.jsonl.bak*", "sessions.json.bak*")
-    action = "deferred"
-    reason = "transcript archive: handled by the session-artifacts step"
+    target_tables = ()
+    action = "retain"
+    reason = (
+        "archived history of a reset/deleted session or OpenClaw's own backup copy; importing it would resurrect "
+        "it as a live session and schema v1 has no transcript-archive table, so it stays in place byte for byte"
+    )
     order = 43
 
 
-class SessionLockDeferred(Reader):
+class SessionLockReader(Reader):
     kind = "session-lock"
     family = "sessions"
     description = "Transcript and session index lock files"
     patterns = _in_session_dirs("*.jsonl.lock", "sessions.json.lock")
-    action = "deferred"
-    reason = "lock file: dropped by the session-artifacts step"
+    target_tables = ()
+    action = "drop"
+    reason = "stale lock file (the gateway is stopped)"
     order = 44
