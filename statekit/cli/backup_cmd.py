@@ -34,6 +34,7 @@ gets its final name. Works while OpenClaw runs.
 
 Example:
 
+\b
     statekit backup create --state-dir ~/.openclaw --output ~/openclaw-backups --quiet
 
 {EXIT_CODES}
@@ -45,6 +46,7 @@ Prints one line per problem and exits 5 when anything fails.
 
 Example:
 
+\b
     statekit backup verify ~/openclaw-backups/openclaw-backup-20260102T030000Z.tar.zst
 
 {EXIT_CODES}
@@ -57,6 +59,7 @@ and any error rolls everything back. Writing needs --yes (or a TTY answer).
 
 Examples:
 
+\b
     statekit backup restore ARCHIVE --target /tmp/openclaw-restored --dry-run
     statekit backup restore ARCHIVE --state-dir ~/.openclaw --yes
 
@@ -67,6 +70,7 @@ LIST_HELP = f"""List archives with time, size, asset count and last verify resul
 
 Example:
 
+\b
     statekit backup list --output ~/openclaw-backups
 
 {EXIT_CODES}
@@ -78,7 +82,8 @@ The newest verified archive is never deleted. Prints what it keeps and why.
 
 Example:
 
-    statekit backup prune --output ~/openclaw-backups --keep-last 3 --keep-daily 7 --keep-weekly 4 --keep-monthly 6 --dry-run
+\b
+    statekit backup prune --keep-last 3 --keep-daily 7 --keep-monthly 6 --dry-run
 
 {EXIT_CODES}
 """
