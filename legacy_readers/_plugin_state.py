@@ -1,0 +1,409 @@
+"""Shared machinery for the channel/plugin readers (``plugin_*.py``).
+
+Every plugin family turns one legacy file into rows of the global
+``plugin_state_entries`` (small JSON values) or ``plugin_blob_entries``
+(bytes, large documents) tables under ``(plugin_id, namespace, entry_key)``.
+A reader only says how to turn its file into entries
+(:meth:`PluginStateReader.entries`); this module parses, validates, counts,
+upserts, validates the committed rows and writes a secret-free report.
+
+Merge rule (re-import converges, a newer runtime row is never clobbered):
+each entry carries ``created_at`` (the entry's own timestamp when the file
+has one, else the file's mtime); an existing row is updated only when the
+incoming ``created_at`` is not older (``ON CONFLICT DO UPDATE ... WHERE
+excluded.created_at >= created_at``). Entries whose TTL has already run out
+(caches such as Telegram sent messages) are skipped, as OpenClaw does, and
+counted in the report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any, BinaryIO, ClassVar
+
+from legacy_readers.base import (
+    ImportContext,
+    Inspection,
+    Reader,
+    Source,
+    WriteResult,
+    compact_json,
+    decode_utf8,
+    fingerprint,
+    parse_json_document,
+    parse_json_line,
+    upsert,
+    validate,
+)
+from statekit.errors import SourceError
+
+STATE_TABLE = "plugin_state_entries"
+BLOB_TABLE = "plugin_blob_entries"
+MAX_KEY_BYTES = 512
+
+
+@dataclass
+class StateEntry:
+    """One ``plugin_state_entries`` row: a small JSON value."""
+
+    namespace: str
+    key: str
+    value: Any
+    created_at: int | None = None
+    expires_at: int | None = None
+    plugin_id: str | None = None
+
+
+@dataclass
+class BlobEntry:
+    """One ``plugin_blob_entries`` row: bytes plus small JSON metadata."""
+
+    namespace: str
+    key: str
+    blob: bytes
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: int | None = None
+    expires_at: int | None = None
+    plugin_id: str | None = None
+
+
+@dataclass
+class EntryContext:
+    """What an ``entries()`` implementation may use: times, and lists for notices/warnings/report facts."""
+
+    source: Source
+    now_ms: int
+    mtime_ms: int
+    notices: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
+    skipped_expired: int = 0
+    skipped_invalid: int = 0
+    config: dict[str, Any] = field(default_factory=dict)  # openclaw.json (empty during the plan)
+
+    @property
+    def rel(self) -> str:
+        return self.source.rel
+
+
+# --- small helpers shared by the plugin modules -------------------------------------
+
+
+def sha_hex(text: str, length: int = 64) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
+
+
+def short_hash(*parts: Any, length: int = 32) -> str:
+    """sha256 over the NUL-joined parts (the key scheme OpenClaw's plugin stores use)."""
+    return sha_hex("\0".join(str(p) for p in parts), length)
+
+
+def iso_to_ms(value: Any) -> int | None:
+    from legacy_readers.transcripts import parse_iso_ms
+
+    return parse_iso_ms(value)
+
+
+def as_ms(value: Any) -> int | None:
+    """A finite epoch-ms number (or ISO string) as int, else None."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        if value != value or value in (float("inf"), float("-inf")):
+            return None
+        return int(value)
+    if isinstance(value, str):
+        return iso_to_ms(value)
+    return None
+
+
+def ms_to_iso(ms: int) -> str:
+    """Epoch ms as JavaScript's ``Date.prototype.toISOString`` writes it."""
+    from datetime import datetime, timezone
+
+    moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def file_stem(rel: str, prefix: str = "", suffix: str = ".json") -> str:
+    """The part of the file name between ``prefix`` and ``suffix`` (e.g. the account id)."""
+    name = PurePosixPath(rel).name
+    if prefix and name.startswith(prefix):
+        name = name[len(prefix):]
+    if suffix and name.endswith(suffix):
+        name = name[: -len(suffix)]
+    return name
+
+
+def check_key(key: str, rel: str, where: str) -> str:
+    if not isinstance(key, str) or not key:
+        raise SourceError(rel, "entry key is empty", json_path=where)
+    if len(key.encode("utf-8")) > MAX_KEY_BYTES:
+        raise SourceError(rel, f"entry key is longer than {MAX_KEY_BYTES} bytes", json_path=where)
+    return key
+
+
+def load_document(source: Source, handle: BinaryIO, schema_name: str | None) -> Any:
+    """Strict JSON document (writers emitted plain JSON) validated against the reader schema."""
+    document = parse_json_document(handle.read(), source.rel)
+    if schema_name:
+        validate(document, schema_name, source.rel)
+    return document
+
+
+def iter_jsonl(source: Source, handle: BinaryIO, schema_name: str | None, ectx: EntryContext) -> Iterator[tuple[int, bytes, Any]]:
+    """Yield ``(line number, raw line, parsed object)`` for every non-blank line, streaming.
+
+    An invalid line fails the whole file (it stays in place), except a torn
+    last line (invalid and without a final newline: a crash mid-append), which
+    is reported and skipped.
+    """
+    pending: tuple[int, bytes, bool] | None = None
+    number = 0
+
+    def parse(item: tuple[int, bytes, bool]) -> tuple[int, bytes, Any]:
+        line_no, line, _ = item
+        value = parse_json_line(line, source.rel, line_no)
+        if not isinstance(value, dict):
+            raise SourceError(source.rel, "expected a JSON object", line=line_no)
+        if schema_name:
+            validate(value, schema_name, source.rel, line=line_no)
+        return line_no, line, value
+
+    for raw in handle:
+        number += 1
+        had_newline = raw.endswith(b"\n")
+        line = raw.strip()
+        if number == 1 and line.startswith(b"\xef\xbb\xbf"):
+            line = line[3:].strip()
+        if not line:
+            continue
+        if pending is not None:
+            yield parse(pending)
+        pending = (number, line, had_newline)
+    if pending is not None:
+        try:
+            yield parse(pending)
+        except SourceError:
+            if pending[2]:
+                raise
+            ectx.warnings.append(f"{source.rel}:{pending[0]}: torn last line (crash mid-append) not imported; the original is kept byte-exact in the retired folder")
+
+
+def text_of(handle: BinaryIO, rel: str) -> str:
+    return decode_utf8(handle.read(), rel)
+
+
+# --- the reader base ------------------------------------------------------------------
+
+
+class PluginStateReader(Reader):
+    """Base for readers that write ``plugin_state_entries`` / ``plugin_blob_entries``.
+
+    Subclasses set ``kind``, ``patterns``, ``schema_name``, ``plugin_id`` and
+    ``namespaces`` and implement :meth:`entries`.
+    """
+
+    plugin_id: ClassVar[str] = ""
+    namespaces: ClassVar[tuple[str, ...]] = ()
+    target_tables = ("global.plugin_state_entries",)
+    action = "import"
+    order = 300
+    # Secret-bearing sources: reports carry only counts and fingerprints.
+    secret: ClassVar[bool] = False
+
+    def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry | BlobEntry]:
+        raise NotImplementedError
+
+    def secret_values(self, entry: StateEntry | BlobEntry) -> list[str]:
+        """Secret strings of an entry, fingerprinted (never stored) in the receipt."""
+        return []
+
+    def describe(self) -> dict[str, Any]:
+        described = super().describe()
+        described["plugin_id"] = self.plugin_id
+        described["namespaces"] = list(self.namespaces)
+        return described
+
+    # -- plan -------------------------------------------------------------------------
+
+    def _context(self, source: Source, now_ms: int, config: Any = None) -> EntryContext:
+        try:
+            mtime = int(os.stat(source.path).st_mtime * 1000)
+        except OSError:
+            mtime = now_ms
+        return EntryContext(source=source, now_ms=now_ms, mtime_ms=mtime, config=dict(config or {}))
+
+    def _collect(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> dict[tuple[str, str, str, str], StateEntry | BlobEntry]:
+        """Entries by (table, plugin, namespace, key); a later duplicate key replaces an earlier one."""
+        chosen: dict[tuple[str, str, str, str], StateEntry | BlobEntry] = {}
+        duplicates = 0
+        for entry in self.entries(source, handle, ectx):
+            check_key(entry.key, source.rel, f"$[{entry.namespace}]")
+            if entry.expires_at is not None and entry.expires_at <= ectx.now_ms:
+                ectx.skipped_expired += 1
+                continue
+            table = BLOB_TABLE if isinstance(entry, BlobEntry) else STATE_TABLE
+            ident = (table, entry.plugin_id or self.plugin_id, entry.namespace, entry.key)
+            if ident in chosen:
+                duplicates += 1
+                del chosen[ident]
+            chosen[ident] = entry
+        if duplicates:
+            ectx.notices.append(f"{source.rel}: {duplicates} duplicate entry key(s); the last one in the file was kept")
+        return chosen
+
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        ectx = self._context(source, int(time.time() * 1000), load_config(source.state_dir))
+        chosen = self._collect(source, handle, ectx)
+        return Inspection(record_count=len(chosen), warnings=list(ectx.warnings))
+
+    # -- apply ------------------------------------------------------------------------
+
+    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
+        ectx = self._context(source, ctx.now_ms, ctx.config)
+        chosen = self._collect(source, handle, ectx)
+        conn = ctx.global_db
+        kept_existing = 0
+        counts: dict[str, int] = {}
+        keys_by_group: dict[tuple[str, str, str], list[str]] = {}
+        fingerprints: list[str] = []
+        for (table, plugin_id, namespace, key), entry in chosen.items():
+            created = entry.created_at if entry.created_at is not None else ectx.mtime_ms
+            before = conn.total_changes
+            if isinstance(entry, BlobEntry):
+                row = {
+                    "plugin_id": plugin_id,
+                    "namespace": namespace,
+                    "entry_key": key,
+                    "metadata_json": compact_json(entry.metadata),
+                    "blob": sqlite_blob(entry.blob),
+                    "created_at": created,
+                    "expires_at": entry.expires_at,
+                }
+            else:
+                row = {
+                    "plugin_id": plugin_id,
+                    "namespace": namespace,
+                    "entry_key": key,
+                    "value_json": compact_json(entry.value),
+                    "created_at": created,
+                    "expires_at": entry.expires_at,
+                }
+            upsert(conn, table, row, ("plugin_id", "namespace", "entry_key"),
+                   where=f"excluded.created_at >= {table}.created_at")
+            if conn.total_changes == before:
+                kept_existing += 1
+            counts[f"{plugin_id}/{namespace}"] = counts.get(f"{plugin_id}/{namespace}", 0) + 1
+            keys_by_group.setdefault((table, plugin_id, namespace), []).append(key)
+            for secret in self.secret_values(entry):
+                if isinstance(secret, str) and secret:
+                    fingerprints.append(fingerprint(secret))
+        result = WriteResult(records=len(chosen), notices=list(ectx.notices), warnings=list(ectx.warnings))
+        for (table, plugin_id, namespace), keys in keys_by_group.items():
+            result.expect(
+                "global",
+                table,
+                "plugin_id = ? AND namespace = ? AND entry_key IN (SELECT value FROM json_each(?))",
+                (plugin_id, namespace, json.dumps(keys)),
+                len(keys),
+            )
+        if kept_existing:
+            result.notices.append(f"{source.rel}: {kept_existing} entr(y/ies) already held newer rows in SQLite; kept them")
+        result.report.update({
+            "plugin_id": self.plugin_id,
+            "entries": len(chosen),
+            "by_namespace": dict(sorted(counts.items())),
+            "kept_newer_existing": kept_existing,
+            "skipped_expired": ectx.skipped_expired,
+            "skipped_invalid": ectx.skipped_invalid,
+        })
+        if fingerprints:
+            result.report["secret_fingerprints"] = sorted(set(fingerprints))
+        for name, value in ectx.report.items():
+            result.report.setdefault(name, value)
+        return result
+
+
+def load_config(state_dir: Any) -> dict[str, Any]:
+    """The state dir's config (JSON5), best effort: {} when missing or unreadable (the plan has no parsed config)."""
+    from legacy_readers.base import parse_json5_document
+
+    for name in ("openclaw.json", "clawdbot.json", "moldbot.json", "moltbot.json"):
+        path = state_dir / name
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        try:
+            parsed = parse_json5_document(data, name)
+        except SourceError:
+            return {}
+        return parsed if isinstance(parsed, dict) else {}
+    return {}
+
+
+def sqlite_blob(data: bytes) -> Any:
+    import sqlite3
+
+    return sqlite3.Binary(data)
+
+
+class NotImportedReader(Reader):
+    """A recognised plugin file that is not imported (``drop`` or ``retain``, with a reason)."""
+
+    plugin_id: ClassVar[str] = ""
+    namespaces: ClassVar[tuple[str, ...]] = ()
+    order = 310
+
+    def describe(self) -> dict[str, Any]:
+        described = super().describe()
+        described["plugin_id"] = self.plugin_id
+        described["namespaces"] = list(self.namespaces)
+        return described
+
+
+def in_session_dirs(*names: str) -> tuple[str, ...]:
+    """Patterns for files next to a session index (``agents/<id>/sessions/`` and the flat ``sessions/``)."""
+    return tuple(d + n for d in ("agents/*/sessions/", "sessions/") for n in names)
+
+
+def in_workspaces(*names: str) -> tuple[str, ...]:
+    """State-dir patterns for files inside every workspace layout discovery knows."""
+    return tuple(d + n for d in ("workspace/", "workspace-*/", "agents/*/workspace/") for n in names)
+
+
+def workspace_key(rel: str) -> str:
+    """The workspace a workspace-relative file lives in, as its state-dir relative dir (``workspace-work``)."""
+    parts = PurePosixPath(rel).parts
+    if parts and parts[0] == "agents" and len(parts) >= 3:
+        return "/".join(parts[:3])
+    return parts[0] if parts else ""
+
+
+__all__ = [
+    "BlobEntry",
+    "EntryContext",
+    "NotImportedReader",
+    "PluginStateReader",
+    "StateEntry",
+    "as_ms",
+    "check_key",
+    "file_stem",
+    "in_session_dirs",
+    "in_workspaces",
+    "iso_to_ms",
+    "iter_jsonl",
+    "load_document",
+    "ms_to_iso",
+    "sha_hex",
+    "short_hash",
+    "text_of",
+    "workspace_key",
+]
