@@ -52,6 +52,7 @@ class MigrateOptions:
     backup: bool = True
     backup_output: Path | None = None
     remove_sources: bool = False
+    retry_failed: bool = False
     env: dict[str, str] | None = None
 
 
@@ -235,7 +236,10 @@ class Migration:
         outcome = SourceOutcome(planned.kind, planned.rel, planned.agent_id, planned.action, planned.record_count)
         if planned.action in ("unreadable", "conflict"):
             outcome.message = planned.reason or f"{planned.rel}: {planned.action}"
-            if planned.source_key and planned.sha256:
+            if planned.failure_recorded:
+                outcome.status = "left-in-place"
+                outcome.notices.append(outcome.message)
+            elif planned.source_key and planned.sha256:
                 self._set_receipt_status(planned, "failed", {"error": outcome.message, "action": planned.action})
             return outcome
         if planned.action in ("deferred", "retain"):
@@ -312,7 +316,7 @@ class Migration:
             return self._fail(planned, outcome, f"{planned.rel}: vanished during the run ({exc.strerror})")
         entry = FileEntry(planned.rel, st.st_size, st.st_mtime_ns // 1_000_000, "file")
         assert planned.reader is not None
-        fresh = plan_source(self.state_dir, entry, planned.reader, self.receipts)
+        fresh = plan_source(self.state_dir, entry, planned.reader, self.receipts, self.options.retry_failed)
         outcome.notices.append(f"{planned.rel}: changed since the plan; planned again")
         if not fresh.needs_import:
             outcome.status = fresh.action
@@ -462,14 +466,16 @@ def migrate(
         raise StateDirError(f"{state_dir}: cannot create statekit's lock ({exc.strerror}); nothing was changed") from None
     try:
         refuse_if_gateway_running(state_dir)
-        plan = build_plan(resolved, options.env)
+        plan = build_plan(resolved, options.env, options.retry_failed)
         ensure_not_schema_error(plan)
         if not plan.has_work:
+            # Every source is imported, or failed before in this very version and was reported then:
+            # nothing new happened, so nothing new failed (exit 0); the leftovers are named as notes.
             report = MigrationReport(state_dir=state_dir, run_id=None, status="nothing-to-do", started_at=now_ms())
             for planned in plan.sources:
                 if planned.action in ("unreadable", "conflict"):
-                    report.warnings.append(planned.reason or planned.rel)
-                    report.outcomes.append(SourceOutcome(planned.kind, planned.rel, planned.agent_id, planned.action, message=planned.reason))
+                    report.notices.append(planned.reason or planned.rel)
+                    report.outcomes.append(SourceOutcome(planned.kind, planned.rel, planned.agent_id, "left-in-place", message=planned.reason))
             report.finished_at = report.started_at
             return report
         migration = Migration(state_dir, options, progress)

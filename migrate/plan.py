@@ -55,6 +55,11 @@ class PlannedSource:
         return self.action == "already-imported"
 
     @property
+    def failure_recorded(self) -> bool:
+        """An unreadable/conflicting source whose failure an earlier run already recorded (same file version)."""
+        return self.action in ("unreadable", "conflict") and self.receipt is not None and self.receipt.status == "failed"
+
+    @property
     def needs_failure_receipt(self) -> bool:
         """A problem not yet recorded: the run writes a ``failed`` receipt for it (once per file version)."""
         return self.action in ("unreadable", "conflict") and self.receipt is None and self.source_key is not None
@@ -178,7 +183,9 @@ def inspect_database(state_dir: Path, entry: FileEntry) -> PlannedDatabase:
     return PlannedDatabase(entry.rel, entry.size, role, agent_id, version, status, problem)
 
 
-def plan_source(state_dir: Path, entry: FileEntry, reader: Reader, receipts: dict[str, Receipt]) -> PlannedSource:
+def plan_source(
+    state_dir: Path, entry: FileEntry, reader: Reader, receipts: dict[str, Receipt], retry_failed: bool = False
+) -> PlannedSource:
     """Inspect one legacy source: hash, count and decide its action (read-only)."""
     agent_id = reader.agent_for(entry.rel)
     planned = PlannedSource(
@@ -223,6 +230,8 @@ def plan_source(state_dir: Path, entry: FileEntry, reader: Reader, receipts: dic
     if planned.action == "unreadable":
         planned.source_key = source_key(reader.kind, entry.rel, reader.target_tables, planned.sha256 or "", planned.size, entry.mtime_ms, None)
         planned.receipt = receipts.get(planned.source_key)
+        if planned.failure_recorded and planned.receipt is not None:
+            planned.reason = f"{planned.reason} (recorded by run {planned.receipt.last_run_id}; unchanged since, left in place)"
         return planned
     if reader.action in ACTIVE_ACTIONS:
         planned.source_key = source_key(
@@ -233,6 +242,12 @@ def plan_source(state_dir: Path, entry: FileEntry, reader: Reader, receipts: dic
         if receipt is not None and receipt.status == "completed":
             planned.action = "already-imported"
             planned.reason = f"imported by run {receipt.last_run_id}; left to retire" if not receipt.removed_source else None
+        elif receipt is not None and receipt.status == "failed" and not retry_failed:
+            # This version of the file already failed and was reported: it is retried when it
+            # changes (a new key) or with --retry-failed, not on every run.
+            planned.action = "unreadable"
+            error = receipt.report.get("error") or "import failed"
+            planned.reason = f"{error} (recorded by run {receipt.last_run_id}; unchanged since, left in place)"
     return planned
 
 
@@ -271,7 +286,7 @@ def _agent_conflicts(sources: list[PlannedSource], databases: list[PlannedDataba
                 source.reason = f"{rel}: {blocked[rel].problem}"
 
 
-def build_plan(resolved: ResolvedStateDir | Path, env: dict[str, str] | None = None) -> Plan:
+def build_plan(resolved: ResolvedStateDir | Path, env: dict[str, str] | None = None, retry_failed: bool = False) -> Plan:
     """Discover and plan. Writes nothing: not the state dir, not a database, not a lock."""
     if isinstance(resolved, Path):
         resolved = ResolvedStateDir(resolved, "flag")
@@ -283,7 +298,7 @@ def build_plan(resolved: ResolvedStateDir | Path, env: dict[str, str] | None = N
     except Exception:  # an unreadable global DB shows up in databases[]
         receipts = {}
     databases = [inspect_database(state_dir, entry) for entry in found.databases]
-    sources = [plan_source(state_dir, entry, reader, receipts) for entry, reader in found.legacy]
+    sources = [plan_source(state_dir, entry, reader, receipts, retry_failed) for entry, reader in found.legacy]
     _resolve_conflicts(sources)
     _agent_conflicts(sources, databases)
     sources.sort(key=lambda s: (s.reader.order if s.reader else 1000, s.agent_id or "", s.rel))

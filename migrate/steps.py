@@ -1,16 +1,265 @@
-"""Planned steps that are not legacy sources (state-dir relocation, config aliases).
+"""Planned steps that are not legacy sources: state-dir relocation and the config file.
 
-The plan lists them in ``Plan.steps``; :func:`apply_steps` carries them out
-after the sources. None are defined yet.
+:func:`plan_steps` (read-only) lists them for ``Plan.steps``; ``statekit
+plan`` shows each one's ``description``. :func:`apply_steps` carries out
+the ones marked ``apply`` at the end of a ``migrate`` run:
+
+``relocate-state-dir``
+    ``~/.clawdbot`` (or ``.moldbot``/``.moltbot``) → ``~/.openclaw``; done by
+    :func:`migrate.relocate.relocate_state_dir` *before* the run takes its
+    lock, so inside a run only ``state-dir-relocated`` remains.
+``state-dir-relocated``
+    records the move in the run report and removes the marker.
+``config``
+    renames a legacy config name (``clawdbot.json``/``moldbot.json``/
+    ``moltbot.json``) to ``openclaw.json`` when that is absent (found state
+    dirs only; ``OPENCLAW_CONFIG_PATH`` is never touched), rewrites retired
+    aliases (:mod:`migrate.config_aliases`) and rebases paths under a
+    relocated root. Only when something changes: the old file is copied
+    byte-exact to ``.statekit/migrated/<run_id>/<its name>``, the new one is
+    written atomically (0600), and a ``migration_sources`` receipt (kind
+    ``config``) lets ``statekit recover`` put the old file back. A config
+    that does not parse is reported and left alone.
 """
 
 from __future__ import annotations
 
+import os
+import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
+from legacy_readers.base import parse_json5_document
+from migrate.config_aliases import ConfigRewrite, rebase_paths, render, rewrite_aliases
+from migrate.receipts import source_key, write_receipt
+from migrate.relocate import marker_path, read_marker, relocation_steps
+from migrate.retire import retired_path
+from statekit.db import BUSY_TIMEOUT_MS
+from statekit.errors import SourceError
+from statekit.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, ensure_private_dir, fsync_dir, sha256_bytes
+from statekit.layout import (
+    CANONICAL_DIR_NAME,
+    CONFIG_NAME,
+    LEGACY_CONFIG_NAMES,
+    LEGACY_DIR_NAMES,
+    ResolvedStateDir,
+    global_db_path,
+    relative_posix,
+)
+
+CONFIG_KIND = "config"
+FOUND_ORIGINS = ("default", "legacy")
+
+
+def _explicit_config(env: Any) -> bool:
+    env = os.environ if env is None else env
+    for name in ("OPENCLAW_CONFIG_PATH", "CLAWDBOT_CONFIG_PATH"):
+        value = (env.get(name) or "").strip()
+        if value and value.lower() not in ("undefined", "null"):
+            return True
+    return False
+
+
+def _config_file(state_dir: Path, config_path: Path | None) -> Path | None:
+    """The config inside the state dir that the step works on (None when outside or absent)."""
+    if config_path is None:
+        return None
+    try:
+        config_path.relative_to(state_dir)
+    except ValueError:
+        return None
+    return config_path if config_path.is_file() else None
+
+
+def _old_roots(state_dir: Path, resolved: ResolvedStateDir, marker: dict[str, Any] | None) -> tuple[list[Path], Path]:
+    """(roots whose paths get rebased, the root they move to)."""
+    if resolved.origin == "legacy":
+        return [state_dir], state_dir.parent / CANONICAL_DIR_NAME
+    roots: list[Path] = []
+    if marker is not None:
+        roots.append(Path(marker["from"]))
+    return roots, state_dir
+
+
+def compute_config(state_dir: Path, config: Path, resolved: ResolvedStateDir, env: Any, data: bytes) -> tuple[ConfigRewrite | None, str | None, str]:
+    """(rewrite or None, problem or None, target name) for the config bytes ``data``."""
+    rel = relative_posix(config, state_dir)
+    target = rel
+    if (
+        resolved.origin in FOUND_ORIGINS
+        and not _explicit_config(env)
+        and config.parent == state_dir
+        and config.name in LEGACY_CONFIG_NAMES
+        and not (state_dir / CONFIG_NAME).exists()
+    ):
+        target = CONFIG_NAME
+    try:
+        document = parse_json5_document(data, rel)
+    except SourceError as exc:
+        return None, f"{exc}; config left alone", target
+    rewrite = rewrite_aliases(document)
+    if isinstance(rewrite.document, dict):
+        roots, new_root = _old_roots(state_dir, resolved, read_marker(state_dir))
+        home = state_dir.parent if state_dir.name in (CANONICAL_DIR_NAME, *LEGACY_DIR_NAMES) else None
+        rebase_paths(rewrite, roots, new_root, home)
+    return rewrite, None, target
+
+
+def config_step(state_dir: Path, config_path: Path | None, resolved: ResolvedStateDir, env: Any) -> dict[str, Any] | None:
+    config = _config_file(state_dir, config_path)
+    if config is None:
+        if config_path is not None and config_path.is_file():
+            return _outside_step(config_path)
+        return None
+    try:
+        data = config.read_bytes()
+    except OSError as exc:
+        return {"kind": CONFIG_KIND, "apply": False, "status": "unreadable", "path": config.name,
+                "description": f"{config.name}: cannot read ({exc.strerror}); config left alone"}
+    rewrite, problem, target = compute_config(state_dir, config, resolved, env, data)
+    rel = relative_posix(config, state_dir)
+    if problem is not None or rewrite is None:
+        return {"kind": CONFIG_KIND, "apply": False, "status": "unparseable", "path": rel, "problem": problem,
+                "description": f"config {problem}"}
+    renamed = target != rel
+    if not rewrite.changed and not renamed:
+        if rewrite.notes:
+            return {"kind": CONFIG_KIND, "apply": False, "status": "unchanged", "path": rel, "changes": [], "notes": rewrite.notes,
+                    "description": f"{rel}: no alias to rewrite ({'; '.join(rewrite.notes)})"}
+        return None
+    changes = ([f"rename {rel} → {target}"] if renamed else []) + rewrite.changes
+    return {
+        "kind": CONFIG_KIND,
+        "apply": True,
+        "status": "planned",
+        "path": rel,
+        "target": target,
+        "sha256": sha256_bytes(data),
+        "changes": changes,
+        "notes": rewrite.notes,
+        "description": f"config {rel}: " + "; ".join(changes),
+    }
+
+
+def _outside_step(config_path: Path) -> dict[str, Any] | None:
+    try:
+        document = parse_json5_document(config_path.read_bytes(), config_path.name)
+    except (OSError, SourceError):
+        return None
+    rewrite = rewrite_aliases(document)
+    if not rewrite.changed:
+        return None
+    return {
+        "kind": CONFIG_KIND, "apply": False, "status": "outside-state-dir", "path": str(config_path), "changes": rewrite.changes,
+        "description": f"config {config_path} (OPENCLAW_CONFIG_PATH, outside the state dir) has retired aliases: "
+        + "; ".join(rewrite.changes) + "; not rewritten by statekit",
+    }
+
+
+def plan_steps(plan: Any, resolved: ResolvedStateDir | Path, env: Any = None) -> list[dict[str, Any]]:
+    """The planned non-source steps for ``plan`` (read-only)."""
+    if isinstance(resolved, Path):
+        resolved = ResolvedStateDir(resolved, "flag")
+    steps = relocation_steps(resolved)
+    step = config_step(plan.state_dir, plan.config_path, resolved, env)
+    if step is not None:
+        steps.append(step)
+    return steps
+
+
+# --- apply --------------------------------------------------------------------
+
 
 def apply_steps(plan: Any, state_dir: Path, run_id: str, report: Any) -> None:
-    for step in plan.steps:
-        if step.get("apply"):
-            raise NotImplementedError(step.get("kind"))
+    """Carry out the plan's ``apply`` steps at the end of a run; problems become report warnings."""
+    origin = getattr(plan, "origin", "flag")
+    resolved = ResolvedStateDir(state_dir, origin if origin in ("flag", "env", "default", "legacy") else "flag")
+    for step in getattr(plan, "steps", []) or []:
+        kind = step.get("kind")
+        if kind == CONFIG_KIND and step.get("status") in ("unparseable", "unreadable"):
+            report.warnings.append(str(step.get("description")))
+        if not step.get("apply"):
+            continue
+        try:
+            if kind == "state-dir-relocated":
+                report.changes.append(f"State dir: {step['from']} → {step['to']} (moved before this run; no alias left behind)")
+            elif kind == "relocate-state-dir":
+                report.warnings.append(f"{step.get('from')}: relocation to {step.get('to')} was planned but did not run")
+            elif kind == CONFIG_KIND:
+                apply_config_step(step, state_dir, run_id, report, resolved, None)
+        except OSError as exc:
+            report.warnings.append(f"{step.get('path') or kind}: {exc.strerror or exc}; left as it was")
+    marker = marker_path(state_dir)
+    if marker.exists() and any(s.get("kind") == "state-dir-relocated" for s in getattr(plan, "steps", []) or []):
+        marker.unlink(missing_ok=True)
+        fsync_dir(marker.parent)
+
+
+def apply_config_step(step: dict[str, Any], state_dir: Path, run_id: str, report: Any, resolved: ResolvedStateDir, env: Any) -> None:
+    rel = step["path"]
+    config = state_dir / rel
+    data = config.read_bytes()
+    rewrite, problem, target = compute_config(state_dir, config, resolved, env, data)
+    if problem is not None or rewrite is None:
+        report.warnings.append(f"config {problem}")
+        return
+    renamed = target != rel
+    if not rewrite.changed and not renamed:
+        return
+    new_bytes = render(rewrite.document) if rewrite.changed else data
+    # 1. byte-exact copy of the old file in the run's retired folder
+    retired = retired_path(state_dir, run_id, rel)
+    ensure_private_dir(retired.parent)
+    atomic_write_bytes(retired, data, PRIVATE_FILE_MODE)
+    st = config.stat()
+    os.utime(retired, ns=(st.st_atime_ns, st.st_mtime_ns))
+    # 2. the new file, atomically (0600)
+    dest = state_dir / target
+    atomic_write_bytes(dest, new_bytes, PRIVATE_FILE_MODE)
+    # 3. a legacy name goes away once openclaw.json holds its content
+    if renamed:
+        config.unlink()
+        fsync_dir(config.parent)
+    changes = ([f"renamed {rel} → {target}"] if renamed else []) + rewrite.changes
+    for line in changes:
+        report.changes.append(f"config: {line}")
+    report.notices.extend(f"config: {note}" for note in rewrite.notes)
+    _record_config_receipt(state_dir, run_id, rel, target, data, new_bytes, st.st_mtime_ns // 1_000_000, retired, changes, report)
+
+
+def _record_config_receipt(
+    state_dir: Path, run_id: str, rel: str, target: str, old: bytes, new: bytes, mtime_ms: int, retired: Path,
+    changes: list[str], report: Any,
+) -> None:
+    path = global_db_path(state_dir)
+    if not path.is_file():
+        return
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        sha = sha256_bytes(old)
+        key = source_key(CONFIG_KIND, rel, (), sha, len(old), mtime_ms, None)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            write_receipt(
+                conn, key=key, rel=rel, target_tables=(), sha256=sha, size=len(old), record_count=None, run_id=run_id,
+                status="completed", now_ms=int(time.time() * 1000), removed_source=True,
+                report={
+                    "kind": CONFIG_KIND, "path": rel, "sha256": sha, "size": len(old), "mtime_ms": mtime_ms,
+                    "written_path": target, "written_sha256": sha256_bytes(new),
+                    "retired_to": relative_posix(retired, state_dir), "changes": changes,
+                },
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    except sqlite3.Error as exc:
+        report.warnings.append(f"config receipt not recorded ({exc}); the old config is at {relative_posix(retired, state_dir)}")
+    finally:
+        conn.close()
+
+
+__all__ = ["plan_steps", "apply_steps", "config_step", "compute_config"]

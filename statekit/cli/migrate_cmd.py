@@ -29,13 +29,17 @@ Example:
     statekit migrate --state-dir ~/.openclaw --yes
     statekit migrate --yes --json > migrate-report.json
 
-Exit codes: 0 done, 3 some sources left in place (named), 4 busy, 1 fatal.
+Exit codes: 0 done, 3 some sources could not be imported in this run
+(named), 4 busy, 1 fatal. A source that failed before and has not changed
+is not retried (it is named as a note; --retry-failed tries it again).
 """
 
 
 def render_report(report: MigrationReport) -> str:
     if report.status == "nothing-to-do":
-        lines = ["Nothing to migrate: every legacy source is already imported."]
+        left = sum(1 for o in report.outcomes if o.status == "left-in-place")
+        lines = ["Nothing to migrate: every legacy source is already imported."
+                 if not left else f"Nothing new to migrate; {left} source(s) that failed before are still left in place (see notes; --retry-failed tries them again)."]
     else:
         lines = [f"Run {report.run_id}: {report.status}"]
         if report.backup_path:
@@ -56,6 +60,7 @@ def register(app: typer.Typer) -> None:
         no_backup: Annotated[bool, typer.Option("--no-backup", help="Skip the pre-migration backup (not recommended).")] = False,
         backup_output: Annotated[Path | None, typer.Option("--backup-output", help="Directory for the pre-migration backup archive.")] = None,
         remove_sources: Annotated[bool, typer.Option("--remove-sources", help="Delete imported sources instead of keeping a byte-exact copy.")] = False,
+        retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Try again sources whose unchanged file failed in an earlier run.")] = False,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
     ) -> None:
@@ -67,7 +72,7 @@ def register(app: typer.Typer) -> None:
                 plan = build_plan(resolved)
                 out.info(render_plan(plan))
                 confirm_or_refuse(out, "Migrate these sources now?", yes)
-            options = MigrateOptions(backup=not no_backup, backup_output=backup_output, remove_sources=remove_sources)
+            options = MigrateOptions(backup=not no_backup, backup_output=backup_output, remove_sources=remove_sources, retry_failed=retry_failed)
             report = migrate(resolved, options)
             out.result(report.to_json(), lambda _d: render_report(report))
             for notice in report.notices:

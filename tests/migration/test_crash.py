@@ -53,7 +53,7 @@ def test_kill_and_rerun_converges(point: str, tmp_path: Path, reference) -> None
     killed = run_cli("migrate", "--state-dir", state, "--yes", "--no-backup", env={"STATEKIT_CRASHPOINT": point})
     assert killed.returncode == -9, (point, killed.returncode, killed.stderr[-300:])
     rerun = run_cli("migrate", "--state-dir", state, "--yes", "--no-backup")
-    assert rerun.returncode == 3, rerun.stderr  # the demo's malformed transcript is still named
+    assert rerun.returncode in (0, 3), rerun.stderr  # 3 when the malformed transcript is first met in this run
     assert data_dump(state) == reference
     receipts = {r[0]: r[1:] for r in rows(global_db(state), "SELECT source_path, status, removed_source, last_run_id FROM migration_sources")}
     for rel, data in originals.items():
@@ -66,4 +66,4 @@ def test_kill_and_rerun_converges(point: str, tmp_path: Path, reference) -> None
         retired = state / ".statekit" / "migrated" / run_id / rel
         assert sha(retired.read_bytes()) == sha(data), rel
     again = run_cli("migrate", "--state-dir", state, "--yes", "--no-backup")
-    assert data_dump(state) == reference and again.returncode == 3
+    assert data_dump(state) == reference and again.returncode == 0

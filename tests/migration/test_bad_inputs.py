@@ -195,3 +195,16 @@ def test_headerless_transcript_imports_under_its_file_name(tmp_path: Path) -> No
     code, _, err = migrate_cli(state)
     assert code == 0 and "no session header" in err
     assert rows(agent_db(state), "SELECT count(*) FROM transcript_events WHERE session_id='edce9f16-9dda-4073-8ba4-db42a66a98d2'") == [(2,)]
+
+
+def test_failed_source_is_retried_only_when_changed_or_asked(tmp_path: Path) -> None:
+    rel = "agents/main/sessions/r-1.jsonl"
+    good = transcript("r-1", 2)
+    state = make_state(tmp_path, {rel: good.replace('"type":"message"', '"type":', 1)})
+    assert migrate_cli(state)[0] == 3
+    code, _, err = migrate_cli(state)
+    assert code == 0 and "recorded by run" in err and rel in err
+    assert run_cli("migrate", "--state-dir", state, "--yes", "--no-backup", "--retry-failed").returncode == 3
+    (state / rel).write_text(good)
+    assert migrate_cli(state)[0] == 0
+    assert rows(agent_db(state), "SELECT count(*) FROM transcript_events WHERE session_id='r-1'") == [(3,)]

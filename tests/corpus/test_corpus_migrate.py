@@ -1,0 +1,80 @@
+"""Issue 2's done-when on every tree of ../shared/corpus (skipped when the corpus is absent)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers import corpus_tree_names, db_dump, extract_corpus_tree, global_db, rows, run_cli, tree_digest
+from legacy_readers.session_index import canonicalize_key
+
+TREES = corpus_tree_names()
+pytestmark = pytest.mark.skipif(not TREES, reason="../shared/corpus is not available")
+SKIP_SUFFIXES = (".trajectory.jsonl", ".acp-stream.jsonl")
+
+
+def legacy_core_files(state: Path) -> list[Path]:
+    sessions = sorted(state.glob("agents/*/sessions/*.jsonl")) + sorted(state.glob("sessions/*.jsonl"))
+    sessions = [p for p in sessions if not p.name.endswith(SKIP_SUFFIXES) and ".checkpoint." not in p.name]
+    files = sorted(state.glob("agents/*/sessions/sessions.json")) + sorted(state.glob("sessions/sessions.json")) + sessions
+    files += [p for p in (state / "cron/jobs.json", state / "cron/jobs-state.json") if p.exists()]
+    return files + sorted(state.glob("cron/runs/*.jsonl"))
+
+
+@pytest.mark.parametrize("tree", TREES)
+def test_plan_migrate_rerun(tree: str, tmp_path: Path) -> None:
+    state = extract_corpus_tree(tree, tmp_path)
+    files = legacy_core_files(state)
+    originals = {p: p.read_bytes() for p in files}
+    before = tree_digest(state)
+    plan = run_cli("plan", "--state-dir", state, "--json")
+    assert tree_digest(state) == before, "plan changed the state dir"
+    listed = {s["path"] for s in json.loads(plan.stdout)["sources"]}
+    assert {p.relative_to(state).as_posix() for p in files} <= listed
+
+    expected_keys: dict[str, set[str]] = {}
+    for index in state.glob("agents/*/sessions/sessions.json"):
+        agent = index.parent.parent.name
+        store = json.loads(index.read_text())
+        expected_keys.setdefault(agent, set()).update(canonicalize_key(k, agent) for k, v in store.items() if isinstance(v, dict) and v.get("sessionId"))
+    expected_events: dict[tuple[str, str], int] = {}
+    for path in files:
+        if path.suffix != ".jsonl" or "/cron/" in path.as_posix():
+            continue
+        lines = [l for l in path.read_text(errors="replace").splitlines() if l.strip()]
+        head = json.loads(lines[0])
+        if head.get("type") == "session":
+            expected_events[(path.parent.parent.name, head["id"])] = len(lines)
+    jobs_file = state / "cron" / "jobs.json"
+    job_ids = {str(j.get("id") or j.get("jobId")) for j in json.loads(jobs_file.read_text()).get("jobs", [])} if jobs_file.exists() else set()
+
+    result = run_cli("migrate", "--state-dir", state, "--yes", "--no-backup", "--json")
+    assert result.returncode in (0, 3), result.stderr
+    report = json.loads(result.stdout)
+    for agent, keys in expected_keys.items():
+        db = state / "agents" / agent / "agent" / "openclaw-agent.sqlite"
+        assert {r[0] for r in rows(db, "SELECT session_key FROM session_entries")} == keys, agent
+        assert rows(db, "SELECT count(*) FROM sessions WHERE session_key IS NOT NULL")[0][0] >= len({k for k in keys})
+    for (agent, session_id), count in expected_events.items():
+        db = state / "agents" / agent / "agent" / "openclaw-agent.sqlite"
+        got = rows(db, "SELECT seq FROM transcript_events WHERE session_id = ? ORDER BY seq", (session_id,))
+        assert [r[0] for r in got] == list(range(count)), (agent, session_id)
+    if job_ids:
+        assert {r[0] for r in rows(global_db(state), "SELECT job_id FROM cron_jobs WHERE store_key = 'default'")} == job_ids
+    receipts = {r[0]: r[1:] for r in rows(global_db(state), "SELECT source_path, status, removed_source, last_run_id FROM migration_sources")}
+    for path, data in originals.items():
+        rel = path.relative_to(state).as_posix()
+        status, removed, run_id = receipts[rel]
+        assert (status, removed) == ("completed", 1), rel
+        retired = state / ".statekit" / "migrated" / run_id / rel
+        assert hashlib.sha256(retired.read_bytes()).hexdigest() == hashlib.sha256(data).hexdigest(), rel
+    assert report["status"] in ("completed", "warning")
+
+    dbs = sorted(state.rglob("openclaw*.sqlite"))
+    snapshot = {db: db_dump(db) for db in dbs}
+    again = run_cli("migrate", "--state-dir", state, "--yes", "--no-backup")
+    assert again.returncode == 0, again.stderr
+    assert {db: db_dump(db) for db in dbs} == snapshot
