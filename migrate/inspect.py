@@ -281,11 +281,17 @@ def inspect_state(resolved: ResolvedStateDir | Path, agent: str | None = None, e
             owner = by_agent.get(None)
         target = owner.legacy_files if owner is not None else report.legacy_unassigned
         target.append(entry)
-        sink = owner if owner is not None else report
-        if source.action in PENDING_ACTIONS:
-            sink.findings.append(f"{source.rel}: legacy file still on disk ({source.action}); run `statekit migrate`")
-        elif source.action in PROBLEM_ACTIONS:
-            sink.findings.append(source.reason or f"{source.rel}: {source.action}")
+        if source.action in PROBLEM_ACTIONS:
+            (owner if owner is not None else report).findings.append(source.reason or f"{source.rel}: {source.action}")
+    for sink, items in [(d, d.legacy_files) for d in report.databases] + [(report, report.legacy_unassigned)]:
+        pending: dict[str, int] = {}
+        for item in items:
+            if item["action"] in PENDING_ACTIONS:
+                pending[item["action"]] = pending.get(item["action"], 0) + 1
+        if pending:
+            what = ", ".join(f"{action} {n}" for action, n in sorted(pending.items()))
+            where = f"{sink.path}: " if isinstance(sink, DatabaseReport) else ""
+            sink.findings.append(f"{where}{sum(pending.values())} legacy file(s) still waiting for `statekit migrate` ({what})")
     for step in plan.steps:
         if step.get("apply") or step.get("status") in ("refused", "unparseable", "unreadable"):
             report.findings.append(f"planned step: {step.get('description')}")

@@ -1,0 +1,68 @@
+"""``statekit history``: migration, recover and backup runs with their outcomes (read-only)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Annotated, Any
+
+import typer
+
+from migrate.history import History, read_history
+from statekit.cli.common import JsonOpt, QuietOpt, StateDirOpt, run_command
+from statekit.errors import ExitCode
+from statekit.layout import resolve_state_dir
+from statekit.output import Output, table
+
+HELP = """Show the migration runs (migrate, recover) and backup runs recorded in state/openclaw.sqlite. Read-only.
+
+Example:
+
+\b
+    statekit history
+    statekit history --limit 5 --json
+
+Exit codes: 0 shown (also when there is no history yet), 5 the global database is unreadable, 1 fatal.
+"""
+
+
+def _when(ms: Any) -> str:
+    if not isinstance(ms, (int, float)):
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def render(history: History) -> str:
+    if not history.present:
+        return f"No history: {history.database} does not exist yet."
+    lines = ["Migration runs:"]
+    if history.migration_runs:
+        rows = [(_when(r["started_at"]), r["kind"], r["status"], r["id"],
+                 ", ".join(f"{n} {s}" for s, n in r["counts"].items()) or "-", r["warnings"]) for r in history.migration_runs]
+        lines += ["  " + line for line in table(("STARTED", "KIND", "STATUS", "RUN", "SOURCES", "WARNINGS"), rows).splitlines()]
+    else:
+        lines.append("  none")
+    lines += ["", "Backup runs:"]
+    if history.backup_runs:
+        rows = [(_when(r["created_at"]), r["status"], r["id"], r["archive_path"]) for r in history.backup_runs]
+        lines += ["  " + line for line in table(("CREATED", "STATUS", "RUN", "ARCHIVE"), rows).splitlines()]
+    else:
+        lines.append("  none")
+    return "\n".join(lines)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("history", help=HELP)
+    def history_command(
+        limit: Annotated[int | None, typer.Option("--limit", min=1, help="Show at most N runs of each kind (newest first).")] = None,
+        state_dir: StateDirOpt = None,
+        json_out: JsonOpt = False,
+        quiet: QuietOpt = False,
+    ) -> None:
+        out = Output(json_mode=json_out, quiet=quiet)
+
+        def body() -> ExitCode:
+            history = read_history(resolve_state_dir(state_dir).path, limit)
+            out.result(history.to_json(), lambda _d: render(history))
+            return ExitCode.OK
+
+        run_command(out, body)
