@@ -1,0 +1,444 @@
+"""Device pairing: ``devices/pending.json``, ``devices/paired.json``, ``devices/bootstrap.json``.
+
+Three readers, one family (``docs/readers/devices.md`` has the contract):
+
+* ``devices-pending`` (order 40): map ``requestId -> request`` ->
+  ``global.device_pairing_pending`` (one row per request, upsert by
+  ``request_id``; the newer ``ts`` wins against a row already there).
+* ``devices-paired`` (order 41): map ``deviceId -> device`` ->
+  ``global.device_pairing_paired`` (upsert by ``device_id``; a database row
+  with newer activity -- ``max(approvedAtMs, lastSeenAtMs)`` -- is kept).
+  Role tokens stay verbatim in ``tokens_json``.
+* ``devices-bootstrap`` (order 42): map ``tokenKey -> record`` ->
+  ``global.device_bootstrap_tokens``. The map keys *are* setup tokens, so
+  validation errors name entries by number (``entry #2``), never by key.
+
+An empty map (``{}``, the 2-byte file every install has) imports zero rows
+and is still retired.
+
+This module also holds the small helpers shared by the other small
+global-store readers (identity, exec approvals, push, node host, update
+check, config health, TUI, gateway files): strict JSON loading, file mtime,
+"optional column" writes into OpenClaw 2026.7 tables, and validation with
+hidden map keys.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any, BinaryIO
+
+from legacy_readers.base import (
+    ImportContext,
+    Inspection,
+    Reader,
+    Source,
+    WriteResult,
+    _validator,
+    compact_json,
+    describe_validation_error,
+    finite_number,
+    parse_json_document,
+    upsert,
+    validate,
+)
+from statekit.db import table_columns
+from statekit.errors import SchemaError, SourceError
+
+FAMILY = "devices"
+
+# --- helpers shared by the small global-store readers ---------------------------------
+
+
+def file_mtime_ms(source: Source, fallback: int = 0) -> int:
+    """The source file's mtime in epoch ms: the "written at" of single-document stores."""
+    try:
+        return os.stat(source.path).st_mtime_ns // 1_000_000
+    except OSError:
+        return fallback
+
+
+def load_json(handle: BinaryIO, rel: str) -> Any:
+    """Strict JSON (what OpenClaw's ``JSON.stringify`` wrote): errors name file and line."""
+    return parse_json_document(handle.read(), rel)
+
+
+def load_object(handle: BinaryIO, rel: str, schema_name: str | None = None) -> dict[str, Any]:
+    document = load_json(handle, rel)
+    if schema_name:
+        validate(document, schema_name, rel)
+    if not isinstance(document, dict):
+        raise SourceError(rel, f"expected a JSON object, found {type(document).__name__}")
+    return document
+
+
+def ms(value: Any) -> int | None:
+    """A finite JSON number as integer ms; anything else None."""
+    number = finite_number(value)
+    return None if number is None else int(number)
+
+
+def text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def flag(value: Any) -> int | None:
+    return None if not isinstance(value, bool) else int(value)
+
+
+def json_col(value: Any) -> str | None:
+    return None if value is None else compact_json(value)
+
+
+def parse_iso_ms(value: str) -> int | None:
+    """``2026-11-29T23:57:36.884Z`` -> epoch ms (None when it is not an ISO-8601 instant)."""
+    raw = value.strip()
+    if raw.endswith(("Z", "z")):
+        raw = raw[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(raw)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return int(parsed.timestamp() * 1000)
+
+
+def column_types(conn: Any, table: str) -> dict[str, str]:
+    """``{column: declared type (upper case)}``; empty when the table does not exist."""
+    return {row[1]: (row[2] or "").upper() for row in conn.execute(f'PRAGMA table_info("{table}")')}
+
+
+def write_row(
+    conn: Any,
+    table: str,
+    row: Mapping[str, Any],
+    key: Sequence[str],
+    *,
+    optional: Iterable[str] = (),
+    update: bool | Sequence[str] = True,
+    where: str | None = None,
+) -> None:
+    """``upsert`` that tolerates an OpenClaw 2026.7 table lacking one of our *optional* columns.
+
+    A column listed in ``optional`` whose value is None is left out when the
+    existing table does not have it; with a value it is kept, so ``upsert``
+    refuses the foreign table with a clear SchemaError instead of losing data.
+    """
+    have = set(table_columns(conn, table))
+    if not have:
+        raise SchemaError(f"table {table} does not exist")
+    skip = {c for c in optional if c not in have and row.get(c) is None}
+    kept = {k: v for k, v in row.items() if k not in skip}
+    names: bool | Sequence[str] = update
+    if not isinstance(update, bool):
+        names = [c for c in update if c not in skip]
+    upsert(conn, table, kept, key, update=names, where=where)
+
+
+def fetch_row(conn: Any, table: str, where: str, params: Sequence[Any]) -> dict[str, Any] | None:
+    cursor = conn.execute(f'SELECT * FROM "{table}" WHERE {where}', tuple(params))
+    row = cursor.fetchone()
+    if row is None:
+        return None
+    return {d[0]: row[i] for i, d in enumerate(cursor.description)}
+
+
+def validate_hiding_keys(document: Any, schema_name: str, rel: str, label: str = "entry") -> None:
+    """Schema validation whose error path numbers top-level map keys (``entry #2.profile``).
+
+    For maps keyed by secrets (bootstrap tokens): the key never reaches a message.
+    """
+    errors = sorted(_validator(schema_name).iter_errors(document), key=lambda e: (list(map(str, e.absolute_path)), e.validator))
+    if not errors:
+        return
+    first = errors[0]
+    parts: list[str] = []
+    for depth, item in enumerate(first.absolute_path):
+        if depth == 0 and isinstance(document, dict) and isinstance(item, str):
+            number = list(document).index(item) + 1 if item in document else 0
+            parts.append(f"{label} #{number}")
+        elif isinstance(item, int):
+            parts.append(f"[{item}]")
+        else:
+            parts.append(("." if parts else "") + str(item))
+    path = "".join(parts) or "$"
+    raise SourceError(rel, describe_validation_error(first), json_path=path)
+
+
+def unmapped_fields(entries: Iterable[Mapping[str, Any]], known: Iterable[str]) -> list[str]:
+    """Field names (never values) present in the input that have no column and no JSON home."""
+    known_set = set(known)
+    return sorted({name for entry in entries for name in entry if name not in known_set})
+
+
+def expect_keys(result: WriteResult, table: str, column: str, keys: Iterable[str]) -> None:
+    values = sorted(set(keys))
+    result.expect("global", table, f"{column} IN (SELECT value FROM json_each(?))", (json.dumps(values),), len(values))
+
+
+# --- devices/pending.json ---------------------------------------------------------------
+
+PENDING_TABLE = "device_pairing_pending"
+PENDING_FIELDS = (
+    "requestId", "deviceId", "publicKey", "displayName", "platform", "deviceFamily", "clientId", "clientMode",
+    "role", "roles", "scopes", "remoteIp", "silent", "isRepair", "ts", "refreshedAtMs",
+)
+
+
+def pending_row(key: str, entry: Mapping[str, Any], fallback_ts: int) -> dict[str, Any]:
+    ts = ms(entry.get("ts"))
+    return {
+        "request_id": text(entry.get("requestId")) or key,
+        "device_id": entry["deviceId"],
+        "public_key": entry["publicKey"],
+        "display_name": text(entry.get("displayName")),
+        "platform": text(entry.get("platform")),
+        "device_family": text(entry.get("deviceFamily")),
+        "client_id": text(entry.get("clientId")),
+        "client_mode": text(entry.get("clientMode")),
+        "role": text(entry.get("role")),
+        "roles_json": json_col(entry.get("roles")),
+        "scopes_json": json_col(entry.get("scopes")),
+        "remote_ip": text(entry.get("remoteIp")),
+        "silent": flag(entry.get("silent")),
+        "is_repair": flag(entry.get("isRepair")),
+        "ts": fallback_ts if ts is None else ts,
+        "refreshed_at_ms": ms(entry.get("refreshedAtMs")),
+    }
+
+
+class DevicePairingPendingReader(Reader):
+    kind = "devices-pending"
+    family = FAMILY
+    description = "Pending device pairing requests (devices/pending.json)"
+    patterns = ("devices/pending.json",)
+    schema_name = "devices-pending"
+    target_tables = ("global.device_pairing_pending",)
+    action = "import"
+    order = 40
+
+    def agent_for(self, rel: str) -> str | None:
+        return None
+
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        store = load_object(handle, source.rel, self.schema_name)
+        return Inspection(record_count=len(store))
+
+    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
+        store = load_object(handle, source.rel, self.schema_name)
+        conn = ctx.global_db
+        mtime = file_mtime_ms(source, ctx.now_ms)
+        written: list[str] = []
+        kept = 0
+        for key, entry in store.items():
+            row = pending_row(key, entry, mtime)
+            existing = fetch_row(conn, PENDING_TABLE, "request_id = ?", (row["request_id"],))
+            if existing is not None and (existing.get("ts") or 0) > row["ts"]:
+                kept += 1
+            else:
+                write_row(conn, PENDING_TABLE, row, ("request_id",), optional=("refreshed_at_ms",))
+            written.append(row["request_id"])
+        result = WriteResult(records=len(written))
+        if kept:
+            result.notices.append(f"{source.rel}: kept {kept} newer pending request(s) already in the database")
+        extra = unmapped_fields(store.values(), PENDING_FIELDS)
+        if extra:
+            result.notices.append(f"{source.rel}: field(s) without a column kept only in the retired copy: {', '.join(extra)}")
+        expect_keys(result, PENDING_TABLE, "request_id", written)
+        result.report.update({"requests": len(store), "kept_newer_database_rows": kept, "fields_without_column": extra})
+        return result
+
+
+# --- devices/paired.json ----------------------------------------------------------------
+
+PAIRED_TABLE = "device_pairing_paired"
+PAIRED_FIELDS = (
+    "deviceId", "publicKey", "displayName", "operatorLabel", "platform", "deviceFamily", "clientId", "clientMode",
+    "role", "roles", "scopes", "approvedScopes", "remoteIp", "tokens", "approvedVia", "nodeSurface",
+    "pendingNodeSurface", "createdAtMs", "approvedAtMs", "lastSeenAtMs", "lastSeenReason",
+)
+PAIRED_OPTIONAL_COLUMNS = ("operator_label", "approved_via", "node_surface_json", "pending_node_surface_json")
+
+
+def device_activity(approved: Any, last_seen: Any) -> int:
+    return max(ms(approved) or 0, ms(last_seen) or 0)
+
+
+def paired_row(key: str, entry: Mapping[str, Any], fallback_ms: int) -> tuple[dict[str, Any], bool]:
+    """The row and whether a timestamp had to be filled in."""
+    created = ms(entry.get("createdAtMs"))
+    approved = ms(entry.get("approvedAtMs"))
+    filled = created is None or approved is None
+    created_at = created if created is not None else approved if approved is not None else fallback_ms
+    approved_at = approved if approved is not None else created_at
+    row = {
+        "device_id": text(entry.get("deviceId")) or key,
+        "public_key": entry["publicKey"],
+        "display_name": text(entry.get("displayName")),
+        "operator_label": text(entry.get("operatorLabel")),
+        "platform": text(entry.get("platform")),
+        "device_family": text(entry.get("deviceFamily")),
+        "client_id": text(entry.get("clientId")),
+        "client_mode": text(entry.get("clientMode")),
+        "role": text(entry.get("role")),
+        "roles_json": json_col(entry.get("roles")),
+        "scopes_json": json_col(entry.get("scopes")),
+        "approved_scopes_json": json_col(entry.get("approvedScopes")),
+        "remote_ip": text(entry.get("remoteIp")),
+        "tokens_json": json_col(entry.get("tokens")),
+        "approved_via": text(entry.get("approvedVia")),
+        "created_at_ms": created_at,
+        "approved_at_ms": approved_at,
+        "last_seen_at_ms": ms(entry.get("lastSeenAtMs")),
+        "last_seen_reason": text(entry.get("lastSeenReason")),
+    }
+    # Node surfaces are written by the nodes readers; a paired.json that already
+    # carries them (newer shape) brings its own, otherwise existing ones stay.
+    for field, column in (("nodeSurface", "node_surface_json"), ("pendingNodeSurface", "pending_node_surface_json")):
+        if entry.get(field) is not None:
+            row[column] = json_col(entry[field])
+    return row, filled
+
+
+class DevicePairingPairedReader(Reader):
+    kind = "devices-paired"
+    family = FAMILY
+    description = "Paired devices with their role tokens (devices/paired.json)"
+    patterns = ("devices/paired.json",)
+    schema_name = "devices-paired"
+    target_tables = ("global.device_pairing_paired",)
+    action = "import"
+    order = 41
+
+    def agent_for(self, rel: str) -> str | None:
+        return None
+
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        store = load_object(handle, source.rel, self.schema_name)
+        return Inspection(record_count=len(store))
+
+    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
+        store = load_object(handle, source.rel, self.schema_name)
+        conn = ctx.global_db
+        mtime = file_mtime_ms(source, ctx.now_ms)
+        written: list[str] = []
+        notices: list[str] = []
+        kept = filled = mismatched = tokens = 0
+        for key, entry in store.items():
+            row, was_filled = paired_row(key, entry, mtime)
+            filled += was_filled
+            if row["device_id"] != key:
+                mismatched += 1
+            if isinstance(entry.get("tokens"), dict):
+                tokens += len(entry["tokens"])
+            existing = fetch_row(conn, PAIRED_TABLE, "device_id = ?", (row["device_id"],))
+            if existing is not None and device_activity(existing.get("approved_at_ms"), existing.get("last_seen_at_ms")) > device_activity(
+                row["approved_at_ms"], row["last_seen_at_ms"]
+            ):
+                kept += 1
+            else:
+                write_row(conn, PAIRED_TABLE, row, ("device_id",), optional=PAIRED_OPTIONAL_COLUMNS)
+            written.append(row["device_id"])
+        if kept:
+            notices.append(f"kept {kept} device(s) whose database row is newer than the file")
+        if filled:
+            notices.append(f"{filled} device(s) had no createdAtMs/approvedAtMs; filled from the other one or the file's mtime")
+        if mismatched:
+            notices.append(f"{mismatched} device(s) stored under a key different from their deviceId; imported under deviceId")
+        extra = unmapped_fields(store.values(), PAIRED_FIELDS)
+        if extra:
+            notices.append(f"field(s) without a column kept only in the retired copy: {', '.join(extra)}")
+        result = WriteResult(records=len(written), notices=[f"{source.rel}: {n}" for n in notices])
+        expect_keys(result, PAIRED_TABLE, "device_id", written)
+        result.report.update({
+            "devices": len(store),
+            "role_tokens": tokens,
+            "kept_newer_database_rows": kept,
+            "timestamps_filled": filled,
+            "fields_without_column": extra,
+        })
+        return result
+
+
+# --- devices/bootstrap.json -------------------------------------------------------------
+
+BOOTSTRAP_TABLE = "device_bootstrap_tokens"
+BOOTSTRAP_FIELDS = (
+    "token", "ts", "deviceId", "publicKey", "profile", "redeemedProfile", "pendingProfile", "roles", "scopes",
+    "issuedAtMs", "lastUsedAtMs",
+)
+
+
+def bootstrap_row(key: str, entry: Mapping[str, Any]) -> dict[str, Any]:
+    issued = ms(entry.get("issuedAtMs"))
+    ts = ms(entry.get("ts"))
+    profile = entry.get("profile")
+    if profile is None and ("roles" in entry or "scopes" in entry):
+        # Oldest records carried roles/scopes at top level; OpenClaw reads them as the profile.
+        profile = {"roles": entry.get("roles") or [], "scopes": entry.get("scopes") or []}
+    token = entry.get("token")
+    return {
+        "token_key": key,
+        "token": token if isinstance(token, str) and token.strip() else key,
+        "ts": ts if ts is not None else issued if issued is not None else 0,
+        "device_id": text(entry.get("deviceId")),
+        "public_key": text(entry.get("publicKey")),
+        "profile_json": json_col(profile),
+        "redeemed_profile_json": json_col(entry.get("redeemedProfile")),
+        "pending_profile_json": json_col(entry.get("pendingProfile")),
+        "issued_at_ms": issued if issued is not None else ts if ts is not None else 0,
+        "last_used_at_ms": ms(entry.get("lastUsedAtMs")),
+    }
+
+
+def bootstrap_activity(row: Mapping[str, Any]) -> int:
+    return max(row.get("ts") or 0, row.get("issued_at_ms") or 0, row.get("last_used_at_ms") or 0)
+
+
+class DeviceBootstrapReader(Reader):
+    kind = "devices-bootstrap"
+    family = FAMILY
+    description = "Device bootstrap (setup-code) tokens (devices/bootstrap.json)"
+    patterns = ("devices/bootstrap.json",)
+    schema_name = "devices-bootstrap"
+    target_tables = ("global.device_bootstrap_tokens",)
+    action = "import"
+    order = 42
+
+    def agent_for(self, rel: str) -> str | None:
+        return None
+
+    def _load(self, source: Source, handle: BinaryIO) -> dict[str, Any]:
+        document = load_json(handle, source.rel)
+        validate_hiding_keys(document, self.schema_name or "", source.rel)
+        return document
+
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        return Inspection(record_count=len(self._load(source, handle)))
+
+    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
+        store = self._load(source, handle)
+        conn = ctx.global_db
+        written: list[str] = []
+        kept = 0
+        for key, entry in store.items():
+            row = bootstrap_row(key, entry)
+            existing = fetch_row(conn, BOOTSTRAP_TABLE, "token_key = ?", (key,))
+            if existing is not None and bootstrap_activity(existing) > bootstrap_activity(row):
+                kept += 1
+            else:
+                write_row(conn, BOOTSTRAP_TABLE, row, ("token_key",))
+            written.append(key)
+        result = WriteResult(records=len(written))
+        if kept:
+            result.notices.append(f"{source.rel}: kept {kept} bootstrap token(s) whose database row is newer")
+        extra = unmapped_fields(store.values(), BOOTSTRAP_FIELDS)
+        if extra:
+            result.notices.append(f"{source.rel}: field(s) without a column kept only in the retired copy: {', '.join(extra)}")
+        expect_keys(result, BOOTSTRAP_TABLE, "token_key", written)
+        result.report.update({"tokens": len(store), "kept_newer_database_rows": kept, "fields_without_column": extra})
+        return result

@@ -1,0 +1,88 @@
+"""``gateway-instance-id``: the ACPX gateway instance id (plain text) -> ``global.plugin_state_entries``.
+
+Row ``(plugin_id 'acpx', namespace 'gateway-instance', entry_key 'current')``
+with ``value_json = {"version": 1, "id": <id>, "createdAt": <ms>}``. The file
+holds one id (surrounding whitespace and a trailing newline are ignored);
+``createdAt`` and ``created_at`` are the file's mtime -- when the id was
+written -- so a re-run gives the same row. A row already in the database is
+kept when it is newer (``created_at``) than the file, replaced otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, BinaryIO
+
+from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, compact_json, decode_utf8, validate
+from legacy_readers.devices import fetch_row, file_mtime_ms, write_row
+from statekit.errors import SourceError
+
+FAMILY = "gateway"
+TABLE = "plugin_state_entries"
+PLUGIN_ID = "acpx"
+NAMESPACE = "gateway-instance"
+ENTRY_KEY = "current"
+KEY_WHERE = "plugin_id = ? AND namespace = ? AND entry_key = ?"
+KEY = (PLUGIN_ID, NAMESPACE, ENTRY_KEY)
+
+
+def read_instance_id(handle: BinaryIO, rel: str, schema_name: str) -> str:
+    raw = handle.read()
+    content = decode_utf8(raw, rel).strip()
+    if not content:
+        raise SourceError(rel, "file is empty")
+    if "\n" in content or "\r" in content:
+        raise SourceError(rel, "expected a single line holding the instance id", line=2)
+    validate(content, schema_name, rel)
+    return content
+
+
+class GatewayInstanceIdReader(Reader):
+    kind = "gateway-instance-id"
+    family = FAMILY
+    description = "ACPX gateway instance id (gateway-instance-id, plain text)"
+    patterns = ("gateway-instance-id",)
+    schema_name = "gateway-instance-id"
+    target_tables = ("global.plugin_state_entries",)
+    action = "import"
+    order = 55
+
+    def agent_for(self, rel: str) -> str | None:
+        return None
+
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        read_instance_id(handle, source.rel, self.schema_name or "")
+        return Inspection(record_count=1)
+
+    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
+        instance_id = read_instance_id(handle, source.rel, self.schema_name or "")
+        conn = ctx.global_db
+        created = file_mtime_ms(source, ctx.now_ms)
+        existing = fetch_row(conn, TABLE, KEY_WHERE, KEY)
+        result = WriteResult(records=1)
+        decision = "imported"
+        if existing is not None:
+            try:
+                current: Any = json.loads(existing.get("value_json") or "null")
+            except ValueError:
+                current = None
+            current_id = current.get("id") if isinstance(current, dict) else None
+            if current_id == instance_id:
+                decision = "same id already in the database"
+            elif (existing.get("created_at") or 0) > created:
+                decision = "kept newer database row"
+                result.notices.append(f"{source.rel}: the database holds a newer gateway instance id; kept it, file retired")
+            else:
+                decision = "replaced older database row"
+        if decision in ("imported", "replaced older database row"):
+            value = {"version": 1, "id": instance_id, "createdAt": created}
+            write_row(
+                conn,
+                TABLE,
+                {"plugin_id": PLUGIN_ID, "namespace": NAMESPACE, "entry_key": ENTRY_KEY, "value_json": compact_json(value),
+                 "created_at": created, "expires_at": None},
+                ("plugin_id", "namespace", "entry_key"),
+            )
+        result.expect("global", TABLE, KEY_WHERE, KEY, 1)
+        result.report.update({"instance_id": instance_id, "decision": decision})
+        return result

@@ -1,0 +1,393 @@
+"""Device identity: ``identity/device.json`` and ``identity/device-auth.json``.
+
+* ``device-identity`` (order 45): the gateway's Ed25519 key pair ->
+  ``global.device_identities`` row ``identity_key = 'primary'`` (the key
+  OpenClaw's runtime reads). Two shapes: the Node one
+  ``{version: 1, deviceId, publicKeyPem, privateKeyPem, createdAtMs}`` and the
+  macOS/Swift one ``{deviceId, publicKey, privateKey, createdAtMs?}`` with
+  base64url raw 32-byte keys, converted to SPKI / PKCS#8 PEM exactly as
+  Node exports them. Before anything is written the pair is verified: a
+  probe payload is signed with the private key and the signature verified
+  with the public key. ``cryptography`` is not installed in statekit's
+  environment, so Ed25519 (RFC 8032) is implemented below in pure Python; it
+  only ever runs over this one key pair. A pair that does not verify fails
+  with one line and the file stays. An identity row already in the database
+  with a different key pair is a conflict (the pairing identity is never
+  replaced silently). Key material never reaches a message or a receipt:
+  the receipt holds a fingerprint of the public key only.
+* ``device-auth`` (order 46): ``{version: 1, deviceId, tokens: {role: {token,
+  role, scopes, updatedAtMs}}}`` -> ``global.device_auth_tokens`` (one row per
+  role, upsert by ``(device_id, role)``, the newer ``updatedAtMs`` wins).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from typing import Any, BinaryIO
+
+from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
+from legacy_readers.devices import fetch_row, file_mtime_ms, json_col, load_object, ms, write_row
+from statekit.errors import SourceError
+
+FAMILY = "identity"
+IDENTITY_TABLE = "device_identities"
+IDENTITY_KEY = "primary"
+AUTH_TABLE = "device_auth_tokens"
+
+SPKI_PREFIX = bytes.fromhex("302a300506032b6570032100")
+PKCS8_PREFIX = bytes.fromhex("302e020100300506032b657004220420")
+PROBE = b"statekit-device-identity-import-probe"
+
+# --- Ed25519 (RFC 8032), pure Python ------------------------------------------------------
+
+_P = 2**255 - 19
+_L = 2**252 + 27742317777372353535851937790883648493
+_D = -121665 * pow(121666, _P - 2, _P) % _P
+_SQRT_M1 = pow(2, (_P - 1) // 4, _P)
+
+
+def _recover_x(y: int, sign: int) -> int | None:
+    if y >= _P:
+        return None
+    x2 = (y * y - 1) * pow(_D * y * y + 1, _P - 2, _P) % _P
+    if x2 == 0:
+        return None if sign else 0
+    x = pow(x2, (_P + 3) // 8, _P)
+    if (x * x - x2) % _P:
+        x = x * _SQRT_M1 % _P
+    if (x * x - x2) % _P:
+        return None
+    if x & 1 != sign:
+        x = _P - x
+    return x
+
+
+_GY = 4 * pow(5, _P - 2, _P) % _P
+_GX = _recover_x(_GY, 0)
+assert _GX is not None
+_BASE = (_GX, _GY, 1, _GX * _GY % _P)
+_ZERO = (0, 1, 1, 0)
+
+Point = tuple[int, int, int, int]
+
+
+def _add(p: Point, q: Point) -> Point:
+    a = (p[1] - p[0]) * (q[1] - q[0]) % _P
+    b = (p[1] + p[0]) * (q[1] + q[0]) % _P
+    c = 2 * p[3] * q[3] * _D % _P
+    d = 2 * p[2] * q[2] % _P
+    e, f, g, h = b - a, d - c, d + c, b + a
+    return (e * f % _P, g * h % _P, f * g % _P, e * h % _P)
+
+
+def _mul(scalar: int, point: Point) -> Point:
+    result = _ZERO
+    while scalar > 0:
+        if scalar & 1:
+            result = _add(result, point)
+        point = _add(point, point)
+        scalar >>= 1
+    return result
+
+
+def _same(p: Point, q: Point) -> bool:
+    return (p[0] * q[2] - q[0] * p[2]) % _P == 0 and (p[1] * q[2] - q[1] * p[2]) % _P == 0
+
+
+def _encode(point: Point) -> bytes:
+    zinv = pow(point[2], _P - 2, _P)
+    x, y = point[0] * zinv % _P, point[1] * zinv % _P
+    return (y | ((x & 1) << 255)).to_bytes(32, "little")
+
+
+def _decode(data: bytes) -> Point | None:
+    if len(data) != 32:
+        return None
+    y = int.from_bytes(data, "little")
+    sign, y = y >> 255, y & ((1 << 255) - 1)
+    x = _recover_x(y, sign)
+    return None if x is None else (x, y, 1, x * y % _P)
+
+
+def _hash_int(*parts: bytes) -> int:
+    return int.from_bytes(hashlib.sha512(b"".join(parts)).digest(), "little")
+
+
+def _expand(seed: bytes) -> tuple[int, bytes]:
+    digest = hashlib.sha512(seed).digest()
+    scalar = int.from_bytes(digest[:32], "little")
+    scalar &= (1 << 254) - 8
+    scalar |= 1 << 254
+    return scalar, digest[32:]
+
+
+def ed25519_public_key(seed: bytes) -> bytes:
+    scalar, _ = _expand(seed)
+    return _encode(_mul(scalar, _BASE))
+
+
+def ed25519_sign(seed: bytes, message: bytes) -> bytes:
+    scalar, prefix = _expand(seed)
+    public = _encode(_mul(scalar, _BASE))
+    r = _hash_int(prefix, message) % _L
+    big_r = _encode(_mul(r, _BASE))
+    k = _hash_int(big_r, public, message) % _L
+    return big_r + ((r + k * scalar) % _L).to_bytes(32, "little")
+
+
+def ed25519_verify(public: bytes, message: bytes, signature: bytes) -> bool:
+    if len(signature) != 64:
+        return False
+    point_a = _decode(public)
+    point_r = _decode(signature[:32])
+    s = int.from_bytes(signature[32:], "little")
+    if point_a is None or point_r is None or s >= _L:
+        return False
+    k = _hash_int(signature[:32], public, message) % _L
+    return _same(_mul(s, _BASE), _add(point_r, _mul(k, point_a)))
+
+
+# --- key encodings ------------------------------------------------------------------------
+
+
+class KeyFormatError(ValueError):
+    """A key that does not decode; the message never contains key material."""
+
+
+def _pem_body(pem: str, label: str) -> bytes:
+    lines = [line.strip() for line in pem.strip().splitlines() if line.strip()]
+    if len(lines) < 3 or lines[0] != f"-----BEGIN {label}-----" or lines[-1] != f"-----END {label}-----":
+        raise KeyFormatError(f"is not a PEM {label.lower()} block")
+    try:
+        return base64.b64decode("".join(lines[1:-1]), validate=True)
+    except (binascii.Error, ValueError):
+        raise KeyFormatError("PEM body is not valid base64") from None
+
+
+def _pem(label: str, der: bytes) -> str:
+    body = base64.b64encode(der).decode("ascii")
+    lines = [body[i : i + 64] for i in range(0, len(body), 64)]
+    return f"-----BEGIN {label}-----\n" + "\n".join(lines) + f"\n-----END {label}-----\n"
+
+
+def raw_public_from_pem(pem: str) -> bytes:
+    der = _pem_body(pem, "PUBLIC KEY")
+    if len(der) != len(SPKI_PREFIX) + 32 or not der.startswith(SPKI_PREFIX):
+        raise KeyFormatError("is not an Ed25519 SPKI public key")
+    return der[len(SPKI_PREFIX) :]
+
+
+def seed_from_pem(pem: str) -> bytes:
+    der = _pem_body(pem, "PRIVATE KEY")
+    if len(der) != len(PKCS8_PREFIX) + 32 or not der.startswith(PKCS8_PREFIX):
+        raise KeyFormatError("is not an Ed25519 PKCS#8 private key")
+    return der[len(PKCS8_PREFIX) :]
+
+
+def b64url_decode(value: str) -> bytes:
+    normalized = value.strip().replace("-", "+").replace("_", "/")
+    normalized += "=" * ((4 - len(normalized) % 4) % 4)
+    try:
+        return base64.b64decode(normalized, validate=True)
+    except (binascii.Error, ValueError):
+        raise KeyFormatError("is not valid base64url") from None
+
+
+def public_pem_from_raw(raw: bytes) -> str:
+    return _pem("PUBLIC KEY", SPKI_PREFIX + raw)
+
+
+def private_pem_from_seed(seed: bytes) -> str:
+    return _pem("PRIVATE KEY", PKCS8_PREFIX + seed)
+
+
+def pair_verifies(raw_public: bytes, seed: bytes) -> bool:
+    """Sign a probe with the private key, verify with the public key."""
+    return ed25519_verify(raw_public, PROBE, ed25519_sign(seed, PROBE))
+
+
+# --- identity/device.json -----------------------------------------------------------------
+
+
+def parse_identity(document: dict[str, Any], rel: str) -> dict[str, Any]:
+    """Normalise both shapes to ``{device_id, public_pem, private_pem, raw_public, created_at, shape}``."""
+    device_id = document.get("deviceId")
+    if not isinstance(device_id, str) or not device_id.strip():
+        raise SourceError(rel, "missing required property 'deviceId'", json_path="$.deviceId")
+    if isinstance(document.get("publicKeyPem"), str) or isinstance(document.get("privateKeyPem"), str):
+        shape = "pem"
+        version = document.get("version")
+        if version is not None and version != 1:
+            raise SourceError(rel, "must be 1", json_path="$.version")
+        for name in ("publicKeyPem", "privateKeyPem"):
+            if not isinstance(document.get(name), str):
+                raise SourceError(rel, f"missing required property {name!r}", json_path=f"$.{name}")
+        try:
+            raw_public = raw_public_from_pem(document["publicKeyPem"])
+        except KeyFormatError as exc:
+            raise SourceError(rel, f"public key {exc}", json_path="$.publicKeyPem") from None
+        try:
+            seed = seed_from_pem(document["privateKeyPem"])
+        except KeyFormatError as exc:
+            raise SourceError(rel, f"private key {exc}", json_path="$.privateKeyPem") from None
+        public_pem, private_pem = document["publicKeyPem"], document["privateKeyPem"]
+    elif isinstance(document.get("publicKey"), str) and isinstance(document.get("privateKey"), str):
+        shape = "raw"
+        try:
+            raw_public = b64url_decode(document["publicKey"])
+        except KeyFormatError as exc:
+            raise SourceError(rel, f"public key {exc}", json_path="$.publicKey") from None
+        try:
+            seed = b64url_decode(document["privateKey"])
+        except KeyFormatError as exc:
+            raise SourceError(rel, f"private key {exc}", json_path="$.privateKey") from None
+        if len(raw_public) != 32:
+            raise SourceError(rel, "public key is not a raw 32-byte Ed25519 key", json_path="$.publicKey")
+        if len(seed) != 32:
+            raise SourceError(rel, "private key is not a raw 32-byte Ed25519 seed", json_path="$.privateKey")
+        public_pem, private_pem = public_pem_from_raw(raw_public), private_pem_from_seed(seed)
+    else:
+        raise SourceError(rel, "neither publicKeyPem/privateKeyPem nor raw publicKey/privateKey present")
+    if not pair_verifies(raw_public, seed):
+        raise SourceError(rel, "private and public key do not form a matching Ed25519 pair (probe signature did not verify); left in place")
+    created = ms(document.get("createdAtMs"))
+    return {
+        "device_id": device_id.strip(),
+        "public_pem": public_pem,
+        "private_pem": private_pem,
+        "raw_public": raw_public,
+        "created_at": created,
+        "shape": shape,
+    }
+
+
+class DeviceIdentityReader(Reader):
+    kind = "device-identity"
+    family = FAMILY
+    description = "Gateway device identity key pair (identity/device.json), verified before import"
+    patterns = ("identity/device.json",)
+    schema_name = "device-identity"
+    target_tables = ("global.device_identities",)
+    action = "import"
+    order = 45
+
+    def agent_for(self, rel: str) -> str | None:
+        return None
+
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        parse_identity(load_object(handle, source.rel, self.schema_name), source.rel)
+        return Inspection(record_count=1)
+
+    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
+        identity = parse_identity(load_object(handle, source.rel, self.schema_name), source.rel)
+        conn = ctx.global_db
+        mtime = file_mtime_ms(source, ctx.now_ms)
+        created_at = identity["created_at"] if identity["created_at"] is not None else mtime
+        notices: list[str] = []
+        derived_id = hashlib.sha256(identity["raw_public"]).hexdigest()
+        if derived_id != identity["device_id"]:
+            notices.append("deviceId is not the sha256 of the public key; imported as recorded")
+        existing = fetch_row(conn, IDENTITY_TABLE, "identity_key = ?", (IDENTITY_KEY,))
+        decision = "imported"
+        if existing is not None:
+            try:
+                same = raw_public_from_pem(existing.get("public_key_pem") or "") == identity["raw_public"]
+            except KeyFormatError:
+                same = False
+            if not same or existing.get("device_id") != identity["device_id"]:
+                raise SourceError(
+                    source.rel,
+                    "the database already holds a different device identity (identity_key 'primary'); left in place, nothing replaced",
+                )
+            decision = "already-in-database"
+        else:
+            write_row(
+                conn,
+                IDENTITY_TABLE,
+                {
+                    "identity_key": IDENTITY_KEY,
+                    "device_id": identity["device_id"],
+                    "public_key_pem": identity["public_pem"],
+                    "private_key_pem": identity["private_pem"],
+                    "created_at_ms": created_at,
+                    "updated_at_ms": mtime,
+                },
+                ("identity_key",),
+            )
+        if identity["shape"] == "raw":
+            notices.append("raw base64url keys (macOS shape) converted to SPKI/PKCS#8 PEM")
+        result = WriteResult(records=1, notices=[f"{source.rel}: {n}" for n in notices])
+        result.expect("global", IDENTITY_TABLE, "identity_key = ? AND device_id = ?", (IDENTITY_KEY, identity["device_id"]), 1)
+        result.report.update({
+            "device_id": identity["device_id"],
+            "shape": identity["shape"],
+            "key_pair_verified": True,
+            "public_key_fingerprint": fingerprint(identity["raw_public"].hex()),
+            "decision": decision,
+        })
+        return result
+
+
+# --- identity/device-auth.json ------------------------------------------------------------
+
+
+class DeviceAuthReader(Reader):
+    kind = "device-auth"
+    family = FAMILY
+    description = "Cached device auth tokens per role (identity/device-auth.json)"
+    patterns = ("identity/device-auth.json",)
+    schema_name = "device-auth"
+    target_tables = ("global.device_auth_tokens",)
+    action = "import"
+    order = 46
+
+    def agent_for(self, rel: str) -> str | None:
+        return None
+
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        document = load_object(handle, source.rel, self.schema_name)
+        return Inspection(record_count=len(document.get("tokens") or {}))
+
+    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
+        document = load_object(handle, source.rel, self.schema_name)
+        conn = ctx.global_db
+        mtime = file_mtime_ms(source, ctx.now_ms)
+        device_id = document["deviceId"].strip()
+        tokens: dict[str, Any] = document.get("tokens") or {}
+        roles: list[str] = []
+        kept = 0
+        for key, entry in tokens.items():
+            role = (entry.get("role") if isinstance(entry.get("role"), str) and entry["role"].strip() else key).strip()
+            updated = ms(entry.get("updatedAtMs"))
+            row = {
+                "device_id": device_id,
+                "role": role,
+                "token": entry["token"],
+                "scopes_json": json_col(entry.get("scopes") if isinstance(entry.get("scopes"), list) else []),
+                "updated_at_ms": mtime if updated is None else updated,
+            }
+            existing = fetch_row(conn, AUTH_TABLE, "device_id = ? AND role = ?", (device_id, role))
+            if existing is not None and (existing.get("updated_at_ms") or 0) > row["updated_at_ms"]:
+                kept += 1
+            else:
+                write_row(conn, AUTH_TABLE, row, ("device_id", "role"))
+            roles.append(role)
+        result = WriteResult(records=len(roles))
+        identity = fetch_row(conn, IDENTITY_TABLE, "identity_key = ?", (IDENTITY_KEY,))
+        if identity is not None and identity.get("device_id") != device_id:
+            result.notices.append(f"{source.rel}: tokens belong to a device id other than the primary identity's; imported as recorded")
+        if kept:
+            result.notices.append(f"{source.rel}: kept {kept} newer token row(s) already in the database")
+        result.expect(
+            "global", AUTH_TABLE, "device_id = ? AND role IN (SELECT value FROM json_each(?))", (device_id, json.dumps(sorted(set(roles)))), len(set(roles))
+        )
+        result.report.update({
+            "device_id": device_id,
+            "roles": sorted(set(roles)),
+            "token_fingerprints": {role: fingerprint(tokens[key]["token"]) for key, role in zip(tokens, roles)},
+            "kept_newer_database_rows": kept,
+        })
+        return result

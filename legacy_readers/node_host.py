@@ -1,0 +1,116 @@
+"""``node.json``: node-host configuration -> ``global.node_host_config``.
+
+One singleton row ``config_key = 'current'`` (OpenClaw's key). Shape:
+``{version: 1, nodeId, token?, displayName?, gateway?: {host, port, tls,
+tlsFingerprint, contextPath?, cloudflareAccess?}, installedAppsSharing?,
+commands?}``. The file's mtime is the row's ``updated_at_ms``.
+
+Merge with a row already in the database (as OpenClaw's own doctor does):
+the same ``node_id`` and a newer row -> the row is kept and the file retired;
+an older row -> replaced; a different ``node_id``, or the same timestamp
+with different content -> conflict, the file stays. The legacy ``token`` is
+imported into the ``token`` column (the target schema has one; newer
+OpenClaw doctors drop it because node auth moved to the device identity);
+the receipt holds its fingerprint. Fields without a column
+(``gateway.contextPath``, ``gateway.cloudflareAccess``,
+``installedAppsSharing``, ``commands``) are named in a notice and kept in the
+retired copy.
+"""
+
+from __future__ import annotations
+
+from typing import Any, BinaryIO
+
+from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
+from legacy_readers.devices import fetch_row, file_mtime_ms, load_object, text, write_row
+from statekit.errors import SourceError
+
+FAMILY = "node-host"
+TABLE = "node_host_config"
+CONFIG_KEY = "current"
+TOP_FIELDS = ("version", "nodeId", "token", "displayName", "gateway")
+GATEWAY_FIELDS = ("host", "port", "tls", "tlsFingerprint")
+COMPARED = ("node_id", "token", "display_name", "gateway_host", "gateway_port", "gateway_tls", "gateway_tls_fingerprint")
+
+
+def _clean(value: Any) -> str | None:
+    value = text(value)
+    return value.strip() if value is not None and value.strip() else None
+
+
+def config_row(document: dict[str, Any], updated_at: int) -> dict[str, Any]:
+    gateway = document.get("gateway") if isinstance(document.get("gateway"), dict) else {}
+    tls = gateway.get("tls")
+    return {
+        "config_key": CONFIG_KEY,
+        "version": 1,
+        "node_id": document["nodeId"].strip(),
+        "token": _clean(document.get("token")),
+        "display_name": _clean(document.get("displayName")),
+        "gateway_host": _clean(gateway.get("host")),
+        "gateway_port": gateway.get("port") if isinstance(gateway.get("port"), int) and not isinstance(gateway.get("port"), bool) else None,
+        "gateway_tls": None if not isinstance(tls, bool) else int(tls),
+        "gateway_tls_fingerprint": _clean(gateway.get("tlsFingerprint")),
+        "updated_at_ms": updated_at,
+    }
+
+
+def unmapped(document: dict[str, Any]) -> list[str]:
+    names = [name for name in document if name not in TOP_FIELDS]
+    gateway = document.get("gateway")
+    if isinstance(gateway, dict):
+        names += [f"gateway.{name}" for name in gateway if name not in GATEWAY_FIELDS and gateway[name] not in (None, "")]
+    return sorted(names)
+
+
+class NodeHostConfigReader(Reader):
+    kind = "node-host-config"
+    family = FAMILY
+    description = "Node-host configuration (node.json)"
+    patterns = ("node.json",)
+    schema_name = "node-host-config"
+    target_tables = ("global.node_host_config",)
+    action = "import"
+    order = 51
+
+    def agent_for(self, rel: str) -> str | None:
+        return None
+
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        load_object(handle, source.rel, self.schema_name)
+        return Inspection(record_count=1)
+
+    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
+        document = load_object(handle, source.rel, self.schema_name)
+        conn = ctx.global_db
+        row = config_row(document, file_mtime_ms(source, ctx.now_ms))
+        existing = fetch_row(conn, TABLE, "config_key = ?", (CONFIG_KEY,))
+        result = WriteResult(records=1)
+        decision = "imported"
+        if existing is not None:
+            if existing.get("node_id") != row["node_id"]:
+                raise SourceError(source.rel, "nodeId conflicts with the node-host config already in the database; left in place")
+            existing_at = existing.get("updated_at_ms") or 0
+            same = all(existing.get(c) == row[c] for c in COMPARED)
+            if existing_at > row["updated_at_ms"]:
+                decision = "kept newer database row"
+                result.notices.append(f"{source.rel}: kept the newer node-host config already in the database; file retired")
+            elif existing_at == row["updated_at_ms"] and not same:
+                raise SourceError(source.rel, "diverges from the database row written at the same timestamp; left in place")
+            else:
+                decision = "replaced older database row" if existing_at < row["updated_at_ms"] else "identical"
+        if decision != "kept newer database row":
+            write_row(conn, TABLE, row, ("config_key",))
+        extra = unmapped(document)
+        if extra:
+            result.notices.append(f"{source.rel}: field(s) without a column kept only in the retired copy: {', '.join(extra)}")
+        result.expect("global", TABLE, "config_key = ? AND node_id = ?", (CONFIG_KEY, row["node_id"]), 1)
+        result.report.update({
+            "node_id": row["node_id"],
+            "decision": decision,
+            "has_token": row["token"] is not None,
+            "fields_without_column": extra,
+        })
+        if row["token"] is not None:
+            result.report["token_fingerprint"] = fingerprint(row["token"])
+        return result
