@@ -229,7 +229,7 @@ def plan_source(
         return planned
     if planned.action == "unreadable":
         planned.source_key = source_key(reader.kind, entry.rel, reader.target_tables, planned.sha256 or "", planned.size, entry.mtime_ms, None)
-        planned.receipt = receipts.get(planned.source_key)
+        planned.receipt = None if retry_failed else receipts.get(planned.source_key)
         if planned.failure_recorded and planned.receipt is not None:
             planned.reason = f"{planned.reason} (recorded by run {planned.receipt.last_run_id}; unchanged since, left in place)"
         return planned
