@@ -1,0 +1,44 @@
+"""Phone Control arm state ``plugins/phone-control/armed.json`` -> ``global.plugin_state_entries``.
+
+Version 1 ``{version, armedAtMs, expiresAtMs|null, removedFromDeny}`` or
+version 2 (adds ``group``, ``armedCommands``, ``addedToAllow``), validated
+exactly like OpenClaw's ``isLegacyPhoneControlArmState`` (anything else is
+refused and stays in place). One row: plugin ``phone-control``, namespace
+``arm-state``, key ``current``, the record as value, ``created_at`` = the
+file's mtime. Re-import upserts the row.
+"""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+from legacy_readers._small_stores import file_mtime_ms, load_document, put_plugin_state
+from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+
+PLUGIN_ID, NAMESPACE, ENTRY_KEY = "phone-control", "arm-state", "current"
+
+
+class PhoneControlArmStateReader(Reader):
+    kind = "phone-control-arm-state"
+    family = "phone-control"
+    description = "Phone Control arm state plugins/phone-control/armed.json"
+    patterns = ("plugins/phone-control/armed.json",)
+    schema_name = "phone-control-arm-state"
+    target_tables = ("global.plugin_state_entries",)
+    action = "import"
+    order = 76
+
+    def agent_for(self, rel: str) -> str | None:
+        return None
+
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        load_document(source, handle, self.schema_name or "")
+        return Inspection(record_count=1)
+
+    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
+        document = load_document(source, handle, self.schema_name or "")
+        put_plugin_state(ctx.global_db, PLUGIN_ID, NAMESPACE, ENTRY_KEY, document, file_mtime_ms(source, ctx.now_ms))
+        result = WriteResult(records=1)
+        result.expect("global", "plugin_state_entries", "plugin_id = ? AND namespace = ? AND entry_key = ?", (PLUGIN_ID, NAMESPACE, ENTRY_KEY), 1)
+        result.report.update({"plugin_id": PLUGIN_ID, "namespace": NAMESPACE, "version": document["version"]})
+        return result

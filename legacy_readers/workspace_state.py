@@ -1,0 +1,122 @@
+"""Workspace setup milestones -> ``global.workspace_setup_state``.
+
+Two legacy locations inside a workspace (``workspace/``, ``workspace-<agent>/``,
+``agents/<id>/workspace/``): ``.openclaw/workspace-state.json`` (older) and
+``openclaw-workspace-state.json`` (2026.6-2026.7). Workspaces are user
+content: discovery does not walk them, it probes these two paths
+(``workspace_patterns``). Each file holds ``{version, bootstrapSeededAt?,
+setupCompletedAt?}`` (ISO-8601 times).
+
+One row per workspace, keyed like OpenClaw keys it: ``workspace_key`` =
+sha256 (hex) of the workspace's absolute path (where the workspace is now,
+``path.resolve`` semantics, symlinks not resolved); ``workspace_path`` = that
+path; ``version``; the two milestones; ``updated_at`` = the file's mtime.
+Milestones merge like OpenClaw's ``mergeWorkspaceSetupStateRecords``: the
+later time wins against a row already there (so both legacy files of one
+workspace, in any order, converge).
+
+Times are stored in the column's own convention: epoch ms in statekit's
+INTEGER columns, the original ISO text in OpenClaw 2026.7's TEXT columns.
+
+Action ``import+archive``: after the import the file is moved, byte-exact,
+into ``.statekit/migrated/<run>/`` (OpenClaw archives it next to itself as
+``<file>.migrated.<sha256>.<id>``; statekit keeps its one retired folder).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import PurePosixPath
+from typing import Any, BinaryIO
+
+from legacy_readers._small_stores import file_mtime_ms, iso_to_ms, load_document, ms_to_iso, timestamp_for, workspace_path
+from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, upsert
+from statekit.errors import SourceError
+
+TABLE = "workspace_setup_state"
+WORKSPACE_FILES = (".openclaw/workspace-state.json", "openclaw-workspace-state.json")
+WORKSPACE_ROOTS = ("workspace", "workspace-*", "agents/*/workspace")
+MILESTONES = (("bootstrapSeededAt", "bootstrap_seeded_at"), ("setupCompletedAt", "setup_completed_at"))
+
+
+def workspace_rel_of(rel: str) -> str:
+    for suffix in WORKSPACE_FILES:
+        if rel.endswith("/" + suffix):
+            return rel[: -len(suffix) - 1]
+    raise ValueError(rel)
+
+
+def workspace_key(path: str) -> str:
+    return hashlib.sha256(path.encode("utf-8")).hexdigest()
+
+
+def _existing_ms(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return int(value)
+    return iso_to_ms(value)
+
+
+class WorkspaceSetupStateReader(Reader):
+    kind = "workspace-setup-state"
+    family = "workspace"
+    description = "Workspace bootstrap milestones (.openclaw/workspace-state.json, openclaw-workspace-state.json)"
+    workspace_patterns = WORKSPACE_FILES
+    patterns = tuple(f"{root}/{name}" for root in WORKSPACE_ROOTS for name in WORKSPACE_FILES)
+    schema_name = "workspace-setup-state"
+    target_tables = ("global.workspace_setup_state",)
+    action = "import+archive"
+    order = 77
+
+    def agent_for(self, rel: str) -> str | None:
+        return None
+
+    def _load(self, source: Source, handle: BinaryIO) -> tuple[dict[str, Any], dict[str, int]]:
+        document = load_document(source, handle, self.schema_name or "")
+        times: dict[str, int] = {}
+        for field, column in MILESTONES:
+            raw = document.get(field)
+            if raw is None:
+                continue
+            ms = iso_to_ms(raw)
+            if ms is None:
+                raise SourceError(source.rel, "not an ISO-8601 time", json_path=f"$.{field}")
+            times[column] = ms
+        return document, times
+
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        self._load(source, handle)
+        return Inspection(record_count=1, details={"workspace": workspace_rel_of(source.rel)})
+
+    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
+        document, times = self._load(source, handle)
+        path = workspace_path(source, workspace_rel_of(source.rel))
+        key = workspace_key(path)
+        conn = ctx.global_db
+        existing = conn.execute(f"SELECT version, bootstrap_seeded_at, setup_completed_at FROM {TABLE} WHERE workspace_key = ?", (key,)).fetchone()
+        merged: dict[str, int | None] = {}
+        for _field, column in MILESTONES:
+            incoming = times.get(column)
+            before = _existing_ms(existing[1 if column == "bootstrap_seeded_at" else 2]) if existing else None
+            merged[column] = max((v for v in (incoming, before) if v is not None), default=None)
+        version = max(int(document["version"]), int(existing[0] or 0) if existing else 0)
+        row = {
+            "workspace_key": key,
+            "workspace_path": path,
+            "version": version,
+            "bootstrap_seeded_at": timestamp_for(conn, TABLE, "bootstrap_seeded_at", merged["bootstrap_seeded_at"]),
+            "setup_completed_at": timestamp_for(conn, TABLE, "setup_completed_at", merged["setup_completed_at"]),
+            "updated_at": file_mtime_ms(source, ctx.now_ms),
+        }
+        upsert(conn, TABLE, row, ("workspace_key",))
+        result = WriteResult(records=1)
+        result.expect("global", TABLE, "workspace_key = ?", (key,), 1)
+        result.report.update(
+            {
+                "workspace": workspace_rel_of(source.rel),
+                "workspace_key": key,
+                **{column: (ms_to_iso(value) if value is not None else None) for column, value in merged.items()},
+            }
+        )
+        return result
