@@ -275,7 +275,11 @@ def _load(source: Source, handle: BinaryIO, schema: str) -> dict[str, Any]:
     return document
 
 
-def _agent_of(source: Source) -> str:
+def owner_agent(source: Source, config: Any) -> str:
+    """The agent whose store a file feeds: ``agents/<id>/...``, or the configured default agent for the
+    pre-multi-agent ``agent/`` dir (OpenClaw moved that dir to the default agent's dir)."""
+    if source.rel.startswith("agent/"):
+        return default_agent_id(config)
     if source.agent_id is None:
         raise SourceError(source.rel, "cannot tell which agent owns this auth store")
     return source.agent_id
@@ -301,7 +305,7 @@ class AuthProfilesReader(Reader):
         return Inspection(record_count=len(profiles), warnings=warnings, details={"format": fmt})
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
-        agent = _agent_of(source)
+        agent = owner_agent(source, dict(ctx.config))
         document = _load(source, handle, self.schema_name or "")
         fmt, profiles, state, extras, version, warnings, dropped = parse_auth_profiles(document, source.rel)
         authoritative = source.rel.startswith("agents/")
@@ -347,7 +351,7 @@ class AuthStateReader(Reader):
         return Inspection(record_count=1, details={"fields": sorted(k for k in document if k != "version")})
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
-        agent = _agent_of(source)
+        agent = owner_agent(source, dict(ctx.config))
         document = _load(source, handle, self.schema_name or "")
         key = store_key(agent)
         authoritative = source.rel.startswith("agents/")
@@ -370,7 +374,7 @@ class _ProviderMapReader(Reader):
     oauth: bool = False
 
     def _agent(self, source: Source, ctx: ImportContext) -> str:
-        return _agent_of(source)
+        return owner_agent(source, dict(ctx.config))
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
         document = _load(source, handle, self.schema_name or "")

@@ -13,7 +13,8 @@ rebuilds it:
   survives a moved state dir);
 * ``raw_json`` = the document with every secret-bearing field (``apiKey``,
   tokens, passwords, credential headers) replaced by
-  ``statekit-redacted:<fingerprint>``; ``${ENV}`` references are kept. The
+  ``statekit-redacted:<fingerprint>``; environment references (``${VAR}`` or a
+  bare ``UPPER_CASE_NAME``) are kept. The
   values live in the config and the auth store, which is where the runtime
   takes them from when it regenerates the catalog.
 
@@ -39,7 +40,7 @@ from legacy_readers.base import (
     upsert,
     validate,
 )
-from statekit.errors import SourceError
+from legacy_readers.auth_profiles import owner_agent
 
 REDACTED_PREFIX = "statekit-redacted:"
 SECRET_NAMES = frozenset(
@@ -51,7 +52,7 @@ SECRET_NAMES = frozenset(
     )
 )
 SECRET_HEADER = re.compile(r"(authorization|api[-_]?key|token|cookie|secret|password)", re.I)
-ENV_REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
+ENV_REFERENCE = re.compile(r"^(?:\$\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)$")  # ${VAR} or an env var name
 
 
 def _redact_value(value: Any, path: str, redacted: list[dict[str, str]]) -> Any:
@@ -114,9 +115,7 @@ class _CatalogReader(Reader):
         return Inspection(record_count=1, details={"providers": providers, "models": models})
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
-        agent = source.agent_id
-        if agent is None:
-            raise SourceError(source.rel, "cannot tell which agent owns this model catalog")
+        agent = owner_agent(source, dict(ctx.config))
         document = self._load(source, handle)
         redacted: list[dict[str, str]] = []
         clean = redact(document, "$", redacted)

@@ -1,0 +1,45 @@
+"""Auth stores of the real corpus trees (skipped when ../shared/corpus is absent). Values are never printed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from helpers import extract_corpus_tree, global_db, rows
+from legacy_readers.base import fingerprint
+from migrate.apply import MigrateOptions, migrate
+
+
+def test_smoke_auth_profiles_and_state(tmp_path: Path) -> None:
+    state = extract_corpus_tree("legacy-2026.5.28-smoke", tmp_path)
+    expected = {}
+    for agent in ("main", "work"):
+        profiles = json.loads((state / f"agents/{agent}/agent/auth-profiles.json").read_text())
+        runtime = json.loads((state / f"agents/{agent}/agent/auth-state.json").read_text())
+        expected[agent] = (profiles, runtime)
+    report = migrate(state, MigrateOptions(backup=False))
+    assert not [o for o in report.outcomes if o.kind.startswith("auth") and o.status != "imported"]
+    db = global_db(state)
+    for agent, (profiles, runtime) in expected.items():
+        ((store_json,),) = rows(db, "SELECT store_json FROM auth_profile_stores WHERE store_key = ?", (f"agent:{agent}",))
+        assert json.loads(store_json) == profiles
+        ((state_json,),) = rows(db, "SELECT state_json FROM auth_profile_state WHERE store_key = ?", (f"agent:{agent}",))
+        assert json.loads(state_json) == runtime
+        ((report_json,),) = rows(db, "SELECT report_json FROM migration_sources WHERE source_path = ?", (f"agents/{agent}/agent/auth-profiles.json",))
+        fingerprints = json.loads(report_json)["credential_fingerprints"]
+        assert fingerprints == {pid: {"token": fingerprint(p["token"])} for pid, p in profiles["profiles"].items()}
+        for profile in profiles["profiles"].values():
+            assert profile["token"] not in report_json
+
+
+def test_moltbot_tmp_leftover_with_the_same_credentials_is_retired(tmp_path: Path) -> None:
+    state = extract_corpus_tree("42naodia__moltbot-config", tmp_path)
+    tmp_rel = "agents/main/agent/auth-profiles.json.tmp"
+    original = (state / tmp_rel).read_bytes()
+    report = migrate(state, MigrateOptions(backup=False))
+    statuses = {o.rel: o.status for o in report.outcomes}
+    assert statuses[tmp_rel] == "imported" and statuses["agents/main/agent/auth-profiles.json"] == "imported"
+    ((run_id, report_json),) = rows(global_db(state), "SELECT last_run_id, report_json FROM migration_sources WHERE source_path = ?", (tmp_rel,))
+    assert json.loads(report_json)["disposition"].startswith("stale temp copy")
+    assert (state / ".statekit/migrated" / run_id / tmp_rel).read_bytes() == original
+    assert rows(global_db(state), "SELECT count(*) FROM auth_profile_stores") == [(1,)]
