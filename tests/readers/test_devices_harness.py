@@ -1,0 +1,180 @@
+"""Shared harness for the small global-store reader tests (devices, nodes, identity, exec
+approvals, push, node host, update check, config health, TUI, gateway files), plus tests of
+the helpers those readers share (``legacy_readers.devices``).
+
+Every round trip goes through the real apply loop: ``migrate.apply.migrate`` on a state dir
+built in ``tmp_path``, then rows, retirement (byte-exact copy under
+``.statekit/migrated/<run_id>/<rel>``) and the ``migration_sources`` receipt are checked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import FIXTURES, corpus_or_skip, global_db, make_state, write_files
+from legacy_readers.base import upsert
+from legacy_readers.devices import parse_iso_ms, validate_hiding_keys, write_row
+from migrate.apply import MigrateOptions, MigrationReport, migrate
+from statekit.errors import SchemaError, SourceError
+
+READER_FIXTURES = FIXTURES / "readers"
+MTIME = 1_790_000_050_000  # pinned mtime (ms) of placed files
+
+
+def fixture(name: str) -> bytes:
+    return (READER_FIXTURES / name).read_bytes()
+
+
+def place(state: Path, rel: str, content: Any, mtime_ms: int = MTIME) -> bytes:
+    """Write ``content`` (bytes, str, or JSON-able) at ``rel``; pin its mtime; return the bytes."""
+    if not isinstance(content, (bytes, str)):
+        content = json.dumps(content, indent=2)
+    write_files(state, {rel: content})
+    path = state / rel
+    os.utime(path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+    return path.read_bytes()
+
+
+def place_fixture(state: Path, name: str, rel: str, mtime_ms: int = MTIME) -> bytes:
+    return place(state, rel, fixture(name), mtime_ms)
+
+
+def corpus_files(tree: str, rels: list[str], dest: Path) -> Path:
+    """Only ``rels`` of one corpus tree, copied byte-exact (mtimes kept) into a fresh state dir."""
+    corpus = corpus_or_skip()
+    state = make_state(dest)
+    tar = corpus / "generated" / f"{tree}.tar"
+    if tar.exists():
+        with tarfile.open(tar) as archive:
+            for rel in rels:
+                member = archive.getmember(f"home/.openclaw/{rel}")
+                target = state / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(archive.extractfile(member).read())  # type: ignore[union-attr]
+                os.utime(target, (member.mtime, member.mtime))
+        return state
+    source = corpus / "public-repos" / tree
+    if not source.is_dir():
+        pytest.skip(f"corpus tree {tree} not found")
+    for rel in rels:
+        target = state / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source / rel, target)
+    return state
+
+
+def run(state: Path) -> MigrationReport:
+    return migrate(state, MigrateOptions(backup=False))
+
+
+def rows(state: Path, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    conn = sqlite3.connect(f"file:{global_db(state)}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in conn.execute(sql, params)]
+    finally:
+        conn.close()
+
+
+def one(state: Path, sql: str, params: tuple[Any, ...] = ()) -> dict[str, Any]:
+    found = rows(state, sql, params)
+    assert len(found) == 1, (sql, params, found)
+    return found[0]
+
+
+def receipt(state: Path, rel: str) -> dict[str, Any]:
+    found = rows(state, "SELECT * FROM migration_sources WHERE source_path = ? ORDER BY imported_at DESC", (rel,))
+    assert found, f"no receipt for {rel}"
+    row = found[0]
+    row["report"] = json.loads(row["report_json"])
+    return row
+
+
+def outcome(report: MigrationReport, rel: str):
+    matches = [o for o in report.outcomes if o.rel == rel]
+    assert len(matches) == 1, [o.to_json() for o in report.outcomes]
+    return matches[0]
+
+
+def assert_retired(state: Path, report: MigrationReport, rel: str, original: bytes) -> dict[str, Any]:
+    """Imported, gone from its place, byte-identical under .statekit/migrated/<run_id>/, completed receipt."""
+    result = outcome(report, rel)
+    assert result.status == "imported", result.to_json()
+    assert not (state / rel).exists()
+    retired = state / ".statekit" / "migrated" / str(report.run_id) / rel
+    assert retired.read_bytes() == original
+    assert result.retired_to == f".statekit/migrated/{report.run_id}/{rel}"
+    row = receipt(state, rel)
+    assert row["status"] == "completed" and row["removed_source"] == 1
+    return row
+
+
+def assert_left_in_place(state: Path, report: MigrationReport, rel: str, original: bytes, *needles: str) -> str:
+    """Exit 3, the file untouched, one line that names the file (and the needles)."""
+    assert report.exit_code == 3, report.to_json()
+    assert (state / rel).read_bytes() == original
+    result = outcome(report, rel)
+    assert result.status in ("unreadable", "failed"), result.to_json()
+    message = result.message or ""
+    assert "\n" not in message and message.startswith(rel), message
+    for needle in needles:
+        assert needle in message, message
+    assert any(w == message for w in report.warnings), report.warnings
+    return message
+
+
+def assert_secrets_absent(state: Path, report: MigrationReport, secrets: list[str], streams: str = "") -> None:
+    """No secret in the run report, the receipts, the run row or captured output."""
+    texts = [json.dumps(report.to_json()), streams]
+    texts += [r["report_json"] for r in rows(state, "SELECT report_json FROM migration_sources")]
+    texts += [r["report_json"] for r in rows(state, "SELECT report_json FROM migration_runs")]
+    for secret in secrets:
+        for text in texts:
+            assert secret not in text
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    return make_state(tmp_path)
+
+
+# --- the shared helpers -------------------------------------------------------------------
+
+
+def test_parse_iso_ms() -> None:
+    assert parse_iso_ms("2026-11-29T23:57:36.884Z") == 1795996656884
+    assert parse_iso_ms("2026-11-29T23:57:36+00:00") == 1795996656000
+    assert parse_iso_ms("2026-11-29T23:57:36") == 1795996656000  # no zone: UTC
+    assert parse_iso_ms("last tuesday") is None
+
+
+def test_validate_hiding_keys_numbers_entries_and_never_names_a_key() -> None:
+    secret = "test-secret-token-as-key-0001"
+    document = {"a-fine-key": {"profile": {"roles": []}}, secret: {"profile": {"roles": "node"}}}
+    with pytest.raises(SourceError) as exc:
+        validate_hiding_keys(document, "devices-bootstrap", "devices/bootstrap.json")
+    message = str(exc.value)
+    assert message == "devices/bootstrap.json: entry #2.profile.roles: expected array, found string"
+    assert secret not in message
+
+
+def test_write_row_skips_absent_optional_columns_of_a_foreign_table() -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE t (k TEXT PRIMARY KEY, a TEXT, b TEXT)")
+    write_row(conn, "t", {"k": "1", "a": "x", "extra": None}, ("k",), optional=("extra",))
+    assert conn.execute("SELECT * FROM t").fetchall() == [("1", "x", None)]
+    # With a value the column is kept, and upsert refuses the table rather than drop data.
+    with pytest.raises(SchemaError, match="lacks column"):
+        write_row(conn, "t", {"k": "2", "extra": "value"}, ("k",), optional=("extra",))
+    with pytest.raises(SchemaError, match="does not exist"):
+        write_row(conn, "missing", {"k": "1"}, ("k",))
+    upsert(conn, "t", {"k": "1", "a": "y"}, ("k",))
+    assert conn.execute("SELECT a FROM t").fetchone() == ("y",)
