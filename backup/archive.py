@@ -23,7 +23,7 @@ from statekit.fsutil import PRIVATE_FILE_MODE, CHUNK
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 GZIP_MAGIC = b"\x1f\x8b"
-TAR_BUFSIZE = 1 << 20
+TAR_READ_BUFSIZE = 64 << 10  # tarfile's stream reader re-slices its buffer on every header read
 
 
 class BombError(Exception):
@@ -72,7 +72,9 @@ class ArchiveWriter:
         try:
             self._compressor = zstandard.ZstdCompressor(level=level, threads=threads, write_checksum=True)
             self._zstd = self._compressor.stream_writer(self.sink, closefd=False, write_size=CHUNK)
-            self._tar = tarfile.open(fileobj=self._zstd, mode="w|", format=tarfile.PAX_FORMAT, bufsize=TAR_BUFSIZE)
+            # Plain "w" mode over a tell()-able writer: tarfile writes headers and data straight
+            # through (its "w|" stream buffer re-copies its whole buffer on every small write).
+            self._tar = tarfile.TarFile(fileobj=_Offset(self._zstd), mode="w", format=tarfile.PAX_FORMAT, copybufsize=CHUNK)
         except BaseException:
             self.sink.close()
             raise
@@ -113,6 +115,22 @@ class ArchiveWriter:
 
     def abort(self) -> None:
         self.sink.close()
+
+
+class _Offset:
+    """A write-only file over the compressor that knows its uncompressed position (for tarfile)."""
+
+    def __init__(self, raw) -> None:
+        self._raw = raw
+        self._pos = 0
+
+    def write(self, data: bytes) -> int:
+        self._raw.write(data)
+        self._pos += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self._pos
 
 
 class _ProgressReader:
@@ -168,7 +186,7 @@ def open_tar_stream(path: Path, compression: str, limit: int) -> Iterator[tuple[
             decompressed = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
         counter = CountingReader(decompressed, limit)
         try:
-            with tarfile.open(fileobj=counter, mode="r|", bufsize=TAR_BUFSIZE) as tar:  # type: ignore[arg-type]
+            with tarfile.open(fileobj=counter, mode="r|", bufsize=TAR_READ_BUFSIZE) as tar:  # type: ignore[arg-type]
                 yield tar, counter
         finally:
             decompressed.close()

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import itertools
 import json
 import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -110,11 +111,10 @@ class _Context:
     staging: Path
     warnings: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
-    counter: int = 0
+    counter: Iterator[int] = field(default_factory=itertools.count)
 
     def scratch_name(self, prefix: str) -> Path:
-        self.counter += 1
-        return self.staging / f"{prefix}-{self.counter}"
+        return self.staging / f"{prefix}-{next(self.counter)}"  # next() on a count is atomic under the GIL
 
 
 def default_output_dir(state_dir: Path) -> Path:
@@ -203,22 +203,16 @@ def _stage_sqlite(item: _Item, ctx: _Context) -> None:
 
 
 def _stage_all(plan: AssetPlan, archive_root: str, ctx: _Context) -> list[_Item]:
+    """Snapshot every database and hash every file, concurrently (VACUUM and hashing release the GIL)."""
     items = [_Item(entry, _base_asset(entry, archive_root)) for entry in plan.entries]
-    files = [i for i in items if i.entry.kind == "file"]
-    for item in items:
-        if item.entry.kind == "symlink":
-            text = (item.entry.link_target or "").encode("utf-8", "surrogateescape")
-            item.asset.size, item.asset.sha256 = len(text), hashlib.sha256(text).hexdigest()
-        elif item.entry.kind == "sqlite":
-            try:
-                _stage_sqlite(item, ctx)
-            except FileNotFoundError:
-                item.content = None
     gone: set[int] = set()
 
     def stage(item: _Item) -> None:
         try:
-            _stage_file(item, ctx)
+            if item.entry.kind == "sqlite":
+                _stage_sqlite(item, ctx)
+            else:
+                _stage_file(item, ctx)
         except FileNotFoundError:
             gone.add(id(item))
         except OSError as exc:
@@ -227,11 +221,19 @@ def _stage_all(plan: AssetPlan, archive_root: str, ctx: _Context) -> list[_Item]
             else:
                 raise
 
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        list(pool.map(stage, files))
+    for item in items:
+        if item.entry.kind == "symlink":
+            text = (item.entry.link_target or "").encode("utf-8", "surrogateescape")
+            item.asset.size, item.asset.sha256 = len(text), hashlib.sha256(text).hexdigest()
+    databases = [i for i in items if i.entry.kind == "sqlite"]
+    files = [i for i in items if i.entry.kind == "file"]
+    with ThreadPoolExecutor(max_workers=1) as db_pool, ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as file_pool:
+        pending = [db_pool.submit(stage, item) for item in databases] + [file_pool.submit(stage, item) for item in files]
+        for future in pending:
+            future.result()
     kept = []
     for item in items:
-        if id(item) in gone or (item.entry.kind == "sqlite" and item.content is None):
+        if id(item) in gone:
             ctx.skipped.append(Skipped(str(item.entry.path), "vanished or changed type during the backup"))
         else:
             kept.append(item)
