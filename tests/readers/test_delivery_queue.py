@@ -1,0 +1,118 @@
+"""Delivery queues: delivery-queue/, session-delivery-queue/, failed/ and *.delivered markers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from b2_harness import MTIME, NOW, assert_failed_in_place, assert_imported, new_state, outcome, place, query, run
+from helpers import FIXTURES, global_db, rows
+from legacy_readers import reader_for
+
+FIX = FIXTURES / "readers" / "delivery-queue"
+
+
+def _files() -> dict[str, bytes]:
+    return {
+        "delivery-queue/outbound-1.json": (FIX / "outbound-1.json").read_bytes(),
+        "delivery-queue/failed/outbound-failed.json": (FIX / "outbound-failed.json").read_bytes(),
+        "session-delivery-queue/session-1.json": (FIX / "session-1.json").read_bytes(),
+        "delivery-queue/outbound-0.delivered": (FIX / "outbound-0.delivered").read_bytes(),
+    }
+
+
+def test_claims():
+    assert reader_for("delivery-queue/a.json").kind == "delivery-queue"
+    assert reader_for("session-delivery-queue/failed/a.json").kind == "delivery-queue"
+    assert reader_for("delivery-queue/a.delivered").kind == "delivery-queue-delivered"
+    assert reader_for("delivery-queue/a.json.tmp") is None
+
+
+def test_round_trip(tmp_path: Path):
+    state, originals = new_state(tmp_path, _files())
+    report = run(state)
+    assert report.status == "completed", report.warnings
+    for rel in ("delivery-queue/outbound-1.json", "delivery-queue/failed/outbound-failed.json", "session-delivery-queue/session-1.json"):
+        assert_imported(state, report, rel, originals[rel], records=1)
+
+    row = query(state, "SELECT * FROM delivery_queue_entries WHERE queue_name = 'outbound-delivery' AND id = 'outbound-1'")[0]
+    entry = json.loads(row.pop("entry_json"))
+    assert row == {
+        "queue_name": "outbound-delivery",
+        "id": "outbound-1",
+        "status": "pending",
+        "entry_kind": "text",
+        "session_key": None,
+        "channel": "telegram",
+        "target": "123456789",
+        "account_id": "main",
+        "retry_count": 2,
+        "last_attempt_at": 1774999500000,
+        "last_error": "ETIMEDOUT",
+        "recovery_state": "retry-scheduled",
+        "platform_send_started_at": None,
+        "enqueued_at": MTIME,
+        "updated_at": NOW,
+        "failed_at": None,
+    }
+    assert entry == {**json.loads(originals["delivery-queue/outbound-1.json"]), "id": "outbound-1"}
+
+    failed = query(state, "SELECT * FROM delivery_queue_entries WHERE id = 'outbound-failed'")[0]
+    assert (failed["queue_name"], failed["status"], failed["entry_kind"]) == ("outbound-delivery", "failed", "outbound")
+    assert (failed["channel"], failed["target"], failed["account_id"]) == ("discord", "channel:42", "default")
+    assert (failed["retry_count"], failed["platform_send_started_at"], failed["failed_at"], failed["enqueued_at"]) == (5, 1774990001000, MTIME, MTIME)
+
+    session = query(state, "SELECT * FROM delivery_queue_entries WHERE queue_name = 'session-delivery'")[0]
+    assert (session["id"], session["status"], session["entry_kind"], session["session_key"]) == ("session-1", "pending", "agentTurn", "agent:main:main")
+    assert (session["channel"], session["target"], session["account_id"], session["retry_count"]) == ("slack", "user:U123", "work", 0)
+
+    marker = outcome(report, "delivery-queue/outbound-0.delivered")
+    assert marker.status == "imported" and marker.records == 0
+    assert not (state / "delivery-queue").exists() and not (state / "session-delivery-queue").exists()
+    assert rows(global_db(state), "SELECT count(*) FROM delivery_queue_entries") == [(3,)]
+
+
+def test_entry_json_defaults_and_id_from_file_name(tmp_path: Path):
+    state, originals = new_state(tmp_path, {"session-delivery-queue/failed/abc.json": {"kind": "systemEvent", "text": "x"}})
+    report = run(state)
+    assert_imported(state, report, "session-delivery-queue/failed/abc.json", originals["session-delivery-queue/failed/abc.json"])
+    row = query(state, "SELECT * FROM delivery_queue_entries")[0]
+    assert json.loads(row["entry_json"]) == {"id": "abc", "enqueuedAt": MTIME, "retryCount": 0, "kind": "systemEvent", "text": "x"}
+    assert (row["status"], row["entry_kind"], row["retry_count"], row["failed_at"]) == ("failed", "systemEvent", 0, MTIME)
+
+
+def test_reimport_of_changed_file_upserts(tmp_path: Path):
+    state, _ = new_state(tmp_path, {"delivery-queue/q1.json": {"channel": "telegram", "to": "1", "retryCount": 1}})
+    run(state)
+    place(state, "delivery-queue/q1.json", {"channel": "telegram", "to": "1", "retryCount": 3}, MTIME + 1000)
+    report = run(state)
+    assert report.status == "completed"
+    assert query(state, "SELECT retry_count, enqueued_at FROM delivery_queue_entries") == [{"retry_count": 3, "enqueued_at": MTIME + 1000}]
+
+
+def test_pending_and_failed_copy_of_one_id_is_a_conflict(tmp_path: Path):
+    state, originals = new_state(tmp_path, {"delivery-queue/dup.json": {"retryCount": 1}, "delivery-queue/failed/dup.json": {"retryCount": 4}})
+    report = run(state)
+    assert report.exit_code == 3
+    assert outcome(report, "delivery-queue/dup.json").status == "conflict"
+    assert (state / "delivery-queue/dup.json").read_bytes() == originals["delivery-queue/dup.json"]
+    assert query(state, "SELECT status, retry_count FROM delivery_queue_entries") == [{"status": "failed", "retry_count": 4}]
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (b'{"channel": "telegram", ', "invalid JSON"),
+        (b"[1, 2]", "expected object"),
+        (b'{"retryCount": -1, "to": "secret-token-value-123"}', "$.retryCount"),
+        (b"", "file is empty"),
+    ],
+)
+def test_malformed_file_stays_in_place(tmp_path: Path, content: bytes, needle: str):
+    state, originals = new_state(tmp_path, {"delivery-queue/bad.json": content, "delivery-queue/good.json": {"to": "1"}})
+    report = run(state)
+    message = assert_failed_in_place(state, report, "delivery-queue/bad.json", originals["delivery-queue/bad.json"], needle)
+    assert "secret-token-value-123" not in message
+    assert_imported(state, report, "delivery-queue/good.json", originals["delivery-queue/good.json"])
