@@ -1,0 +1,214 @@
+"""exec-approvals.json -> exec_approvals_config (seconds->ms, token redaction, stubs, newer DB rows, path-only errors)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from helpers import global_db, run_cli
+from legacy_readers.base import fingerprint
+from test_devices_harness import (
+    MTIME,
+    assert_left_in_place,
+    assert_retired,
+    assert_secrets_absent,
+    corpus_files,
+    fixture,
+    one,
+    place,
+    place_fixture,
+    receipt,
+    rows,
+    run,
+    state,  # noqa: F401  (fixture)
+)
+
+REL = "exec-approvals.json"
+SOCKET_TOKEN = "test-socket-token-secret-0001"
+
+
+def test_round_trip(state: Path) -> None:
+    original = place_fixture(state, "exec-approvals/exec-approvals.json", REL)
+    report = run(state)
+    assert report.exit_code == 0, report.to_json()
+    row = assert_retired(state, report, REL, original)
+    assert row["target_table"] == "global.exec_approvals_config"
+    assert row["report"]["lastUsedAt_seconds_converted"] == 2
+    assert row["report"]["has_socket_token"] is True
+    assert row["report"]["socket_token_fingerprint"] == fingerprint(SOCKET_TOKEN)
+    assert row["report"]["decision"] == "imported"
+    got = one(state, "SELECT * FROM exec_approvals_config")
+    raw = json.loads(got.pop("raw_json"))
+    assert got == {
+        "config_key": "current",
+        "socket_path": "~/.openclaw/exec-approvals.sock",
+        "has_socket_token": 1,
+        "default_security": "allowlist",
+        "default_ask": "on-miss",
+        "default_ask_fallback": "deny",
+        "auto_allow_skills": 1,
+        "agent_count": 3,
+        "allowlist_count": 4,
+        "updated_at_ms": MTIME,
+    }
+    assert raw["socket"] == {"path": "~/.openclaw/exec-approvals.sock"}  # token removed
+    assert list(raw["agents"]) == ["main", "*", "work"]  # key order kept
+    assert [e["lastUsedAt"] for e in raw["agents"]["main"]["allowlist"]] == [1790000000123, 1790000100000]
+    assert raw["agents"]["*"]["allowlist"][0]["lastUsedAt"] == 1790000200500
+    assert "lastUsedAt" not in raw["agents"]["work"]["allowlist"][0]
+    assert raw["agents"]["main"]["allowlist"][1]["lastUsedCommand"] == "git status"
+    assert any("2 lastUsedAt value(s) were in seconds" in n for n in report.notices)
+    assert_secrets_absent(state, report, [SOCKET_TOKEN])
+    assert all(SOCKET_TOKEN not in r["raw_json"] for r in rows(state, "SELECT raw_json FROM exec_approvals_config"))
+
+
+def test_policy_free_stub_imports_nothing_and_is_retired(state: Path) -> None:
+    original = place_fixture(state, "exec-approvals/stub.json", REL)
+    report = run(state)
+    assert report.exit_code == 0
+    row = assert_retired(state, report, REL, original)
+    assert row["report"]["stub"] is True
+    assert row["report"]["decision"] == "stub: policy-free file, nothing to import; retired"
+    assert rows(state, "SELECT * FROM exec_approvals_config") == []
+
+
+def test_stub_socket_is_imported_only_without_a_database_row(state: Path, tmp_path: Path) -> None:
+    original = place_fixture(state, "exec-approvals/stub-socket.json", REL)
+    report = run(state)
+    row = assert_retired(state, report, REL, original)
+    assert row["report"]["decision"] == "stub: socket imported (no database row yet)"
+    got = one(state, "SELECT raw_json, socket_path, has_socket_token, agent_count, allowlist_count FROM exec_approvals_config")
+    assert got == {
+        "raw_json": '{"version":1,"socket":{"path":"/tmp/oc/exec.sock"}}',
+        "socket_path": "/tmp/oc/exec.sock",
+        "has_socket_token": 1,
+        "agent_count": 0,
+        "allowlist_count": 0,
+    }
+    # A second stub with another socket, once a row exists: nothing changes.
+    document = json.loads(fixture("exec-approvals/stub-socket.json"))
+    document["socket"]["path"] = "/elsewhere.sock"
+    again = place(state, REL, document, MTIME + 1000)
+    report = run(state)
+    row = assert_retired(state, report, REL, again)
+    assert row["report"]["decision"] == "stub: policy-free file, nothing to import; retired (database row kept)"
+    assert one(state, "SELECT socket_path FROM exec_approvals_config")["socket_path"] == "/tmp/oc/exec.sock"
+    assert_secrets_absent(state, report, ["test-socket-token-stub-0002"])
+
+
+def test_not_a_stub_with_unknown_fields(state: Path) -> None:
+    original = place(state, REL, {"version": 1, "defaults": {}, "agents": {}, "futureField": True})
+    report = run(state)
+    row = assert_retired(state, report, REL, original)
+    assert row["report"]["stub"] is False and row["report"]["decision"] == "imported"
+    assert json.loads(one(state, "SELECT raw_json FROM exec_approvals_config")["raw_json"])["futureField"] is True
+
+
+def test_newer_database_row_is_kept(state: Path) -> None:
+    place_fixture(state, "exec-approvals/exec-approvals.json", REL)
+    run(state)
+    conn = sqlite3.connect(global_db(state))
+    conn.execute("UPDATE exec_approvals_config SET raw_json = '{\"version\":1,\"agents\":{}}', agent_count = 0, updated_at_ms = ?", (MTIME + 10**9,))
+    conn.commit()
+    conn.close()
+    document = json.loads(fixture("exec-approvals/exec-approvals.json"))
+    document["defaults"]["security"] = "full"
+    original = place(state, REL, document, MTIME + 5000)
+    report = run(state)
+    row = assert_retired(state, report, REL, original)
+    assert row["report"]["decision"] == "kept newer database row; file retired"
+    assert one(state, "SELECT agent_count, updated_at_ms FROM exec_approvals_config") == {"agent_count": 0, "updated_at_ms": MTIME + 10**9}
+
+
+def test_older_database_row_is_replaced_but_its_socket_kept(state: Path) -> None:
+    place_fixture(state, "exec-approvals/stub-socket.json", REL, MTIME - 1000)
+    run(state)
+    original = place_fixture(state, "exec-approvals/exec-approvals.json", REL)
+    report = run(state)
+    row = assert_retired(state, report, REL, original)
+    assert row["report"]["decision"] == "replaced older database row (its socket kept)"
+    got = one(state, "SELECT raw_json, socket_path, has_socket_token, agent_count, updated_at_ms FROM exec_approvals_config")
+    assert (got["socket_path"], got["has_socket_token"], got["agent_count"], got["updated_at_ms"]) == ("/tmp/oc/exec.sock", 1, 3, MTIME)
+    assert json.loads(got["raw_json"])["socket"] == {"path": "/tmp/oc/exec.sock"}
+
+
+def test_first_validation_error_numbers_agents_and_hides_keys_and_values(state: Path) -> None:
+    original = place_fixture(state, "exec-approvals/bad-last-used.json", REL)
+    result = run_cli("migrate", "--state-dir", state, "--yes", "--no-backup")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert (state / REL).read_bytes() == original
+    lines = [line for line in result.stderr.splitlines() if REL in line]
+    assert lines == ["statekit: warning: exec-approvals.json: agents entry #2.allowlist[1].lastUsedAt: expected a finite number"]
+    for hidden in ("secret-agent-name", "yesterday", "test-socket-token-bad-0003"):
+        assert hidden not in result.stdout + result.stderr
+    failed = receipt(state, REL)
+    assert failed["status"] == "failed" and "secret-agent-name" not in failed["report_json"]
+
+
+@pytest.mark.parametrize(
+    ("document", "needle"),
+    [
+        ({"version": 2, "agents": {}}, "exec-approvals.json: version: unsupported version (expected 1)"),
+        ({"agents": {"a": {"allowlist": [{"lastUsedAt": 1}]}}}, "exec-approvals.json: agents entry #1.allowlist[0].pattern: expected a non-empty string"),
+        ({"agents": {"a": {"allowlist": {}}}}, "exec-approvals.json: agents entry #1.allowlist: expected an array, found object"),
+        ({"defaults": {"autoAllowSkills": "yes"}}, "exec-approvals.json: defaults.autoAllowSkills: expected a boolean, found string"),
+        ({"socket": {"token": 5}}, "exec-approvals.json: socket.token: expected a string, found integer"),
+        ([], "exec-approvals.json: expected a JSON object, found array"),
+        ('{"agents": {"a": {"allowlist": [{"pattern": "/bin/ls", "lastUsedAt": NaN}]}}}', "exec-approvals.json: invalid JSON: non-finite number NaN"),
+    ],
+)
+def test_malformed_variants(state: Path, document, needle: str) -> None:
+    original = place(state, REL, document if isinstance(document, str) else json.dumps(document))
+    report = run(state)
+    message = assert_left_in_place(state, report, REL, original)
+    assert message.startswith(needle), message
+
+
+@pytest.mark.corpus
+def test_corpus_public_repo_mixed_seconds(tmp_path: Path) -> None:
+    """Jeremy-J-J/.openclaw: a '*' agent, per-agent allowlists, two lastUsedAt in seconds, a socket token."""
+    state = corpus_files("Jeremy-J-J__.openclaw", [REL], tmp_path)
+    original = (state / REL).read_bytes()
+    token = json.loads(original)["socket"]["token"]
+    report = run(state)
+    row = assert_retired(state, report, REL, original)
+    assert row["report"]["lastUsedAt_seconds_converted"] == 2
+    got = one(state, "SELECT * FROM exec_approvals_config")
+    raw = json.loads(got["raw_json"])
+    assert (got["agent_count"], got["allowlist_count"], got["has_socket_token"]) == (4, 18, 1)
+    assert list(raw["agents"]) == ["main", "*", "dev", "product"]
+    assert [e["lastUsedAt"] for e in raw["agents"]["product"]["allowlist"]][2:4] == [1775214200000, 1775214200000]
+    assert "token" not in raw["socket"]
+    assert_secrets_absent(state, report, [token])
+    assert token not in got["raw_json"]
+
+
+@pytest.mark.corpus
+def test_corpus_2026_7_database_row_is_not_clobbered(tmp_path: Path) -> None:
+    """2026.7.35 keeps exec approvals in its own (foreign, NOT NULL) table: import fills it; a newer row wins."""
+    state = corpus_files("legacy-2026.7.35-std", [REL, "state/openclaw.sqlite"], tmp_path)
+    original = (state / REL).read_bytes()
+    report = run(state)
+    row = assert_retired(state, report, REL, original)
+    assert row["report"]["decision"] == "imported"
+    assert one(state, "SELECT agent_count, allowlist_count, has_socket_token FROM exec_approvals_config") == {
+        "agent_count": 2, "allowlist_count": 2, "has_socket_token": 0,
+    }
+    # Same tree, but OpenClaw wrote a newer row after the file: the row stays.
+    state2 = corpus_files("legacy-2026.7.35-std", [REL, "state/openclaw.sqlite"], tmp_path / "second")
+    conn = sqlite3.connect(global_db(state2))
+    newer = (2**53 - 1) // 1000
+    conn.execute(
+        "INSERT INTO exec_approvals_config (config_key, raw_json, socket_path, has_socket_token, agent_count, allowlist_count, updated_at_ms)"
+        " VALUES ('current', '{\"version\":1}', NULL, 0, 0, 0, ?)",
+        (newer,),
+    )
+    conn.commit()
+    conn.close()
+    report = run(state2)
+    row = assert_retired(state2, report, REL, original)
+    assert row["report"]["decision"] == "kept newer database row; file retired"
+    assert one(state2, "SELECT raw_json, updated_at_ms FROM exec_approvals_config") == {"raw_json": '{"version":1}', "updated_at_ms": newer}
