@@ -26,8 +26,8 @@ def wired(monkeypatch: pytest.MonkeyPatch) -> bool:
     if "plan_steps" not in inspect.getsource(plan_mod.build_plan):
         original_build = plan_mod.build_plan
 
-        def build_plan(resolved, env=None):
-            plan = original_build(resolved, env)
+        def build_plan(resolved, env=None, *args, **kwargs):
+            plan = original_build(resolved, env, *args, **kwargs)
             plan.steps = plan_steps(plan, resolved if not isinstance(resolved, Path) else ResolvedStateDir(resolved, "flag"), env)
             return plan
 
