@@ -178,3 +178,39 @@ def test_write_row_skips_absent_optional_columns_of_a_foreign_table() -> None:
         write_row(conn, "missing", {"k": "1"}, ("k",))
     upsert(conn, "t", {"k": "1", "a": "y"}, ("k",))
     assert conn.execute("SELECT a FROM t").fetchone() == ("y",)
+
+
+# --- every family into an OpenClaw 2026.7 global database (foreign, NOT NULL-heavy tables) --------
+
+FOREIGN_CASES = [
+    ("devices/pending.json", "devices/pending.json", "device_pairing_pending", 2),
+    ("devices/paired.json", "devices/paired.json", "device_pairing_paired", 2),
+    ("devices/bootstrap.json", "devices/bootstrap.json", "device_bootstrap_tokens", 2),
+    ("identity/device-raw.json", "identity/device.json", "device_identities", 1),
+    ("identity/device-auth.json", "identity/device-auth.json", "device_auth_tokens", 2),
+    ("exec-approvals/exec-approvals.json", "exec-approvals.json", "exec_approvals_config", 1),
+    ("push/web-push-subscriptions.json", "push/web-push-subscriptions.json", "web_push_subscriptions", 2),
+    ("push/vapid-keys.json", "push/vapid-keys.json", "web_push_vapid_keys", 1),
+    ("push/apns-registrations.json", "push/apns-registrations.json", "apns_registrations", 3),
+    ("node-host/node.json", "node.json", "node_host_config", 1),
+    ("tui/last-session.json", "tui/last-session.json", "tui_last_sessions", 2),
+    ("gateway/gateway-instance-id", "gateway-instance-id", "plugin_state_entries", 1),
+    ("gateway/restart-sentinel.json", "restart-sentinel.json", "gateway_restart_sentinel", 1),
+]
+
+
+@pytest.mark.corpus
+def test_corpus_2026_7_foreign_tables_accept_every_family(tmp_path: Path) -> None:
+    """The 2026.7.35 global database already has these tables (own column sets, NOT NULL columns):
+    every family fills them; node surfaces need columns that database lacks and fail with a clear line."""
+    state = corpus_files("legacy-2026.7.35-std", ["state/openclaw.sqlite"], tmp_path)
+    originals = {rel: place_fixture(state, name, rel) for name, rel, _, _ in FOREIGN_CASES}
+    nodes = place_fixture(state, "nodes/paired.json", "nodes/paired.json")
+    report = run(state)
+    for _, rel, table, count in FOREIGN_CASES:
+        assert_retired(state, report, rel, originals[rel])
+        assert len(rows(state, f'SELECT * FROM "{table}"')) >= count, table
+    message = assert_left_in_place(state, report, "nodes/paired.json", nodes)
+    assert message == (
+        "nodes/paired.json: existing table device_pairing_paired lacks column(s) node_surface_json that statekit writes; it was left unaltered"
+    )
