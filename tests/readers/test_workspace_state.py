@@ -1,0 +1,112 @@
+"""<workspace>/.openclaw/workspace-state.json and <workspace>/openclaw-workspace-state.json -> workspace_setup_state."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from b2_harness import MTIME, assert_failed_in_place, assert_imported, new_state, query, run
+from helpers import FIXTURES, corpus_or_skip, global_db
+from legacy_readers import reader_for
+from migrate.discover import discover
+
+FIX = FIXTURES / "readers" / "workspace-state"
+NEW = "workspace/openclaw-workspace-state.json"
+OLD = "workspace/.openclaw/workspace-state.json"
+
+
+def _key(state: Path, ws: str) -> tuple[str, str]:
+    path = os.path.abspath(state / ws)
+    return hashlib.sha256(path.encode()).hexdigest(), path
+
+
+def test_claims_and_discovery_probe(tmp_path: Path):
+    for rel in (NEW, OLD, "workspace-work/openclaw-workspace-state.json", "agents/ops/workspace/.openclaw/workspace-state.json"):
+        assert reader_for(rel).kind == "workspace-setup-state"
+    state, _ = new_state(tmp_path, {NEW: "{}", "workspace-work/.openclaw/workspace-state.json": "{}", "workspace/AGENTS.md": "# agents"})
+    found = {entry.rel: reader.kind for entry, reader in discover(state).legacy}
+    assert found == {NEW: "workspace-setup-state", "workspace-work/.openclaw/workspace-state.json": "workspace-setup-state"}
+
+
+def test_round_trip(tmp_path: Path):
+    state, originals = new_state(tmp_path, {NEW: (FIX / "workspace-state.json").read_bytes(), "workspace/AGENTS.md": "# keep me"})
+    report = run(state)
+    assert report.status == "completed", report.warnings
+    assert_imported(state, report, NEW, originals[NEW], records=1)
+    key, path = _key(state, "workspace")
+    assert query(state, "SELECT * FROM workspace_setup_state") == [
+        {"workspace_key": key, "workspace_path": path, "version": 1, "bootstrap_seeded_at": 1772352000000, "setup_completed_at": 1772357400000, "updated_at": MTIME}
+    ]
+    assert (state / "workspace" / "AGENTS.md").read_text() == "# keep me"
+
+
+def test_two_legacy_files_of_one_workspace_merge_later_wins(tmp_path: Path):
+    state, _ = new_state(
+        tmp_path,
+        {
+            OLD: {"version": 1, "bootstrapSeededAt": "2026-03-01T08:00:00Z", "setupCompletedAt": "2026-03-02T00:00:00Z"},
+            NEW: {"version": 1, "bootstrapSeededAt": "2026-03-03T08:00:00Z"},
+        },
+    )
+    assert run(state).status == "completed"
+    row = query(state, "SELECT bootstrap_seeded_at, setup_completed_at FROM workspace_setup_state")[0]
+    assert row == {"bootstrap_seeded_at": 1772524800000, "setup_completed_at": 1772409600000}
+
+
+def test_openclaw_text_columns_get_iso_text(tmp_path: Path):
+    state, originals = new_state(tmp_path, {NEW: (FIX / "workspace-state.json").read_bytes()})
+    db = global_db(state)
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db)
+    conn.execute(
+        "CREATE TABLE workspace_setup_state (workspace_key TEXT NOT NULL PRIMARY KEY, workspace_path TEXT NOT NULL, version INTEGER NOT NULL,"
+        " bootstrap_seeded_at TEXT, setup_completed_at TEXT, updated_at INTEGER NOT NULL)"
+    )
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    report = run(state)
+    assert_imported(state, report, NEW, originals[NEW])
+    assert query(state, "SELECT bootstrap_seeded_at, setup_completed_at FROM workspace_setup_state") == [
+        {"bootstrap_seeded_at": "2026-03-01T08:00:00.000Z", "setup_completed_at": "2026-03-01T09:30:00.000Z"}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [({"bootstrapSeededAt": "2026-01-01T00:00:00Z"}, "missing required property"), ({"version": 1, "setupCompletedAt": "tuesday"}, "$.setupCompletedAt: not an ISO-8601 time")],
+)
+def test_malformed_file_stays_in_place(tmp_path: Path, content, needle: str):
+    state, originals = new_state(tmp_path, {OLD: content})
+    assert_failed_in_place(state, run(state), OLD, originals[OLD], needle)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize(
+    ("tarball", "name"),
+    [("legacy-2026.5.28-smoke", ".openclaw/workspace-state.json"), ("legacy-2026.7.35-std", "openclaw-workspace-state.json")],
+)
+def test_real_workspace_state_files(tmp_path: Path, tarball: str, name: str):
+    corpus = corpus_or_skip()
+    files = {}
+    with tarfile.open(corpus / "generated" / f"{tarball}.tar") as archive:
+        for ws in ("workspace", "workspace-work"):
+            files[f"{ws}/{name}"] = archive.extractfile(f"home/.openclaw/{ws}/{name}").read()
+    state, originals = new_state(tmp_path, files)
+    report = run(state)
+    assert report.status == "completed", report.warnings
+    for rel in files:
+        assert_imported(state, report, rel, originals[rel], records=1)
+    rows = {r["workspace_path"]: r for r in query(state, "SELECT * FROM workspace_setup_state")}
+    for rel, data in files.items():
+        key, path = _key(state, rel.split("/")[0])
+        doc = json.loads(data)
+        assert rows[path]["workspace_key"] == key
+        assert rows[path]["bootstrap_seeded_at"] is not None and rows[path]["setup_completed_at"] is None
+        assert doc["version"] == rows[path]["version"] == 1
