@@ -8,7 +8,9 @@ decompression bomb is cut off at a bound instead of filling the disk.
 
 from __future__ import annotations
 
+import errno
 import gzip
+import hashlib
 import io
 import os
 import tarfile
@@ -48,6 +50,10 @@ class SinkFile:
             view = view[written:]
         self.bytes_written += len(data)
         return len(data)
+
+    @property
+    def fd(self) -> int:
+        return self._fd
 
     def flush(self) -> None:  # os.write is unbuffered
         pass
@@ -103,15 +109,21 @@ class ArchiveWriter:
         info.linkname = target
         self._tar.addfile(info)
 
-    def add_stream(self, name: str, handle: BinaryIO, size: int, *, mode: int, mtime: float) -> None:
-        """Copy exactly ``size`` bytes of ``handle``; a short read raises OSError (file shrank)."""
-        self._tar.addfile(self._info(name, tarfile.REGTYPE, mode, mtime, size), _ProgressReader(handle, self._progress))
+    def add_stream(self, name: str, handle: BinaryIO, size: int, *, mode: int, mtime: float) -> str:
+        """Copy exactly ``size`` bytes of ``handle``; returns their SHA-256. A short read raises OSError (file shrank)."""
+        reader = _ProgressReader(handle, self._progress)
+        self._tar.addfile(self._info(name, tarfile.REGTYPE, mode, mtime, size), reader)
+        return reader.digest.hexdigest()
 
-    def finish(self) -> None:
+    def finish(self, *, durable: bool = True) -> None:
+        """End the tar stream and the zstd frame; fsync unless the file is only a temp payload."""
         self._tar.close()
         self._zstd.flush(zstandard.FLUSH_FRAME)
         self._zstd.close()
-        self.sink.fsync_close()
+        if durable:
+            self.sink.fsync_close()
+        else:
+            self.sink.close()
 
     def abort(self) -> None:
         self.sink.close()
@@ -134,14 +146,54 @@ class _Offset:
 
 
 class _ProgressReader:
+    """Hashes and reports every byte tarfile copies into the archive."""
+
     def __init__(self, handle: BinaryIO, progress: Callable[[int], None]) -> None:
         self._handle = handle
         self._progress = progress
+        self.digest = hashlib.sha256()
 
     def read(self, n: int = -1) -> bytes:
         data = self._handle.read(n)
+        self.digest.update(data)
         self._progress(len(data))
         return data
+
+
+def member_bytes(name: str, data: bytes, *, mode: int, mtime: float) -> bytes:
+    """One complete tar member (PAX header, data, padding) — no end-of-archive blocks."""
+    header = ArchiveWriter._info(name, tarfile.REGTYPE, mode, mtime, len(data)).tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
+    padding = (-len(data)) % tarfile.BLOCKSIZE
+    return header + data + b"\0" * padding
+
+
+def write_joined(path: Path, head: bytes, payload: Path, *, level: int) -> None:
+    """Write ``path`` (exclusive, 0600) as a zstd frame of ``head`` followed by the frames of ``payload``; fsync.
+
+    zstd frames and tar members both concatenate, so the result is one valid
+    .tar.zst whose first member is ``head``'s.
+    """
+    sink = SinkFile(path)
+    try:
+        sink.write(zstandard.ZstdCompressor(level=level, write_checksum=True).compress(head))
+        with open(payload, "rb") as source:
+            _copy_fd(source.fileno(), sink)
+        sink.fsync_close()
+    except BaseException:
+        sink.close()
+        raise
+
+
+def _copy_fd(source_fd: int, sink: SinkFile) -> None:
+    try:
+        while os.copy_file_range(source_fd, sink.fd, 1 << 30):
+            pass
+        return
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+            raise
+    while block := os.read(source_fd, CHUNK):
+        sink.write(block)
 
 
 # --------------------------------------------------------------------------- reading

@@ -2,12 +2,14 @@
 
 1. Plan the assets (:mod:`backup.assets`); refuse an output inside them.
 2. Under the output-dir lock, in a private 0700 staging dir on the output
-   filesystem: ``VACUUM INTO`` every SQLite database and check the snapshot;
-   hash every other file (a file that changes while being read is re-read
-   once as a private copy, then reported).
-3. Write ``<name>.partial``: manifest first, then the payload, streamed; a
-   source that changes after it was hashed restarts the write with that file
-   copied, so the payload always matches the manifest.
+   filesystem: ``VACUUM INTO`` every SQLite database (in a background thread)
+   and check each snapshot, while every other file streams once into a temp
+   payload ``.tar.zst``, hashed as it is read. A file that changes while it
+   is read is re-read once as a private copy (the payload is written again),
+   then reported if it moved again.
+3. Write ``<name>.partial``: a zstd frame holding the manifest member, then
+   the payload frames (tar members and zstd frames both concatenate), so the
+   manifest is the first member and describes exactly the bytes that follow.
 4. fsync, verify the ``.partial`` (unless ``verify=False``), publish it under
    its final name without ever replacing a file, fsync the directory.
 5. Record a ``backup_runs`` row when the global DB exists: written *before*
@@ -28,14 +30,14 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from backup import manifest as mf
-from backup.archive import ArchiveWriter
+from backup.archive import ArchiveWriter, member_bytes, write_joined
 from backup.assets import AssetPlan, Entry, plan_assets
 from backup.lock import backup_lock
 from backup.manifest import Asset, Manifest, Skipped
@@ -95,8 +97,7 @@ class _Item:
 
     entry: Entry
     asset: Asset
-    content: Path | None = None  # the original file, a staged copy or a snapshot
-    signature: tuple[int, ...] | None = None  # stat signature to re-check when streaming an original
+    content: Path | None = None  # a staged copy or a snapshot (None: stream the original)
     staged: bool = False
 
 
@@ -111,6 +112,7 @@ class _Context:
     staging: Path
     warnings: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    gone: list[_Item] = field(default_factory=list)
     counter: Iterator[int] = field(default_factory=itertools.count)
 
     def scratch_name(self, prefix: str) -> Path:
@@ -176,17 +178,7 @@ def _stage_copy(item: _Item, ctx: _Context) -> None:
         ctx.warnings.append(f"{item.entry.path}: changed while being copied (read twice); archived the bytes of the second read")
     item.asset.sha256, item.asset.size = sha, size
     item.asset.mode, item.asset.mtime = st.st_mode & 0o7777, st.st_mtime
-    item.content, item.staged, item.signature = dest, True, None
-
-
-def _stage_file(item: _Item, ctx: _Context) -> None:
-    sha, size, st, changed = _read_hash(item.entry.path, None)
-    if changed:
-        _stage_copy(item, ctx)
-        return
-    item.asset.sha256, item.asset.size = sha, size
-    item.asset.mode, item.asset.mtime = st.st_mode & 0o7777, st.st_mtime
-    item.content, item.signature = item.entry.path, _signature(st)
+    item.content, item.staged = dest, True
 
 
 def _stage_sqlite(item: _Item, ctx: _Context) -> None:
@@ -202,111 +194,127 @@ def _stage_sqlite(item: _Item, ctx: _Context) -> None:
     item.content, item.staged = snap.path, True
 
 
-def _stage_all(plan: AssetPlan, archive_root: str, ctx: _Context) -> list[_Item]:
-    """Snapshot every database and hash every file, concurrently (VACUUM and hashing release the GIL)."""
-    items = [_Item(entry, _base_asset(entry, archive_root)) for entry in plan.entries]
-    gone: set[int] = set()
+def _start_snapshots(items: list[_Item], ctx: _Context, pool: ThreadPoolExecutor) -> dict[int, Future[None]]:
+    """Snapshot every database in the background while the files stream (VACUUM releases the GIL)."""
+    return {id(item): pool.submit(_stage_sqlite, item, ctx) for item in items if item.entry.kind == "sqlite"}
 
-    def stage(item: _Item) -> None:
+
+def _add_file(writer: ArchiveWriter, item: _Item) -> None:
+    """Stream one file, hashing exactly the bytes archived; a file that moves meanwhile raises _SourceChanged."""
+    asset = item.asset
+    if item.staged:
+        assert item.content is not None
+        with open(item.content, "rb") as handle:
+            digest = writer.add_stream(asset.archive_path, handle, asset.size, mode=asset.mode, mtime=asset.mtime)
+        if item.entry.kind == "file":
+            asset.sha256 = digest
+        return
+    with open_regular_file(item.entry.path) as handle:
+        before = os.fstat(handle.fileno())
+        asset.size, asset.mode, asset.mtime = before.st_size, before.st_mode & 0o7777, before.st_mtime
         try:
-            if item.entry.kind == "sqlite":
-                _stage_sqlite(item, ctx)
-            else:
-                _stage_file(item, ctx)
-        except FileNotFoundError:
-            gone.add(id(item))
+            asset.sha256 = writer.add_stream(asset.archive_path, handle, asset.size, mode=asset.mode, mtime=asset.mtime)
         except OSError as exc:
-            if exc.errno in (errno.ELOOP, 0, None):  # replaced by a link or special file meanwhile
-                gone.add(id(item))
-            else:
-                raise
-
-    for item in items:
-        if item.entry.kind == "symlink":
-            text = (item.entry.link_target or "").encode("utf-8", "surrogateescape")
-            item.asset.size, item.asset.sha256 = len(text), hashlib.sha256(text).hexdigest()
-    databases = [i for i in items if i.entry.kind == "sqlite"]
-    files = [i for i in items if i.entry.kind == "file"]
-    with ThreadPoolExecutor(max_workers=1) as db_pool, ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as file_pool:
-        pending = [db_pool.submit(stage, item) for item in databases] + [file_pool.submit(stage, item) for item in files]
-        for future in pending:
-            future.result()
-    kept = []
-    for item in items:
-        if id(item) in gone:
-            ctx.skipped.append(Skipped(str(item.entry.path), "vanished or changed type during the backup"))
-        else:
-            kept.append(item)
-    return kept
+            if exc.errno is None:  # tarfile: "unexpected end of data" (the file shrank)
+                raise _SourceChanged(item) from None
+            raise
+        if _signature(os.fstat(handle.fileno())) != _signature(before):
+            raise _SourceChanged(item)
 
 
 def _add_item(writer: ArchiveWriter, item: _Item) -> None:
     asset = item.asset
     if asset.kind == "dir":
         writer.add_dir(asset.archive_path, mode=asset.mode, mtime=asset.mtime)
-        return
-    if asset.kind == "symlink":
-        if asset.link_scope == "internal":
-            writer.add_symlink(asset.archive_path, asset.link_target or "", mtime=asset.mtime)
-        else:
-            text = (asset.link_target or "").encode("utf-8", "surrogateescape")
-            writer.add_bytes(asset.archive_path, text, mode=PRIVATE_FILE_MODE, mtime=asset.mtime)
-        return
-    assert item.content is not None
-    if item.staged:
-        with open(item.content, "rb") as handle:
-            writer.add_stream(asset.archive_path, handle, asset.size, mode=asset.mode, mtime=asset.mtime)
-        return
+    elif asset.kind == "symlink" and asset.link_scope == "internal":
+        writer.add_symlink(asset.archive_path, asset.link_target or "", mtime=asset.mtime)
+    elif asset.kind == "symlink":
+        writer.add_bytes(asset.archive_path, _link_text(asset), mode=PRIVATE_FILE_MODE, mtime=asset.mtime)
+    else:
+        _add_file(writer, item)
+
+
+def _link_text(asset: Asset) -> bytes:
+    return (asset.link_target or "").encode("utf-8", "surrogateescape")
+
+
+def _write_payload(
+    path: Path, items: list[_Item], snapshots: dict[int, Future[None]], ctx: _Context, level: int, progress: Progress | None
+) -> None:
+    """Everything but the manifest, into a temp ``.tar.zst``: files as they are read, databases last."""
+    writer = ArchiveWriter(path, level=level, progress=progress)
     try:
-        handle = open_regular_file(item.content)
-    except OSError:
-        raise _SourceChanged(item) from None
-    with handle:
-        if _signature(os.fstat(handle.fileno())) != item.signature:
-            raise _SourceChanged(item)
-        try:
-            writer.add_stream(asset.archive_path, handle, asset.size, mode=asset.mode, mtime=asset.mtime)
-        except OSError as exc:
-            if exc.errno is None:  # tarfile: "unexpected end of data" (the file shrank)
-                raise _SourceChanged(item) from None
-            raise
-        if _signature(os.fstat(handle.fileno())) != item.signature:
-            raise _SourceChanged(item)
+        for item in [i for i in items if i.entry.kind != "sqlite"]:
+            try:
+                _add_item(writer, item)
+            except FileNotFoundError:
+                ctx.gone.append(item)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, 0, None):  # replaced by a link or special file meanwhile
+                    raise
+                ctx.gone.append(item)
+        for item in [i for i in items if i.entry.kind == "sqlite"]:
+            try:
+                snapshots[id(item)].result()
+            except FileNotFoundError:
+                ctx.gone.append(item)
+                continue
+            _add_item(writer, item)
+        writer.finish(durable=False)
+    except BaseException:
+        writer.abort()
+        raise
 
 
 def _write_archive(
     partial: Path, archive_root: str, manifest: Manifest, items: list[_Item], ctx: _Context, level: int, progress: Progress | None
 ) -> dict[str, Any]:
-    """Write manifest + payload; restart (at most 3 times) when a source moved after hashing."""
-    for attempt in range(1, MAX_WRITE_ATTEMPTS + 1):
-        manifest.assets = [i.asset for i in items]
-        manifest.skipped = list(ctx.skipped)
-        data = manifest.to_json()
-        writer = ArchiveWriter(partial, level=level, progress=progress)
+    """Stream the payload (hashing as it goes), then write manifest + payload as ``partial``.
+
+    A file that changes while it is read is re-read once as a private copy and
+    the payload is written again (at most 3 times); the copy is what gets archived.
+    """
+    for item in items:
+        if item.asset.kind == "symlink":
+            text = _link_text(item.asset)
+            item.asset.size, item.asset.sha256 = len(text), hashlib.sha256(text).hexdigest()
+    payload = ctx.staging / "payload.tar.zst"
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        snapshots = _start_snapshots(items, ctx, pool)
         try:
-            writer.add_bytes(f"{archive_root}/{mf.MANIFEST_NAME}", mf.encode(data), mtime=manifest.created_at.timestamp())
-            for item in items:
-                _add_item(writer, item)
-            writer.finish()
-            return data
-        except _SourceChanged as changed:
-            writer.abort()
-            partial.unlink(missing_ok=True)
-            if attempt == MAX_WRITE_ATTEMPTS:
-                raise StatekitError(
-                    f"{changed.item.entry.path}: files keep changing while the archive is written "
-                    f"({MAX_WRITE_ATTEMPTS} attempts); stop the writer or retry"
-                ) from None
-            try:
-                _stage_copy(changed.item, ctx)
-            except (FileNotFoundError, OSError):
-                items.remove(changed.item)
-                ctx.skipped.append(Skipped(str(changed.item.entry.path), "vanished or changed type during the backup"))
-        except BaseException:
-            writer.abort()
-            partial.unlink(missing_ok=True)
-            raise
-    raise AssertionError("unreachable")
+            for attempt in range(1, MAX_WRITE_ATTEMPTS + 1):
+                payload.unlink(missing_ok=True)
+                ctx.gone.clear()
+                try:
+                    _write_payload(payload, items, snapshots, ctx, level, progress)
+                    break
+                except _SourceChanged as changed:
+                    if attempt == MAX_WRITE_ATTEMPTS:
+                        raise StatekitError(
+                            f"{changed.item.entry.path}: files keep changing while the archive is written "
+                            f"({MAX_WRITE_ATTEMPTS} attempts); stop the writer or retry"
+                        ) from None
+                    try:
+                        _stage_copy(changed.item, ctx)
+                    except OSError:
+                        items.remove(changed.item)
+                        ctx.skipped.append(Skipped(str(changed.item.entry.path), "vanished or changed type during the backup"))
+        finally:
+            for future in snapshots.values():
+                future.cancel()
+    kept = [i for i in items if i not in ctx.gone]
+    manifest.assets = [i.asset for i in kept]
+    manifest.skipped = ctx.skipped + [Skipped(str(i.entry.path), "vanished or changed type during the backup") for i in ctx.gone]
+    data = manifest.to_json()
+    head = member_bytes(f"{archive_root}/{mf.MANIFEST_NAME}", mf.encode(data), mode=PRIVATE_FILE_MODE, mtime=manifest.created_at.timestamp())
+    try:
+        write_joined(partial, head, payload, level=level)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    finally:
+        payload.unlink(missing_ok=True)
+    return data
 
 
 def _publish(partial: Path, final: Path) -> None:
@@ -432,7 +440,7 @@ def _create_locked(
     partial = final.with_name(final.name + PARTIAL_SUFFIX)
     ctx = _Context(staging, skipped=list(plan.skipped))
     try:
-        items = _stage_all(plan, archive_root, ctx)
+        items = [_Item(entry, _base_asset(entry, archive_root)) for entry in plan.entries]
         manifest = Manifest(now, str(plan.state_dir), options)
         result.manifest = _write_archive(partial, archive_root, manifest, items, ctx, level, progress)
         result.warnings.extend(ctx.warnings)

@@ -232,10 +232,8 @@ def _restore_to_target(archive: Path, report: VerifyReport, steps: list[RestoreS
             if step.kind == "dir":
                 _make_dirs(step.destination, created)
                 dirs.append(step)
-            elif step.kind == "symlink" and (step.link_scope == "internal" or member.issym()):
-                links.append(step)
             elif step.kind == "symlink":
-                links.append(step)  # external link: recreated from the manifest's target text
+                links.append(step)  # recreated from the recorded target, after all content
             else:
                 _make_dirs(step.destination.parent, created)
                 handle = tar.extractfile(member)
