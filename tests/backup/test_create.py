@@ -286,3 +286,74 @@ def test_level_option_is_recorded_and_bad_level_refused(state_tree, tmp_path):
 def test_missing_state_dir_is_refused(tmp_path):
     with pytest.raises(StatekitError, match="does not exist"):
         create_backup(tmp_path / "nope", tmp_path / "out")
+
+
+class _GrowOnRead:
+    """A file handle whose file gets appended to right after the first read (after fstat)."""
+
+    def __init__(self, handle, path: Path, extra: bytes) -> None:
+        self._handle, self._path, self._extra, self._grown = handle, path, extra, False
+
+    def read(self, n=-1):
+        data = self._handle.read(n)
+        if not self._grown:
+            self._grown = True
+            with open(self._path, "ab") as writer:
+                writer.write(self._extra)
+        return data
+
+    def __iter__(self):
+        return iter(lambda: self.read(1 << 20), b"")
+
+    def __getattr__(self, name):
+        return getattr(self._handle, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._handle.close()
+
+
+def test_file_changing_while_read_is_reread_once(state_tree, tmp_path, monkeypatch):
+    from backup import create as create_mod
+
+    log = state_tree.root / "logs" / "gateway.log"
+    real_open = create_mod.open_regular_file
+    grown = {"done": False}
+
+    def open_and_grow(path):
+        handle = real_open(path)
+        if Path(path) == log and not grown["done"]:
+            grown["done"] = True
+            return _GrowOnRead(handle, log, b"appended during the read\n")  # a gateway appending while we read
+        return handle
+
+    monkeypatch.setattr(create_mod, "open_regular_file", open_and_grow)
+    result = create_backup(state_tree.root, tmp_path / "out", record=False)
+    asset = _assets(result)["state/logs/gateway.log"]
+    member = next(m for m in read_members(result.archive_path) if m.info.name == asset["archive_path"])
+    assert member.data == log.read_bytes() and member.data.endswith(b"appended during the read\n")
+    assert result.warnings == []  # the second read was stable: nothing to report
+    assert verify_archive(result.archive_path).ok
+
+
+def test_file_that_keeps_changing_is_reported(state_tree, tmp_path, monkeypatch):
+    from backup import create as create_mod
+
+    log = state_tree.root / "logs" / "gateway.log"
+    real_open, real_read_hash = create_mod.open_regular_file, create_mod._read_hash
+
+    def open_and_grow(path):
+        handle = real_open(path)
+        return _GrowOnRead(handle, log, b"more\n") if Path(path) == log else handle
+
+    def read_hash_changing(path, copy_to):
+        sha, size, st, _changed = real_read_hash(path, copy_to)
+        return sha, size, st, path == log
+
+    monkeypatch.setattr(create_mod, "open_regular_file", open_and_grow)
+    monkeypatch.setattr(create_mod, "_read_hash", read_hash_changing)
+    result = create_backup(state_tree.root, tmp_path / "out", record=False)
+    assert any("gateway.log: changed while being copied" in w for w in result.warnings)
+    assert verify_archive(result.archive_path).ok
