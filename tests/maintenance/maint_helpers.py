@@ -78,3 +78,19 @@ def copy_state(state: Path, dest: Path) -> Path:
     target = dest / state.name
     shutil.copytree(state, target, symlinks=True)
     return target
+
+
+class CliResult:
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def cli(*args: Any, env: dict[str, str] | None = None) -> CliResult:
+    """Run the statekit CLI in-process (same exit codes and streams as ``run_cli``, without a new interpreter)."""
+    from typer.testing import CliRunner
+
+    from statekit.cli import build_app
+
+    runner = CliRunner()
+    result = runner.invoke(build_app(), [str(a) for a in args], env=env, catch_exceptions=False)
+    return CliResult(result.exit_code, result.stdout, result.stderr)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers import agent_db, global_db, make_state, run_cli, tree_digest
-from maint_helpers import copy_state, entry, migrated_state, transcript
+from maint_helpers import cli, copy_state, entry, migrated_state, transcript
 from migrate.history import read_history
 from migrate.inspect import inspect_state
 
@@ -21,7 +21,7 @@ def _healthy(tmp_path: Path) -> Path:
 def test_healthy_tree_exits_0_and_reports_each_database(tmp_path: Path) -> None:
     state = _healthy(tmp_path)
     digest = tree_digest(state)
-    result = run_cli("inspect", "--state-dir", state, "--json")
+    result = cli("inspect", "--state-dir", state, "--json")
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
     assert report["status"] == "healthy"
@@ -36,7 +36,7 @@ def test_healthy_tree_exits_0_and_reports_each_database(tmp_path: Path) -> None:
     # read-only: not a byte written, no WAL/SHM sidecar created
     assert tree_digest(state) == digest
     assert not list(state.rglob("*-wal")) and not list(state.rglob("*-shm"))
-    human = run_cli("inspect", "--state-dir", state, "--all-agents")
+    human = cli("inspect", "--state-dir", state, "--all-agents")
     assert human.returncode == 0 and "integrity=ok" in human.stdout
 
 
@@ -62,7 +62,7 @@ def test_orphans_and_legacy_files_are_findings(tmp_path: Path) -> None:
     assert sum(main.foreign_key_violations.values()) >= 2
     assert {"path": "agents/main/sessions/s9.jsonl", "kind": "transcript-jsonl", "action": "import", "reason": None} in main.legacy_files
     assert any("legacy file(s) still waiting" in f for f in main.findings)
-    result = run_cli("inspect", "--state-dir", state, "--agent", "main")
+    result = cli("inspect", "--state-dir", state, "--agent", "main")
     assert result.returncode == 3 and "events without session" in result.stdout
 
 
@@ -84,9 +84,9 @@ def test_corruption_exits_5(tmp_path: Path) -> None:
 
 def test_usage_errors(tmp_path: Path) -> None:
     state = _healthy(tmp_path)
-    both = run_cli("inspect", "--state-dir", state, "--agent", "main", "--all-agents")
+    both = cli("inspect", "--state-dir", state, "--agent", "main", "--all-agents")
     assert both.returncode == 2
-    unknown = run_cli("inspect", "--state-dir", state, "--agent", "ghost")
+    unknown = cli("inspect", "--state-dir", state, "--agent", "ghost")
     assert unknown.returncode == 1 and "no database for agent 'ghost'" in unknown.stderr
 
 
@@ -96,7 +96,7 @@ def test_history_lists_migration_and_backup_runs(tmp_path: Path) -> None:
     state = make_state(tmp_path, {"agents/main/sessions/sessions.json": {"agent:main:main": entry("s1")},
                                   "agents/main/sessions/s1.jsonl": transcript("s1", 1),
                                   "agents/main/sessions/bad.jsonl": "{not json\n"})
-    empty = run_cli("history", "--state-dir", state, "--json")
+    empty = cli("history", "--state-dir", state, "--json")
     assert empty.returncode == 0 and json.loads(empty.stdout)["database_present"] is False
     report = migrate(state, MigrateOptions(backup=True, backup_output=tmp_path / "backups"))
     assert report.status == "warning"
@@ -106,11 +106,11 @@ def test_history_lists_migration_and_backup_runs(tmp_path: Path) -> None:
     assert run["counts"]["imported"] == 2 and run["warnings"] == 1 and run["backup_path"] == str(report.backup_path)
     (backup,) = history.backup_runs
     assert backup["status"] in ("ok", "completed") and backup["archive_path"] == str(report.backup_path)
-    result = run_cli("history", "--state-dir", state, "--json", "--limit", "1")
+    result = cli("history", "--state-dir", state, "--json", "--limit", "1")
     assert result.returncode == 0
     data = json.loads(result.stdout)
     assert [r["id"] for r in data["migration_runs"]] == [report.run_id] and len(data["backup_runs"]) == 1
-    human = run_cli("history", "--state-dir", state)
+    human = cli("history", "--state-dir", state)
     assert report.run_id in human.stdout and "Backup runs:" in human.stdout
 
 

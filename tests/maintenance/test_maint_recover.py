@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers import global_db, make_state, rows, run_cli, tree_digest
-from maint_helpers import copy_state, entry, transcript
+from maint_helpers import cli, copy_state, entry, transcript
 from migrate.apply import MigrateOptions, migrate
 from migrate.recover import recover, sanitize_line
 
@@ -44,7 +44,7 @@ def test_recover_puts_sources_back_and_a_later_migrate_imports_them_again(tmp_pa
     assert sorted(retired) == ["agents/main/sessions/s1.jsonl", "agents/main/sessions/s2.jsonl", "agents/main/sessions/sessions.json"]
     assert not (state / retired[0]).exists()
 
-    result = run_cli("recover", first.run_id, "--state-dir", state, "--yes", "--json")
+    result = cli("recover", first.run_id, "--state-dir", state, "--yes", "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["counts"] == {"recovered": 3}
@@ -69,7 +69,7 @@ def test_recover_refuses_to_overwrite_a_different_file(tmp_path: Path) -> None:
     run = migrate(state, MigrateOptions(backup=False))
     rel = "agents/main/sessions/s1.jsonl"
     (state / rel).write_text("a newer file the user made\n")
-    result = run_cli("recover", run.run_id, "--state-dir", state, "--yes", "--json")
+    result = cli("recover", run.run_id, "--state-dir", state, "--yes", "--json")
     assert result.returncode == 3
     items = {s["path"]: s["status"] for s in json.loads(result.stdout)["sources"]}
     assert items[rel] == "conflict" and items["agents/main/sessions/s2.jsonl"] == "recovered"
@@ -96,11 +96,11 @@ def test_dry_run_changes_nothing_and_needs_no_yes(tmp_path: Path) -> None:
     state, _, _ = _state(tmp_path)
     run = migrate(state, MigrateOptions(backup=False))
     digest = tree_digest(state)
-    result = run_cli("recover", run.run_id, "--state-dir", state, "--dry-run", "--json")
+    result = cli("recover", run.run_id, "--state-dir", state, "--dry-run", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["counts"] == {"would-recover": 3}
     assert tree_digest(state) == digest
-    refused = run_cli("recover", run.run_id, "--state-dir", state)
+    refused = cli("recover", run.run_id, "--state-dir", state)
     assert refused.returncode == 2 and tree_digest(state) == digest
 
 
@@ -108,7 +108,7 @@ def test_sanitized_report_has_relative_paths_and_no_secret_or_message_text(tmp_p
     state, _, _ = _state(tmp_path)
     run = migrate(state, MigrateOptions(backup=False))
     out = tmp_path / "report.json"
-    result = run_cli("recover", run.run_id, "--state-dir", state, "--yes", "--report", out)
+    result = cli("recover", run.run_id, "--state-dir", state, "--yes", "--report", out)
     assert result.returncode == 0, result.stderr
     text = out.read_text()
     report = json.loads(text)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import agent_db, db_dump, run_cli, tree_digest
-from maint_helpers import T0, checkpoint, copy_state, count, entry, migrated_state, mode, session_row_counts
+from maint_helpers import T0, checkpoint, cli, copy_state, count, entry, migrated_state, mode, session_row_counts
 from migrate.sessions import (
     change_session,
     family_of,
@@ -253,7 +253,7 @@ def test_dry_run_writes_nothing(tmp_path: Path) -> None:
     digest = tree_digest(state)
     preview = preview_change(state, "delete", "agent:main:main")
     assert preview.archived == ["s1", "s0"] and preview.rows["transcript_events"] == 6
-    result = run_cli("sessions", "reset", "agent:main:main", "--state-dir", state, "--dry-run", "--json")
+    result = cli("sessions", "reset", "agent:main:main", "--state-dir", state, "--dry-run", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["archived_session_ids"] == ["s1", "s0"]
     assert tree_digest(state) == digest
@@ -263,22 +263,22 @@ def test_dry_run_writes_nothing(tmp_path: Path) -> None:
 def test_cli_delete_and_list(tmp_path: Path) -> None:
     key = "agent:main:telegram:direct:12345"
     state = migrated_state(tmp_path, {key: entry("s1"), "agent:main:main": entry("s2")}, {"s1": 2, "s2": 1})
-    refused = run_cli("sessions", "delete", key, "--state-dir", state)
+    refused = cli("sessions", "delete", key, "--state-dir", state)
     assert refused.returncode == 2 and "--yes" in refused.stderr
-    missing = run_cli("sessions", "delete", "agent:main:nope", "--state-dir", state, "--yes")
+    missing = cli("sessions", "delete", "agent:main:nope", "--state-dir", state, "--yes")
     assert missing.returncode == 1 and "no session entry 'agent:main:nope'" in missing.stderr
-    listed = json.loads(run_cli("sessions", "list", "--state-dir", state, "--json").stdout)
+    listed = json.loads(cli("sessions", "list", "--state-dir", state, "--json").stdout)
     assert {s["session_key"]: s["transcript_events"] for s in listed["agents"][0]["sessions"]} == {key: 5, "agent:main:main": 3}
-    done = run_cli("sessions", "delete", key, "--state-dir", state, "--yes", "--json")
+    done = cli("sessions", "delete", key, "--state-dir", state, "--yes", "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["archived_session_ids"] == ["s1"] and report["archive"].startswith(".statekit/session-archives/main/")
     assert [s["session_key"] for s in list_sessions(state)[0]["sessions"]] == ["agent:main:main"]
-    archives = json.loads(run_cli("sessions", "list", "--archives", "--state-dir", state, "--json").stdout)["archives"]
+    archives = json.loads(cli("sessions", "list", "--archives", "--state-dir", state, "--json").stdout)["archives"]
     assert [(a["reason"], a["session_key"], a["status"]) for a in archives] == [("deleted", key, "committed")]
-    human = run_cli("sessions", "list", "--archives", "--state-dir", state)
+    human = cli("sessions", "list", "--archives", "--state-dir", state)
     assert human.returncode == 0 and "deleted" in human.stdout
-    quiet = run_cli("sessions", "restore-archive", state / report["archive"], "--state-dir", state, "--yes", "--quiet")
+    quiet = cli("sessions", "restore-archive", state / report["archive"], "--state-dir", state, "--yes", "--quiet")
     assert quiet.returncode == 0 and quiet.stdout == ""
     assert count(state, "SELECT count(*) FROM transcript_events WHERE session_id = 's1'") == 5
 
