@@ -657,8 +657,8 @@ def change_session(state_dir: Path, action: str, key: str, agent: str | None = N
             if still:  # pragma: no cover - defensive: never archive what a remaining row needs
                 raise StatekitError(f"session ids {still} are still referenced after the change; nothing was changed")
             change.rows = row_counts(archived_rows)
-            # 3. archive file + pending receipt, durable before the commit
-            if archived_rows:
+            # 3. archive file + pending receipt, durable before the commit (a reset always keeps the previous entry)
+            if archived_rows or action == "reset":
                 document = build_document(change, entry, archived_rows, now_ms)
                 change.archive_path, change.receipt_path, receipt = write_archive(state_dir, change, document, now_ms)
                 change.archive_sha256 = receipt["sha256"]

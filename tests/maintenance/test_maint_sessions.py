@@ -354,3 +354,15 @@ def test_corpus_delete_restore_round_trip(tmp_path: Path, migrated_corpus: dict[
             assert db_dump(db) == before, name
             tried += 1
     assert tried >= 1
+
+
+def test_reset_of_a_shared_session_keeps_it_and_records_the_previous_entry(tmp_path: Path) -> None:
+    state = migrated_state(tmp_path, {"agent:main:a": entry("s-shared", totalTokens=7), "agent:main:b": entry("s-shared")}, {"s-shared": 1})
+    before = session_row_counts(state, "s-shared")
+    change = change_session(state, "reset", "agent:main:a")
+    assert change.archived == [] and change.kept == ["s-shared"]
+    assert session_row_counts(state, "s-shared") == before
+    document, _ = read_archive(change.archive_path)
+    assert document["tables"] == {} and document["previous_entry"]["totalTokens"] == 7
+    result = restore_archive(state, change.archive_path)
+    assert result.rows == {}
