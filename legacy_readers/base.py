@@ -124,16 +124,21 @@ class ImportContext:
 
 # --- SQL helpers -----------------------------------------------------------
 
-_columns_cache: dict[tuple[int, str], set[str]] = {}
+# id(conn) -> (conn, {table: columns}). Holding the connection keeps its id from being reused
+# by another connection while the entry exists; the apply loop forgets a connection before closing it.
+_columns_cache: dict[int, tuple[sqlite3.Connection, dict[str, set[str]]]] = {}
 
 
 def require_columns(conn: sqlite3.Connection, table: str, columns: Iterable[str]) -> None:
     """Refuse to write into an existing table that lacks a column statekit needs."""
-    key = (id(conn), table)
-    have = _columns_cache.get(key)
+    entry = _columns_cache.get(id(conn))
+    if entry is None or entry[0] is not conn:
+        entry = (conn, {})
+        _columns_cache[id(conn)] = entry
+    have = entry[1].get(table)
     if have is None:
         have = set(table_columns(conn, table))
-        _columns_cache[key] = have
+        entry[1][table] = have
     if not have:
         raise SchemaError(f"table {table} does not exist")
     missing = [c for c in columns if c not in have]
@@ -144,8 +149,9 @@ def require_columns(conn: sqlite3.Connection, table: str, columns: Iterable[str]
 
 
 def forget_columns(conn: sqlite3.Connection) -> None:
-    for key in [k for k in _columns_cache if k[0] == id(conn)]:
-        del _columns_cache[key]
+    entry = _columns_cache.get(id(conn))
+    if entry is not None and entry[0] is conn:
+        del _columns_cache[id(conn)]
 
 
 def upsert(
@@ -213,8 +219,8 @@ def describe_validation_error(error: jsonschema.ValidationError) -> str:
         expected = vv if isinstance(vv, str) else " or ".join(vv)
         return f"expected {expected}, found {json_type(error.instance)}"
     if v == "required":
-        missing = [name for name in vv if isinstance(error.instance, dict) and name not in error.instance]
-        return f"missing required property {', '.join(repr(m) for m in missing) or vv!r}"
+        missing = [name for name in vv if isinstance(error.instance, dict) and name not in error.instance] or list(vv)
+        return "missing required property " + ", ".join(repr(m) for m in missing)
     if v == "enum":
         return f"must be one of {', '.join(json.dumps(x) for x in vv)}"
     if v == "const":
