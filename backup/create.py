@@ -97,8 +97,7 @@ class _Item:
 
     entry: Entry
     asset: Asset
-    content: Path | None = None  # a staged copy or a snapshot (None: stream the original)
-    staged: bool = False
+    staged: Path | None = None  # a private copy or a snapshot to archive instead of the original
 
 
 class _SourceChanged(Exception):
@@ -132,24 +131,22 @@ def _signature(st: os.stat_result) -> tuple[int, ...]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _read_hash(path: Path, copy_to: Path | None) -> tuple[str, int, os.stat_result, bool]:
-    """SHA-256 and size of ``path`` (optionally copied to ``copy_to``); True when it changed meanwhile."""
+def _read_hash(path: Path, copy_to: Path) -> tuple[str, int, os.stat_result, bool]:
+    """Copy ``path`` to a new private file, hashing; True when the source changed meanwhile."""
     digest = hashlib.sha256()
     size = 0
     with open_regular_file(path) as handle:
         before = os.fstat(handle.fileno())
-        out = os.open(copy_to, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE) if copy_to else None
+        out = os.open(copy_to, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
         try:
             for block in iter(lambda: handle.read(CHUNK), b""):
                 digest.update(block)
                 size += len(block)
-                if out is not None:
-                    view = memoryview(block)
-                    while view:
-                        view = view[os.write(out, view) :]
+                view = memoryview(block)
+                while view:
+                    view = view[os.write(out, view) :]
         finally:
-            if out is not None:
-                os.close(out)
+            os.close(out)
         after = os.fstat(handle.fileno())
     changed = _signature(before) != _signature(after) or size != after.st_size
     return digest.hexdigest(), size, after, changed
@@ -178,7 +175,7 @@ def _stage_copy(item: _Item, ctx: _Context) -> None:
         ctx.warnings.append(f"{item.entry.path}: changed while being copied (read twice); archived the bytes of the second read")
     item.asset.sha256, item.asset.size = sha, size
     item.asset.mode, item.asset.mtime = st.st_mode & 0o7777, st.st_mtime
-    item.content, item.staged = dest, True
+    item.staged = dest
 
 
 def _stage_sqlite(item: _Item, ctx: _Context) -> None:
@@ -191,7 +188,7 @@ def _stage_sqlite(item: _Item, ctx: _Context) -> None:
     asset.agent_id = facts.meta_agent_id or (asset.agent_id if asset.role == "agent" else None)
     asset.schema_version = facts.user_version
     asset.size, asset.sha256 = snap.size, snap.sha256
-    item.content, item.staged = snap.path, True
+    item.staged = snap.path
 
 
 def _start_snapshots(items: list[_Item], ctx: _Context, pool: ThreadPoolExecutor) -> dict[int, Future[None]]:
@@ -202,12 +199,9 @@ def _start_snapshots(items: list[_Item], ctx: _Context, pool: ThreadPoolExecutor
 def _add_file(writer: ArchiveWriter, item: _Item) -> None:
     """Stream one file, hashing exactly the bytes archived; a file that moves meanwhile raises _SourceChanged."""
     asset = item.asset
-    if item.staged:
-        assert item.content is not None
-        with open(item.content, "rb") as handle:
-            digest = writer.add_stream(asset.archive_path, handle, asset.size, mode=asset.mode, mtime=asset.mtime)
-        if item.entry.kind == "file":
-            asset.sha256 = digest
+    if item.staged is not None:  # private and stable: its hash was taken when it was made
+        with open(item.staged, "rb") as handle:
+            writer.add_stream(asset.archive_path, handle, asset.size, mode=asset.mode, mtime=asset.mtime)
         return
     with open_regular_file(item.entry.path) as handle:
         before = os.fstat(handle.fileno())

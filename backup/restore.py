@@ -31,7 +31,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from backup import manifest as mf
-from backup.archive import open_tar_stream, sniff_format
+from backup.archive import open_tar_stream
 from backup.assets import is_within
 from backup.verify import ABSOLUTE_CAP, OPENCLAW, VerifyReport, verify_archive
 from statekit.errors import StatekitError, UsageError, VerificationError

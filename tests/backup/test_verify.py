@@ -13,7 +13,7 @@ import zstandard
 
 from backup.create import create_backup
 from backup.verify import link_escapes, member_path_problem, verify_archive
-from backup_helpers import Member, add_asset, manifest_of, read_members, rewrite, set_manifest, tar_info, write_members
+from backup_helpers import Member, add_asset, manifest_of, rewrite, set_manifest, tar_info, write_members
 
 
 @pytest.fixture
