@@ -39,6 +39,7 @@ from statekit.fsutil import open_regular_file
 
 _DIRS = ("agents/*/sessions/", "sessions/")
 BATCH = 1000
+BATCH_BYTES = 8 << 20  # flush early for big lines (trajectory lines reach 70 KB)
 FILE_ERA_FIELDS = ("sessionFile", "sessionFilePath", "transcriptPath", "transcriptLocator", "transcriptFile", "lockPath")
 TRAJECTORY_SUFFIX = ".trajectory.jsonl"
 POINTER_SUFFIX = ".trajectory-path.json"
@@ -237,15 +238,17 @@ class TrajectoryReader(Reader):
         top: dict[str, int] = {}
         rows: list[tuple[Any, ...]] = []
         previous_ms = first_ms
-        total = stripped = renumbered = other_session = 0
+        total = stripped = renumbered = other_session = pending_bytes = 0
 
         def flush() -> None:
+            nonlocal pending_bytes
             if rows:
                 conn.executemany(
                     "INSERT INTO trajectory_runtime_events(session_id, run_id, seq, event_json, created_at) VALUES (?, ?, ?, ?, ?)",
                     rows,
                 )
                 rows.clear()
+            pending_bytes = 0
 
         def all_events() -> Iterator[tuple[int, bytes, dict[str, Any]]]:
             yield first
@@ -272,7 +275,8 @@ class TrajectoryReader(Reader):
             previous_ms = event_ms
             rows.append((session_id, run_id, seq, text, event_ms))
             total += 1
-            if len(rows) >= BATCH:
+            pending_bytes += len(line)
+            if len(rows) >= BATCH or pending_bytes >= BATCH_BYTES:
                 flush()
         flush()
         if renumbered:
@@ -485,8 +489,11 @@ class CheckpointReader(Reader):
         identity_rows: list[tuple[Any, ...]] = []
         seen_keys: set[str] = set()
         previous_ms = created_ms
+        pending_bytes = 0
 
         def flush() -> None:
+            nonlocal pending_bytes
+            pending_bytes = 0
             if event_rows:
                 conn.executemany("INSERT INTO transcript_events(session_id, seq, event_json, created_at) VALUES (?, ?, ?, ?)", event_rows)
                 event_rows.clear()
@@ -506,6 +513,7 @@ class CheckpointReader(Reader):
                 event_ms = parse_iso_ms(event.get("timestamp")) or previous_ms
                 previous_ms = event_ms
                 event_rows.append((copy_id, seq, text, event_ms))
+                pending_bytes += len(text)
                 event_id = event.get("id")
                 if isinstance(event_id, str) and event_id:
                     message = event.get("message") if isinstance(event.get("message"), dict) else {}
@@ -522,7 +530,7 @@ class CheckpointReader(Reader):
                         (copy_id, event_id, seq, event.get("type"), 1 if "parentId" in event else 0,
                          parent if isinstance(parent, str) else None, key, event_ms)
                     )
-                if len(event_rows) >= BATCH:
+                if len(event_rows) >= BATCH or pending_bytes >= BATCH_BYTES:
                     flush()
         flush()
 
