@@ -52,7 +52,7 @@ def select_approvals(document: dict[str, Any], mtime: int) -> tuple[dict[tuple[s
 
 class PluginBindingApprovalsReader(Reader):
     kind = "plugin-binding-approvals"
-    family = "bindings"
+    family = "plugin-binding-approvals"
     description = "Plugin conversation-binding approvals plugin-binding-approvals.json"
     patterns = ("plugin-binding-approvals.json",)
     schema_name = "plugin-binding-approvals"

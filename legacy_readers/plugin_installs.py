@@ -54,7 +54,7 @@ def index_rows(document: dict[str, Any], mtime: int) -> tuple[dict[str, Any], di
 
 class InstalledPluginIndexReader(Reader):
     kind = "installed-plugin-index"
-    family = "plugins"
+    family = "plugin-index"
     description = "Installed plugin index plugins/installs.json"
     patterns = ("plugins/installs.json",)
     schema_name = "installed-plugin-index"

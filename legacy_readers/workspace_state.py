@@ -60,7 +60,7 @@ def _existing_ms(value: Any) -> int | None:
 
 class WorkspaceSetupStateReader(Reader):
     kind = "workspace-setup-state"
-    family = "workspace"
+    family = "workspace-state"
     description = "Workspace bootstrap milestones (.openclaw/workspace-state.json, openclaw-workspace-state.json)"
     workspace_patterns = WORKSPACE_FILES
     patterns = tuple(f"{root}/{name}" for root in WORKSPACE_ROOTS for name in WORKSPACE_FILES)
