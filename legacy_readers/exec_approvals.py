@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from typing import Any, BinaryIO
 
 from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, compact_json, fingerprint, json_type, validate
@@ -43,6 +44,7 @@ SECONDS_LIMIT = 1e11  # a lastUsedAt below this is in seconds (1e11 ms is 1973)
 STUB_KEYS = {"version", "socket", "defaults", "agents"}
 POLICY_STRINGS = ("security", "ask", "askFallback")
 ENTRY_STRINGS = ("id", "lastUsedCommand", "lastResolvedPath", "source", "commandText", "argPattern")
+_INDEX_KEY = re.compile(r"^(?:0|[1-9][0-9]*)$")
 
 
 class _Invalid(Exception):
@@ -79,6 +81,14 @@ def _check_policy(policy: dict[str, Any], prefix: str) -> None:
         _expect(policy["autoAllowSkills"], "boolean", f"{prefix}.autoAllowSkills")
 
 
+def js_key_order(keys: Any) -> list[str]:
+    """``Object.keys`` order: array-index keys ("0".."4294967294") ascending first, then insertion order."""
+    keys = list(keys)
+    index = sorted((k for k in keys if _INDEX_KEY.match(k) and int(k) < 2**32 - 1), key=int)
+    chosen = set(index)
+    return index + [k for k in keys if k not in chosen]
+
+
 def check(document: Any) -> None:
     """First validation problem, in ``Object.keys`` order; raises ``_Invalid``."""
     if not isinstance(document, dict):
@@ -97,7 +107,8 @@ def check(document: Any) -> None:
     if agents is None:
         return
     _expect(agents, "object", "agents")
-    for number, agent in enumerate(agents.values(), start=1):
+    for number, key in enumerate(js_key_order(agents), start=1):
+        agent = agents[key]
         prefix = f"agents entry #{number}"
         _expect(agent, "object", prefix)
         _check_policy(agent, prefix)

@@ -157,6 +157,9 @@ def test_first_validation_error_numbers_agents_and_hides_keys_and_values(state: 
         ({"defaults": {"autoAllowSkills": "yes"}}, "exec-approvals.json: defaults.autoAllowSkills: expected a boolean, found string"),
         ({"socket": {"token": 5}}, "exec-approvals.json: socket.token: expected a string, found integer"),
         ([], "exec-approvals.json: expected a JSON object, found array"),
+        # Object.keys order: integer-like keys first, so the bad "7" agent is entry #1, not #3.
+        ('{"agents": {"b": {}, "a": {}, "7": {"allowlist": [{"pattern": "x", "lastUsedAt": "no"}]}}}',
+         "exec-approvals.json: agents entry #1.allowlist[0].lastUsedAt: expected a finite number"),
         ('{"agents": {"a": {"allowlist": [{"pattern": "/bin/ls", "lastUsedAt": NaN}]}}}', "exec-approvals.json: invalid JSON: non-finite number NaN"),
     ],
 )

@@ -4,12 +4,10 @@ supervisor handoff / gateway.<hash>.lock (dropped with a reason, retired byte-ex
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from helpers import global_db
 from test_devices_harness import (
     MTIME,
     assert_left_in_place,

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from helpers import global_db
 from legacy_readers.base import fingerprint
 from test_devices_harness import (
     MTIME,
