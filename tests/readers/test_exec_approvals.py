@@ -215,3 +215,16 @@ def test_corpus_2026_7_database_row_is_not_clobbered(tmp_path: Path) -> None:
     row = assert_retired(state2, report, REL, original)
     assert row["report"]["decision"] == "kept newer database row; file retired"
     assert one(state2, "SELECT raw_json, updated_at_ms FROM exec_approvals_config") == {"raw_json": '{"version":1}', "updated_at_ms": newer}
+
+
+@pytest.mark.corpus
+def test_corpus_smoke_two_agents(tmp_path: Path) -> None:
+    """2026.5.28: `openclaw approvals allowlist add` for main and work; empty socket and defaults."""
+    state = corpus_files("legacy-2026.5.28-smoke", [REL], tmp_path)
+    original = (state / REL).read_bytes()
+    report = run(state)
+    row = assert_retired(state, report, REL, original)
+    assert row["report"]["lastUsedAt_seconds_converted"] == 0 and row["report"]["has_socket_token"] is False
+    got = one(state, "SELECT raw_json, socket_path, default_security, agent_count, allowlist_count FROM exec_approvals_config")
+    assert got["raw_json"] == json.dumps(json.loads(original), separators=(",", ":"))
+    assert (got["socket_path"], got["default_security"], got["agent_count"], got["allowlist_count"]) == (None, None, 2, 2)

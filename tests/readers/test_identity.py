@@ -223,3 +223,17 @@ def test_corpus_scrubbed_private_key_is_refused(tmp_path: Path) -> None:
     auth = (state / "identity/device-auth.json")
     assert not auth.exists()  # device-auth.json does not depend on the identity and is imported
     assert one(state, "SELECT role FROM device_auth_tokens")["role"] == "operator"
+
+
+@pytest.mark.corpus
+def test_corpus_2026_7_identity_into_its_own_table(tmp_path: Path) -> None:
+    """2026.7.35 still has identity/device.json next to an empty (foreign, NOT NULL) device_identities table."""
+    state = corpus_files("legacy-2026.7.35-std", ["identity/device.json", "state/openclaw.sqlite"], tmp_path)
+    original = (state / "identity/device.json").read_bytes()
+    report = run(state)
+    row = assert_retired(state, report, "identity/device.json", original)
+    assert row["report"]["key_pair_verified"] is True
+    source = json.loads(original)
+    got = one(state, "SELECT identity_key, device_id, private_key_pem FROM device_identities")
+    assert got == {"identity_key": "primary", "device_id": source["deviceId"], "private_key_pem": source["privateKeyPem"]}
+    assert_secrets_absent(state, report, [source["privateKeyPem"]])
