@@ -76,9 +76,11 @@ def load_object(handle: BinaryIO, rel: str, schema_name: str | None = None) -> d
 
 
 def ms(value: Any) -> int | None:
-    """A finite JSON number as integer ms; anything else None."""
+    """A finite JSON number as integer ms; anything else (or beyond SQLite's 64-bit range) None."""
     number = finite_number(value)
-    return None if number is None else int(number)
+    if number is None or abs(number) >= 2**63:
+        return None
+    return int(number)
 
 
 def text(value: Any) -> str | None:
