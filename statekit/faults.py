@@ -1,25 +1,370 @@
-"""Named crash points for the reliability suite (tests only).
+"""Fault injection for the reliability suite (tests only; inert unless an env var is set).
 
-``STATEKIT_CRASHPOINT=name`` (or ``name:N`` for the N-th time the point is
-reached, 1-based) makes the process SIGKILL itself at that point. Unset, a
-checkpoint costs one dictionary lookup.
+Crash points
+    ``checkpoint(name)`` calls sit at the interesting places of the apply loop,
+    retirement, backup create and restore. ``STATEKIT_CRASHPOINT`` holds one
+    or more comma-separated items:
+
+    * ``name`` / ``name:N`` -- SIGKILL the process the first / N-th time (1-based)
+      ``checkpoint(name)`` is reached;
+    * ``*:N`` -- SIGKILL at the N-th checkpoint reached, whatever its name (lets a
+      test walk every kill point of a run in order);
+    * ``trace=PATH`` -- append the name of every checkpoint reached to PATH (one a
+      line), to learn how many kill points a run has.
+
+    Unset, a checkpoint costs one dictionary lookup.
+
+Random-delay kills
+    ``STATEKIT_KILL_AFTER_MS=ms`` (read once, when this module is imported): a
+    daemon thread SIGKILLs the process after ``ms`` milliseconds. Lets a test kill
+    a real ``python -m statekit`` at a seeded random moment, measured from the
+    moment statekit's code is loaded rather than from the fork.
+
+I/O faults
+    ``STATEKIT_IOFAULT`` (read once, at import; or :func:`install_io_faults`
+    in-process) makes chosen file-system calls fail with a chosen errno. Items
+    are comma-separated, each ``op:ERRNO:N[:PATH_SUBSTRING]``:
+
+    * ``op``: ``write`` (``os.write`` and writes through file objects opened for
+      writing), ``fsync``, ``rename``, ``replace``, ``link``, ``open`` (opening a
+      file for writing), ``mkdir``, ``copy`` (``os.copy_file_range`` /
+      ``os.sendfile``), ``unlink``, ``chmod``, or ``*`` (any of them);
+    * ``ERRNO``: a name from :mod:`errno` (``ENOSPC``, ``EIO``, ``EDQUOT``, ``EROFS``...);
+    * ``N``: the N-th matching call fails (1-based); ``N+`` makes that call and
+      every later one fail (a disk that stays full);
+    * ``PATH_SUBSTRING``: only calls on paths containing it count (file
+      descriptors are resolved through ``/proc/self/fd``; stdin/stdout/stderr,
+      pipes and sockets never count).
+
+    Only Python-level calls are reached: SQLite's own writes happen in C, so the
+    suite adds a size-capped tmpfs (real ENOSPC) and ``RLIMIT_FSIZE`` (EFBIG) for
+    those. With ``STATEKIT_IOFAULT`` unset nothing is patched: zero cost.
 """
 
 from __future__ import annotations
 
+import builtins
+import errno as _errno
+import io
 import os
 import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 _hits: dict[str, int] = {}
+
+
+def _kill_now() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def checkpoint(name: str) -> None:
     spec = os.environ.get("STATEKIT_CRASHPOINT")
     if not spec:
         return
-    target, _, nth = spec.partition(":")
-    if target != name:
-        return
+    _hits["*"] = _hits.get("*", 0) + 1
     _hits[name] = _hits.get(name, 0) + 1
-    if _hits[name] >= (int(nth) if nth else 1):
-        os.kill(os.getpid(), signal.SIGKILL)
+    kill = False
+    for item in spec.split(","):
+        item = item.strip()
+        if item.startswith("trace="):
+            _trace(item[len("trace=") :], name)
+            continue
+        target, _, nth = item.partition(":")
+        if target != name and target != "*":
+            continue
+        if _hits[target] >= (int(nth) if nth else 1):
+            kill = True
+    if kill:
+        _kill_now()
+
+
+def _trace(path: str, name: str) -> None:
+    fd = _real.get("open", os.open)(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        _real.get("write", os.write)(fd, (name + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def reset() -> None:
+    """Forget checkpoint counts (a forked test child starts from zero)."""
+    _hits.clear()
+
+
+# --------------------------------------------------------------------------- random-delay kills
+
+
+def arm_kill_timer(delay_ms: float) -> threading.Thread:
+    """SIGKILL this process ``delay_ms`` milliseconds from now (a daemon thread)."""
+    event = threading.Event()
+
+    def _fire() -> None:
+        if not event.wait(delay_ms / 1000.0):
+            _kill_now()
+
+    thread = threading.Thread(target=_fire, name="statekit-kill-timer", daemon=True)
+    thread.start()
+    return thread
+
+
+# --------------------------------------------------------------------------- I/O faults
+
+OPS = ("write", "fsync", "rename", "replace", "link", "open", "mkdir", "copy", "unlink", "chmod")
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_real: dict[str, Callable[..., Any]] = {}
+
+
+@dataclass
+class FaultRule:
+    op: str
+    errno: int
+    nth: int
+    sticky: bool = False
+    path: str | None = None
+    seen: int = 0
+    fired: int = 0
+
+    def matches(self, op: str, path: str | None) -> bool:
+        if self.op != "*" and self.op != op:
+            return False
+        if self.path is not None and (path is None or self.path not in path):
+            return False
+        return True
+
+
+@dataclass
+class FaultPlan:
+    rules: list[FaultRule] = field(default_factory=list)
+
+    @property
+    def fired(self) -> int:
+        return sum(rule.fired for rule in self.rules)
+
+
+_plan: FaultPlan | None = None
+
+
+def parse_io_spec(spec: str) -> FaultPlan:
+    plan = FaultPlan()
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        parts = item.split(":", 3)
+        if len(parts) < 3:
+            raise ValueError(f"STATEKIT_IOFAULT item {item!r}: expected op:ERRNO:N[:path]")
+        op, name, nth = parts[0], parts[1], parts[2]
+        if op != "*" and op not in OPS:
+            raise ValueError(f"STATEKIT_IOFAULT item {item!r}: unknown op {op!r}")
+        code = getattr(_errno, name, None)
+        if not isinstance(code, int):
+            raise ValueError(f"STATEKIT_IOFAULT item {item!r}: unknown errno {name!r}")
+        sticky = nth.endswith("+")
+        plan.rules.append(FaultRule(op, code, int(nth.rstrip("+")), sticky, parts[3] if len(parts) == 4 else None))
+    return plan
+
+
+def _fd_path(fd: int) -> str | None:
+    if fd <= 2:
+        return None
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+    return target if target.startswith("/") else None  # pipes, sockets, anon inodes: never
+
+
+def _path_of(value: Any) -> str | None:
+    if isinstance(value, int):
+        return _fd_path(value)
+    try:
+        return os.fsdecode(os.fspath(value))
+    except TypeError:
+        return None
+
+
+def _check(op: str, path: str | None, filename: Any = None) -> None:
+    plan = _plan
+    if plan is None or path is None:
+        return
+    for rule in plan.rules:
+        if not rule.matches(op, path):
+            continue
+        rule.seen += 1
+        if rule.seen == rule.nth or (rule.sticky and rule.seen > rule.nth):
+            rule.fired += 1
+            code = rule.errno
+            raise OSError(code, f"{os.strerror(code)} (injected)", filename if filename is not None else path)
+
+
+class _FaultyFile:
+    """A file object opened for writing whose writes pass through the fault check."""
+
+    def __init__(self, inner: Any, path: str | None) -> None:
+        self._inner = inner
+        self._path = path
+
+    def write(self, data: Any) -> Any:
+        _check("write", self._path)
+        return self._inner.write(data)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __enter__(self) -> _FaultyFile:
+        self._inner.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._inner.__exit__(*exc)
+
+    def __iter__(self) -> Any:
+        return iter(self._inner)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _writing_mode(mode: str) -> bool:
+    return any(ch in mode for ch in "wax+")
+
+
+def _patched() -> dict[str, Callable[..., Any]]:
+    real = _real
+
+    def write(fd: int, data: Any) -> int:
+        _check("write", _fd_path(fd))
+        return real["write"](fd, data)
+
+    def fsync(fd: Any) -> None:
+        number = fd if isinstance(fd, int) else fd.fileno()
+        _check("fsync", _fd_path(number))
+        return real["fsync"](fd)
+
+    def rename(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
+        _check("rename", _path_of(dst) or _path_of(src), src)
+        return real["rename"](src, dst, *args, **kwargs)
+
+    def replace(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
+        _check("replace", _path_of(dst) or _path_of(src), src)
+        return real["replace"](src, dst, *args, **kwargs)
+
+    def link(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
+        _check("link", _path_of(dst), dst)
+        return real["link"](src, dst, *args, **kwargs)
+
+    def open_(path: Any, flags: int, mode: int = 0o777, *args: Any, **kwargs: Any) -> int:
+        if flags & _WRITE_FLAGS:
+            _check("open", _path_of(path), path)
+        return real["open"](path, flags, mode, *args, **kwargs)
+
+    def mkdir(path: Any, *args: Any, **kwargs: Any) -> None:
+        _check("mkdir", _path_of(path), path)
+        return real["mkdir"](path, *args, **kwargs)
+
+    def unlink(path: Any, *args: Any, **kwargs: Any) -> None:
+        _check("unlink", _path_of(path), path)
+        return real["unlink"](path, *args, **kwargs)
+
+    def chmod(path: Any, *args: Any, **kwargs: Any) -> None:
+        _check("chmod", _path_of(path), path)
+        return real["chmod"](path, *args, **kwargs)
+
+    def copy_file_range(src: int, dst: int, *args: Any, **kwargs: Any) -> int:
+        _check("copy", _fd_path(dst))
+        return real["copy_file_range"](src, dst, *args, **kwargs)
+
+    def sendfile(out_fd: int, in_fd: int, *args: Any, **kwargs: Any) -> int:
+        _check("copy", _fd_path(out_fd))
+        return real["sendfile"](out_fd, in_fd, *args, **kwargs)
+
+    def file_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if _writing_mode(mode):
+            path = _path_of(file)
+            if not isinstance(file, int):
+                _check("open", path, file)
+            handle = real["io.open"](file, mode, *args, **kwargs)
+            try:
+                resolved = _fd_path(handle.fileno())
+            except (OSError, ValueError):
+                resolved = path
+            return _FaultyFile(handle, resolved)
+        return real["io.open"](file, mode, *args, **kwargs)
+
+    return {
+        "write": write,
+        "fsync": fsync,
+        "rename": rename,
+        "replace": replace,
+        "link": link,
+        "open": open_,
+        "mkdir": mkdir,
+        "unlink": unlink,
+        "chmod": chmod,
+        "copy_file_range": copy_file_range,
+        "sendfile": sendfile,
+        "io.open": file_open,
+    }
+
+
+def install_io_faults(spec: str | FaultPlan) -> FaultPlan:
+    """Patch the ``os`` / ``io`` calls listed in the module doc; returns the live plan (its counts)."""
+    global _plan
+    plan = parse_io_spec(spec) if isinstance(spec, str) else spec
+    if not _real:
+        for name in ("write", "fsync", "rename", "replace", "link", "open", "mkdir", "unlink", "chmod", "copy_file_range", "sendfile"):
+            if hasattr(os, name):
+                _real[name] = getattr(os, name)
+        _real["io.open"] = io.open
+        for name, func in _patched().items():
+            if name == "io.open":
+                io.open = func  # type: ignore[assignment]  # os.fdopen and pathlib call io.open
+                builtins.open = func  # type: ignore[assignment]
+            elif name in _real:
+                setattr(os, name, func)
+    _plan = plan
+    return plan
+
+
+def uninstall_io_faults() -> None:
+    """Undo :func:`install_io_faults` (in-process tests)."""
+    global _plan
+    _plan = None
+    if not _real:
+        return
+    for name, func in _real.items():
+        if name == "io.open":
+            io.open = func  # type: ignore[assignment]
+            builtins.open = func  # type: ignore[assignment]
+        else:
+            setattr(os, name, func)
+    _real.clear()
+
+
+def io_faults_fired() -> int:
+    return 0 if _plan is None else _plan.fired
+
+
+def _arm_from_env() -> None:
+    delay = os.environ.get("STATEKIT_KILL_AFTER_MS")
+    if delay:
+        arm_kill_timer(float(delay))
+    spec = os.environ.get("STATEKIT_IOFAULT")
+    if spec:
+        install_io_faults(spec)
+
+
+_arm_from_env()
+
+__all__ = [
+    "checkpoint",
+    "reset",
+    "arm_kill_timer",
+    "install_io_faults",
+    "uninstall_io_faults",
+    "io_faults_fired",
+    "parse_io_spec",
+    "FaultPlan",
+    "FaultRule",
+]
