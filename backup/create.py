@@ -45,6 +45,7 @@ from backup.runs import record_in_state_dir
 from backup.snapshot import snapshot_db
 from backup.verify import VerifyReport, verify_archive
 from statekit.errors import StateDirError, StatekitError, VerificationError
+from statekit.faults import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE, atomic_write_bytes, fsync_dir, open_regular_file
 
 DEFAULT_OUTPUT_NAME = "openclaw-backups"
@@ -241,6 +242,7 @@ def _write_payload(
         for item in [i for i in items if i.entry.kind != "sqlite"]:
             try:
                 _add_item(writer, item)
+                checkpoint("backup-member-added")
             except FileNotFoundError:
                 ctx.gone.append(item)
             except OSError as exc:
@@ -254,6 +256,7 @@ def _write_payload(
                 ctx.gone.append(item)
                 continue
             _add_item(writer, item)
+            checkpoint("backup-member-added")
         writer.finish(durable=False)
     except BaseException:
         writer.abort()
@@ -324,6 +327,7 @@ def _publish(partial: Path, final: Path) -> None:
             raise StatekitError(f"refusing to overwrite existing backup archive {final}") from None
         os.rename(partial, final)
         return
+    checkpoint("backup-linked")
     partial.unlink()
 
 
@@ -405,6 +409,7 @@ def create_backup(
                 result.verified = False
                 if warning:
                     result.warnings.append(warning)
+                checkpoint("backup-recorded")
             _create_locked(plan, final, archive_root, now, options, level, verify, progress, result)
     except BaseException as exc:
         if record:
@@ -434,22 +439,27 @@ def _create_locked(
     partial = final.with_name(final.name + PARTIAL_SUFFIX)
     ctx = _Context(staging, skipped=list(plan.skipped))
     try:
+        checkpoint("backup-staging")
         items = [_Item(entry, _base_asset(entry, archive_root)) for entry in plan.entries]
         manifest = Manifest(now, str(plan.state_dir), options)
         result.manifest = _write_archive(partial, archive_root, manifest, items, ctx, level, progress)
         result.warnings.extend(ctx.warnings)
+        checkpoint("backup-partial-written")
         report = None
         if verify:
             report = verify_archive(partial, scratch_dir=staging)
             result.verify_report = report
             if not report.ok:
                 raise VerificationError(f"the new archive failed verification, nothing was published: {report.problems[0]}")
+        checkpoint("backup-verified")
         _publish(partial, final)
         fsync_dir(final.parent)
+        checkpoint("backup-published")
         result.archive_path, result.verified = final, verify
         result.archive_bytes = final.stat().st_size
         try:
             write_sidecar(final, report, result.manifest)
+            checkpoint("backup-sidecar-written")
         except OSError as exc:
             result.warnings.append(f"{sidecar_path(final)}: not written ({exc.strerror})")
     finally:

@@ -35,6 +35,7 @@ from backup.archive import open_tar_stream
 from backup.assets import is_within
 from backup.verify import ABSOLUTE_CAP, OPENCLAW, VerifyReport, verify_archive
 from statekit.errors import StatekitError, UsageError, VerificationError
+from statekit.faults import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, fsync_dir, sha256_file
 from statekit.layout import lock_path, statekit_dir
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
@@ -239,6 +240,7 @@ def _restore_to_target(archive: Path, report: VerifyReport, steps: list[RestoreS
                 handle = tar.extractfile(member)
                 _write_member(handle, step.destination, step.size, step.sha256, progress)
                 _finish_file(step.destination, step.mode, step.mtime)
+                checkpoint("restore-member-written")
         for step in links:  # links last, so nothing is ever written through one
             _make_dirs(step.destination.parent, created)
             os.symlink(step.link_target or "", step.destination)
@@ -248,6 +250,7 @@ def _restore_to_target(archive: Path, report: VerifyReport, steps: list[RestoreS
             os.utime(step.destination, (step.mtime, step.mtime))
         for directory in {s.destination.parent for s in steps} | {target}:
             fsync_dir(directory)
+        checkpoint("restore-target-written")
     except BaseException:
         if created_target:
             _force_rmtree(target)
@@ -336,6 +339,7 @@ def _move_aside(path: Path, aside: Path, journal: _Journal) -> None:
         aside = path.with_name(f"{STAGE_MARKER}aside-{aside.parent.name}-{path.name}")
         os.rename(path, aside)
     journal.moved.append((path, aside))
+    checkpoint("restore-moved-aside")
 
 
 def _prepare_dir(step: RestoreStep, aside_root: Path, journal: _Journal) -> None:
@@ -358,6 +362,7 @@ def _place(step: RestoreStep, staged: Path, aside_root: Path, journal: _Journal,
     os.rename(staged, step.destination)
     journal.staged.remove(staged)
     journal.placed.append(step.destination)
+    checkpoint("restore-placed")
 
 
 def _restore_in_place(
@@ -387,6 +392,8 @@ def _restore_in_place(
                 _write_member(tar.extractfile(member), path, step.size, step.sha256, progress)
                 _finish_file(path, step.mode, step.mtime)
             staged[step.archive_path] = path
+            checkpoint("restore-member-written")
+        checkpoint("restore-staged")
         for step in todo:
             if step.kind == "dir":
                 continue
@@ -400,6 +407,7 @@ def _restore_in_place(
                 os.chmod(step.destination, step.mode & 0o7777)
         for directory in {s.destination.parent for s in todo}:
             fsync_dir(directory)
+        checkpoint("restore-done")
     except BaseException as exc:
         failures = journal.rollback()
         if failures:

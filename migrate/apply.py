@@ -170,10 +170,12 @@ class Migration:
         from migrate.steps import apply_steps  # state-dir relocation / config aliases (planned steps)
 
         backup_result = self._backup() if self.options.backup else None
+        checkpoint("migrate-backup-done")
         self.global_conn, _ = open_global(self.state_dir, self.report.warnings)
         if backup_result is not None:
             self._record_backup(backup_result)
         open_run(self.global_conn, self.run_id, self.report.started_at, {"kind": "legacy-state", "state_dir": str(self.state_dir)})
+        checkpoint("run-opened")
         self.receipts = load_receipts(self.global_conn)
         self.config = plan_config(plan)
         try:
@@ -196,6 +198,7 @@ class Migration:
             raise
         self.report.status = "warning" if self.report.warnings else "completed"
         self.report.finished_at = now_ms()
+        checkpoint("before-close-run")
         close_run(self.global_conn, self.run_id, self.report.finished_at, self.report.status, self.report.to_json())
         return self.report
 
