@@ -239,3 +239,13 @@ class TelegramMessageDispatchCache(NotImportedReader):
     action = "drop"
     reason = "short-lived inbound dispatch dedupe cache; rebuilt by the running gateway"
     order = 290
+
+
+class TelegramAtomicWriteLeftover(NotImportedReader):
+    kind = "telegram-tmp-leftover"
+    family = "telegram"
+    description = "Half-written temp file of an interrupted Telegram state write"
+    patterns = ("telegram/*.json.*.tmp",)
+    plugin_id = PLUGIN
+    action = "drop"
+    reason = "leftover of an interrupted atomic write (the .json next to it is the live copy)"

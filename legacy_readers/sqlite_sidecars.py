@@ -38,36 +38,32 @@ class _Sidecar(Reader):
 
 class TaskRunsSidecar(_Sidecar):
     kind = "tasks-runs-sqlite"
-    description = "Task registry sidecar database tasks/runs.sqlite (+ -wal/-shm/-journal)"
+    description = "Task registry sidecar database tasks/runs.sqlite (+ -wal/-shm/-journal); OpenClaw now uses global task_runs"
     patterns = with_siblings("tasks/runs.sqlite")
-    target_tables = ("global.task_runs", "global.task_delivery_state")
     action = "retain"
     reason = "retired task-registry sidecar: OpenClaw never shipped an importer for it (design seed); not imported, left in place"
 
 
 class TaskFlowsSidecar(_Sidecar):
     kind = "task-flows-sqlite"
-    description = "Task Flow registry sidecar database (tasks/flows/registry.sqlite, flows/registry.sqlite)"
+    description = "Task Flow registry sidecar database (tasks/flows/registry.sqlite, flows/registry.sqlite); now global flow_runs"
     patterns = with_siblings("tasks/flows/registry.sqlite", "flows/registry.sqlite")
-    target_tables = ("global.flow_runs",)
     action = "retain"
     reason = "retired Task Flow sidecar: OpenClaw never shipped an importer for it (design seed); not imported, left in place"
 
 
 class PluginStateSidecar(_Sidecar):
     kind = "plugin-state-sqlite"
-    description = "Plugin-state sidecar database plugin-state/state.sqlite"
+    description = "Plugin-state sidecar database plugin-state/state.sqlite; now global plugin_state_entries"
     patterns = with_siblings("plugin-state/state.sqlite")
-    target_tables = ("global.plugin_state_entries", "global.plugin_blob_entries")
     action = "retain"
     reason = "never-shipped plugin-state sidecar: no import allowance (design seed); not imported, left in place"
 
 
 class MemoryIndexSidecar(_Sidecar):
     kind = "memory-index-sqlite"
-    description = "Builtin memory-search index memory/<agentId>.sqlite"
+    description = "Builtin memory-search index memory/<agentId>.sqlite; now the agent database's memory_index_* tables"
     patterns = ("memory/*.sqlite", "memory/*.sqlite-wal", "memory/*.sqlite-shm", "memory/*.sqlite-journal")
-    target_tables = ("agent.memory_index_meta", "agent.memory_index_sources", "agent.memory_index_chunks")
     action = "drop"
     reason = "regenerable memory-search index: OpenClaw reindexes the workspace memory into the agent database"
 

@@ -150,3 +150,10 @@ def test_malformed_stays_in_place(tmp_path: Path, rel: str, content: str, proble
     original = read(state, rel)
     report = run(state)
     assert_rejected(state, report, rel, original, problem)
+
+
+def test_interrupted_write_leftover_is_dropped(migrated) -> None:
+    state, report, originals = migrated
+    rel = "telegram/update-offset-default.json.5c2d9e.tmp"
+    stored = assert_imported(state, report, rel, originals[rel], records=0)
+    assert "interrupted atomic write" in stored["dropped"]
