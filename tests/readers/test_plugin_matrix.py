@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import global_db, rows, run_cli, write_files
+from helpers import global_db, rows, run_cli
 from legacy_readers.base import fingerprint
 from test_plugin_common import T, assert_imported, assert_rejected, blob_rows, fixture_state, outcome, read, run, state_rows
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from migrate.plan import build_plan
-from test_plugin_common import T, assert_imported, assert_rejected, blob_rows, fixture_state, outcome, read, run, state_rows
+from test_plugin_common import T, assert_imported, assert_rejected, blob_rows, fixture_state, read, run, state_rows
 
 WIKI = "wiki/main/.openclaw-wiki/"
 DREAMS = "workspace/memory/.dreams/"

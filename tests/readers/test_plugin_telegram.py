@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from helpers import write_files
 from test_plugin_common import T, assert_imported, assert_rejected, fixture_state, outcome, read, run, state_rows
 
 SESSIONS = "agents/main/sessions/"
