@@ -143,14 +143,17 @@ def main() -> int:
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the generated tree and archives")
     parser.add_argument("--rounds", type=int, default=2, help="best of N for each timing")
+    parser.add_argument("--state-dir", type=Path, default=None, help="benchmark this existing state dir instead of generating one")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-backup-", dir=args.workdir))
-    state = work / "home" / ".openclaw"
+    state = args.state_dir or work / "home" / ".openclaw"
     try:
-        t0 = time.perf_counter()
-        counts = generate(state, args.size_mb)
+        if args.state_dir is None:
+            t0 = time.perf_counter()
+            counts = generate(state, args.size_mb)
+            print(f"generated {counts['databases']} databases, {counts['files']} files in {time.perf_counter() - t0:.1f}s")
         tree_bytes = sum(p.stat().st_size for p in state.rglob("*") if p.is_file())
-        print(f"generated {tree_bytes / 1e6:.0f} MB ({counts['databases']} databases, {counts['files']} files) in {time.perf_counter() - t0:.1f}s")
+        print(f"state dir {state}: {tree_bytes / 1e6:.0f} MB")
         statekit = [sys.executable, "-m", "statekit", "backup", "create", "--state-dir", str(state), "--quiet"]
         variants = {"create": [], "create --no-verify": ["--no-verify"]}
         results: dict[str, tuple[float, int, int]] = {}
