@@ -32,6 +32,13 @@ class BombError(Exception):
     """Decompressed data exceeded the allowed bound."""
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte is written (short writes happen on pipes and full-ish disks)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 class SinkFile:
     """The bottom of the write stack: an exclusive-create 0600 file, fsynced on close.
 
@@ -44,10 +51,7 @@ class SinkFile:
         self.bytes_written = 0
 
     def write(self, data: bytes) -> int:
-        view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
+        write_all(self._fd, data)
         self.bytes_written += len(data)
         return len(data)
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from backup import manifest as mf
-from backup.archive import ArchiveWriter, member_bytes, write_joined
+from backup.archive import ArchiveWriter, member_bytes, write_all, write_joined
 from backup.assets import AssetPlan, Entry, plan_assets
 from backup.lock import backup_lock
 from backup.manifest import Asset, Manifest, Skipped
@@ -143,9 +143,7 @@ def _read_hash(path: Path, copy_to: Path) -> tuple[str, int, os.stat_result, boo
             for block in iter(lambda: handle.read(CHUNK), b""):
                 digest.update(block)
                 size += len(block)
-                view = memoryview(block)
-                while view:
-                    view = view[os.write(out, view) :]
+                write_all(out, block)
         finally:
             os.close(out)
         after = os.fstat(handle.fileno())

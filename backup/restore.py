@@ -31,7 +31,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from backup import manifest as mf
-from backup.archive import open_tar_stream
+from backup.archive import open_tar_stream, write_all
 from backup.assets import is_within
 from backup.verify import ABSOLUTE_CAP, OPENCLAW, VerifyReport, verify_archive
 from statekit.errors import StatekitError, UsageError, VerificationError
@@ -179,9 +179,7 @@ def _write_member(handle, dest: Path, size: int, sha256: str | None, progress: P
             if not block:
                 raise VerificationError(f"{dest}: archive member ended early while restoring")
             digest.update(block)
-            view = memoryview(block)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, block)
             done += len(block)
             progress(len(block))
         os.fsync(fd)
