@@ -10,11 +10,10 @@ apply loop hands a reader.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -28,7 +27,7 @@ from legacy_readers.base import (
     upsert,
     validate,
 )
-from statekit.errors import SchemaError, SourceError
+from statekit.errors import SchemaError
 
 # --- reading -----------------------------------------------------------------
 
@@ -146,9 +145,6 @@ def fit_row(conn: sqlite3.Connection, table: str, row: Mapping[str, Any], extra:
     return fitted
 
 
-def delete_where(conn: sqlite3.Connection, table: str, where: str, params: Iterable[Any]) -> int:
-    return conn.execute(f'DELETE FROM "{table}" WHERE {where}', tuple(params)).rowcount
-
 
 # --- plugin state --------------------------------------------------------------------
 
@@ -206,14 +202,5 @@ def agent_id_of_session_key(session_key: str, default: str = "main") -> str:
 
 
 def workspace_path(source: Source, workspace_rel: str) -> str:
-    """The absolute, resolved path of a workspace dir (as OpenClaw's ``path.resolve`` gives it)."""
+    """The absolute path of a workspace dir, as OpenClaw's ``path.resolve`` gives it (symlinks not resolved)."""
     return str(Path(os.path.abspath(source.state_dir / workspace_rel)))
-
-
-def json_equal(left: str | None, right: Any) -> bool:
-    if left is None:
-        return False
-    try:
-        return json.loads(left) == right
-    except ValueError:
-        return False

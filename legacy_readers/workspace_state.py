@@ -26,7 +26,6 @@ into ``.statekit/migrated/<run>/`` (OpenClaw archives it next to itself as
 from __future__ import annotations
 
 import hashlib
-from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
 from legacy_readers._small_stores import file_mtime_ms, iso_to_ms, load_document, ms_to_iso, timestamp_for, workspace_path

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from b2_harness import MTIME, assert_failed_in_place, assert_imported, new_state, place, query, run
+from b2_harness import MTIME, assert_imported, new_state, place, query, run
 from helpers import FIXTURES
 from legacy_readers import reader_for
 from legacy_readers.media import MAX_MEDIA_BYTES, sniff_content_type
