@@ -43,6 +43,7 @@ from typing import Any, BinaryIO
 from legacy_readers._jsjson import js_stringify
 from legacy_readers._small_stores import file_mtime_ms, fit_row, iso_to_ms, load_document, normalize_account_id, text, timestamp_for
 from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, insert_many, require_columns
+from statekit.errors import SourceError
 
 ALLOW = "channel_pairing_allow_entries"
 REQUESTS = "channel_pairing_requests"
@@ -112,6 +113,8 @@ class ChannelAllowFromReader(Reader):
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
+        if split_allow_name(PurePosixPath(source.rel).name[: -len(ALLOW_SUFFIX)])[0] in ("", "_"):
+            raise SourceError(source.rel, "the file name names no channel")
         entries, _dropped = self._entries(document)
         return Inspection(record_count=len(entries))
 
@@ -120,6 +123,8 @@ class ChannelAllowFromReader(Reader):
         entries, dropped = self._entries(document)
         stem = PurePosixPath(source.rel).name[: -len(ALLOW_SUFFIX)]
         channel, account = split_allow_name(stem, configured_channels(ctx.config))
+        if not channel or channel == "_":
+            raise SourceError(source.rel, "the file name names no channel")
         mtime = file_mtime_ms(source, ctx.now_ms)
         conn = ctx.global_db
         columns = ("channel_key", "account_id", "entry", "sort_order", "updated_at")
@@ -179,6 +184,8 @@ class ChannelPairingRequestsReader(Reader):
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
+        if safe_channel_key(PurePosixPath(source.rel).name[: -len(PAIRING_SUFFIX)]) in ("", "_"):
+            raise SourceError(source.rel, "the file name names no channel")
         _chosen, warnings = self._requests(document)
         return Inspection(record_count=len(document["requests"]), warnings=[f"{source.rel}: {w}" for w in warnings])
 
@@ -186,6 +193,8 @@ class ChannelPairingRequestsReader(Reader):
         document = load_document(source, handle, self.schema_name or "")
         chosen, warnings = self._requests(document)
         channel = safe_channel_key(PurePosixPath(source.rel).name[: -len(PAIRING_SUFFIX)])
+        if not channel or channel == "_":
+            raise SourceError(source.rel, "the file name names no channel")
         conn = ctx.global_db
         conn.execute(f"DELETE FROM {REQUESTS} WHERE channel_key = ?", (channel,))
         rows = []

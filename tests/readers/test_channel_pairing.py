@@ -131,3 +131,10 @@ def test_real_feishu_allow_list(tmp_path: Path):
         {"channel_key": "feishu", "account_id": "main", "entry": doc["allowFrom"][0].strip(), "sort_order": 0}
     ]
     assert CORPUS.is_dir()
+
+
+@pytest.mark.parametrize("rel", ["credentials/-allowFrom.json", "credentials/-pairing.json"])
+def test_file_name_without_channel_stays_in_place(tmp_path: Path, rel: str):
+    content = {"allowFrom": ["1"]} if rel.endswith("allowFrom.json") else {"requests": []}
+    state, originals = new_state(tmp_path, {rel: content})
+    assert_failed_in_place(state, run(state), rel, originals[rel], "the file name names no channel")
