@@ -218,7 +218,7 @@ class Migration:
             from backup import record_backup_run
         except ImportError:  # pragma: no cover
             return
-        record_backup_run(self.global_conn, result, "completed")
+        record_backup_run(self.global_conn, result, "ok")
 
     def _converge_interrupted_retirements(self) -> None:
         """A crash after the move but before the receipt update: finish the bookkeeping."""

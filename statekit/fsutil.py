@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -77,7 +78,7 @@ def fsync_file(path: Path) -> None:
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int = PRIVATE_FILE_MODE) -> None:
     """Write ``data`` to ``path`` through a temp file, fsync and rename."""
-    tmp = path.with_name(f".{path.name}.statekit-tmp-{os.getpid()}")
+    tmp = path.with_name(f".{path.name}.statekit-tmp-{os.getpid()}-{secrets.token_hex(4)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         with os.fdopen(fd, "wb") as handle:
