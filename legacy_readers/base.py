@@ -61,6 +61,10 @@ class Inspection:
     record_count: int
     warnings: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    # A reader may decide, for this one file, not to import it: "retain" (kept in place on purpose)
+    # or "drop" (retired without rows). ``reason`` says why, in one line.
+    action: str | None = None
+    reason: str | None = None
 
 
 @dataclass

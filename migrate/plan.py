@@ -217,6 +217,9 @@ def plan_source(
                     planned.record_count = inspection.record_count
                     planned.warnings.extend(inspection.warnings)
                     planned.details.update(inspection.details)
+                    if inspection.action in ("retain", "drop"):
+                        planned.action = inspection.action
+                        planned.reason = inspection.reason or planned.reason
             except (SourceError, ValueError, RecursionError, MemoryError) as exc:
                 planned.action = "unreadable"
                 planned.reason = str(exc) if isinstance(exc, SourceError) else f"{entry.rel}: cannot read: {exc or type(exc).__name__}"

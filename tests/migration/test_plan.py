@@ -86,3 +86,15 @@ def test_fifo_and_symlink_where_a_file_is_expected(tmp_path: Path) -> None:
     plan = {s["path"]: s for s in json.loads(result.stdout)["sources"]}
     assert "FIFO" in plan["agents/main/sessions/sessions.json"]["reason"]
     assert "symbolic link" in plan["agents/work/sessions/sessions.json"]["reason"]
+
+
+def test_a_reader_may_retain_one_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from legacy_readers.base import Inspection
+    from legacy_readers.transcripts import TranscriptReader
+    from migrate.apply import MigrateOptions, migrate
+
+    state = make_state(tmp_path, {"agents/main/sessions/keep.jsonl": '{"type":"session","version":3,"id":"keep","timestamp":"2026-01-01T00:00:00Z"}\n'})
+    monkeypatch.setattr(TranscriptReader, "inspect", lambda self, source, handle: Inspection(1, action="retain", reason="kept on purpose"))
+    report = migrate(state, MigrateOptions(backup=False))
+    assert report.exit_code == 0 and (state / "agents/main/sessions/keep.jsonl").exists()
+    assert [(o.status, o.message) for o in report.outcomes] == [("retain", "kept on purpose")]
