@@ -34,14 +34,13 @@ trajectory sidecar: SQLite rows are the only input.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import os
 import re
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
