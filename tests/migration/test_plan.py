@@ -95,6 +95,8 @@ def test_a_reader_may_retain_one_file(tmp_path: Path, monkeypatch: pytest.Monkey
 
     state = make_state(tmp_path, {"agents/main/sessions/keep.jsonl": '{"type":"session","version":3,"id":"keep","timestamp":"2026-01-01T00:00:00Z"}\n'})
     monkeypatch.setattr(TranscriptReader, "inspect", lambda self, source, handle: Inspection(1, action="retain", reason="kept on purpose"))
+    from migrate.plan import build_plan
+
+    assert [(s.action, s.reason) for s in build_plan(state).sources] == [("retain", "kept on purpose")]
     report = migrate(state, MigrateOptions(backup=False))
     assert report.exit_code == 0 and (state / "agents/main/sessions/keep.jsonl").exists()
-    assert [(o.status, o.message) for o in report.outcomes] == [("retain", "kept on purpose")]
