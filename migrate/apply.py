@@ -459,6 +459,9 @@ def migrate(
     options = options or MigrateOptions()
     if isinstance(resolved, Path):
         resolved = ResolvedStateDir(resolved, "flag")
+    from migrate.relocate import relocate_state_dir
+
+    resolved = relocate_state_dir(resolved, options.env)  # a planned step: only a found legacy root moves
     state_dir = resolved.path
     check_state_dir(state_dir)
     check_writable(state_dir)

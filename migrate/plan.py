@@ -306,7 +306,7 @@ def build_plan(resolved: ResolvedStateDir | Path, env: dict[str, str] | None = N
     _agent_conflicts(sources, databases)
     sources.sort(key=lambda s: (s.reader.order if s.reader else 1000, s.agent_id or "", s.rel))
     cfg = config_path(state_dir, env)
-    return Plan(
+    plan = Plan(
         state_dir=state_dir,
         origin=resolved.origin,
         legacy_root=resolved.legacy,
@@ -318,6 +318,10 @@ def build_plan(resolved: ResolvedStateDir | Path, env: dict[str, str] | None = N
         statekit_files=found.statekit_files,
         database_sidecars=found.database_sidecars,
     )
+    from migrate.steps import plan_steps
+
+    plan.steps = plan_steps(plan, resolved, env)
+    return plan
 
 
 def ensure_not_schema_error(plan: Plan) -> None:

@@ -26,6 +26,7 @@ Without --yes it shows the plan and asks on a terminal; elsewhere it refuses.
 
 Example:
 
+\b
     statekit migrate --state-dir ~/.openclaw --yes
     statekit migrate --yes --json > migrate-report.json
 
@@ -47,6 +48,7 @@ def render_report(report: MigrationReport) -> str:
         active = [o for o in report.outcomes if o.status not in ("deferred", "retain")]
         if active:
             lines += ["", table(("STATUS", "KIND", "PATH", "RECORDS"), [(o.status, o.kind, o.rel, "-" if o.records is None else o.records) for o in active])]
+        lines += [f"Change: {change}" for change in report.changes]
         counts = ", ".join(f"{n} {s}" for s, n in report.counts().items())
         lines += ["", f"Summary: {counts or 'no sources'}."]
     return "\n".join(lines)

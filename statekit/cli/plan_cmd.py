@@ -20,6 +20,7 @@ database, user content that stays, or unrecognised.
 
 Example:
 
+\b
     statekit plan --state-dir ~/.openclaw
     statekit plan --json > plan.json
 
@@ -69,7 +70,9 @@ def render_plan(plan: Plan) -> str:
 
 
 def plan_exit_code(plan: Plan) -> ExitCode:
-    return ExitCode.WARNINGS if any(s.action in ("unreadable", "conflict") for s in plan.sources) else ExitCode.OK
+    blocked_step = any(step.get("status") in ("refused", "unparseable") for step in plan.steps)
+    problems = any(s.action in ("unreadable", "conflict") for s in plan.sources)
+    return ExitCode.WARNINGS if problems or blocked_step else ExitCode.OK
 
 
 def register(app: typer.Typer) -> None:
