@@ -1,0 +1,454 @@
+"""The reliability harness: run statekit in a killable child process, then compare outcomes.
+
+``fork_cli`` runs the real command line (``statekit.cli.main``) in a forked
+child of the test process: the same code path as ``python -m statekit``
+without paying the interpreter start and imports for each of the hundreds of
+runs the suite makes. The child gets its own stdout/stderr files, its own
+environment, optional I/O faults (``statekit.faults``) and an optional file
+size limit, and can be SIGKILLed after a delay or at a named checkpoint
+(``STATEKIT_CRASHPOINT``). ``real_cli`` runs ``python -m statekit`` for the
+few tests that prove the two behave the same.
+
+The comparisons: ``data_dump`` (every table of every database, sorted rows,
+bookkeeping tables left out), ``bookkeeping`` (receipts, runs, schema meta and
+agent registry by outcome: no ids, no timestamps), ``tree_outcome`` (every
+file under the state dir by path and content, run ids replaced by ``<run>``,
+databases by their dump), ``lost_sources`` (every original legacy file is in
+place byte-identical or retired byte-identical) and ``leftovers`` (temp,
+staging and partial files nothing may leave behind).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import backup  # noqa: F401  -- the real package (tests/backup must not shadow it in forked children)
+from statekit import faults
+
+REPO = Path(__file__).resolve().parents[2]
+SEED = int(os.environ.get("STATEKIT_RELIABILITY_SEED", "20261130"))
+FIGURES: defaultdict[str, Counter[str]] = defaultdict(Counter)  # printed at the end of the session
+FIXTURES = REPO / "fixtures"
+SQLITE_HEADER = b"SQLite format 3\x00"
+BOOKKEEPING = ("migration_runs", "migration_sources", "agent_databases", "schema_meta", "backup_runs")
+SIDECAR_SUFFIXES = ("-wal", "-shm", "-journal")
+UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+STAMP_RE = re.compile(r"\d{8}T\d{6}Z")
+LEFTOVER_PATTERNS = (
+    re.compile(r"\.partial$"),
+    re.compile(r"^\.statekit-backup-(?!lock$)"),
+    re.compile(r"^\.statekit-verify-"),
+    re.compile(r"^\.statekit-restore-"),
+    re.compile(r"\.statekit-partial$"),
+    re.compile(r"\.statekit-tmp-"),
+)
+
+
+# --------------------------------------------------------------------------- running statekit
+
+
+@dataclass
+class Run:
+    args: tuple[str, ...]
+    returncode: int  # exit code, or -signal when killed
+    stdout: str
+    stderr: str
+    elapsed: float
+    faults_fired: int = 0
+
+    @property
+    def killed(self) -> bool:
+        return self.returncode == -signal.SIGKILL
+
+    @property
+    def traceback(self) -> bool:
+        return "Traceback (most recent call last)" in self.stderr
+
+    def __str__(self) -> str:
+        return f"statekit {' '.join(self.args)} -> {self.returncode}\n--- stdout\n{self.stdout[-2000:]}\n--- stderr\n{self.stderr[-3000:]}"
+
+
+_CLEAN_ENV = ("STATEKIT_CRASHPOINT", "STATEKIT_KILL_AFTER_MS", "STATEKIT_IOFAULT", "STATEKIT_DEBUG")
+
+
+def _child(args: list[str], env: Mapping[str, str], out: int, err: int, io_faults: str | None, fsize: int | None, counter: int) -> int:
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", line_buffering=True)
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", line_buffering=True)
+    sys.stdin = io.TextIOWrapper(io.FileIO(os.open(os.devnull, os.O_RDONLY), "r"), encoding="utf-8")
+    for name in _CLEAN_ENV:
+        os.environ.pop(name, None)
+    os.environ.update(env)
+    faults.reset()
+    if fsize is not None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG instead
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+    plan = faults.install_io_faults(io_faults) if io_faults else None
+    from statekit.cli import main
+
+    try:
+        code = main(args)
+    except BaseException:  # what the real interpreter would print and exit with
+        traceback.print_exc()
+        code = 1
+    if plan is not None:
+        os.write(counter, str(plan.fired).encode())
+    return code
+
+
+def fork_cli(
+    *args: Any,
+    env: Mapping[str, str] | None = None,
+    kill_after: float | None = None,
+    io_faults: str | None = None,
+    fsize: int | None = None,
+    timeout: float = 600,
+) -> Run:
+    """Run ``statekit ARGS`` in a forked child; SIGKILL it after ``kill_after`` seconds if still running."""
+    argv = [str(a) for a in args]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        read_end, write_end = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            code = 1
+            try:
+                os.close(read_end)
+                code = _child(argv, dict(env or {}), out.fileno(), err.fileno(), io_faults, fsize, write_end)
+            except BaseException:
+                try:
+                    traceback.print_exc()
+                except BaseException:
+                    pass
+            finally:
+                try:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                except BaseException:
+                    pass
+                os._exit(code)
+        os.close(write_end)
+        status = _wait(pid, kill_after, timeout, start)
+        elapsed = time.monotonic() - start
+        fired = os.read(read_end, 64)
+        os.close(read_end)
+        out.seek(0)
+        err.seek(0)
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        return Run(tuple(argv), code, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"), elapsed, int(fired or 0))
+
+
+def _wait(pid: int, kill_after: float | None, timeout: float, start: float) -> int:
+    if kill_after is not None:
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return status
+            left = kill_after - (time.monotonic() - start)
+            if left <= 0:
+                os.kill(pid, signal.SIGKILL)
+                break
+            time.sleep(min(left, 0.005))
+    deadline = start + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise TimeoutError(f"statekit run {pid} exceeded {timeout}s")
+        time.sleep(0.002)
+
+
+def real_cli(*args: Any, env: Mapping[str, str] | None = None, timeout: float = 600) -> Run:
+    """``python -m statekit ARGS`` in a real new interpreter."""
+    full = {k: v for k, v in os.environ.items() if k not in _CLEAN_ENV}
+    full.update(env or {})
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "statekit", *map(str, args)], capture_output=True, text=True, env=full, timeout=timeout, cwd=REPO)
+    return Run(tuple(map(str, args)), proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
+
+
+# --------------------------------------------------------------------------- worlds
+
+
+def copy_world(fixture: str, dest: Path) -> Path:
+    """Copy ``fixtures/<fixture>/.openclaw`` to ``dest/home/.openclaw``; returns the state dir."""
+    state = dest / "home" / ".openclaw"
+    shutil.copytree(FIXTURES / fixture / ".openclaw", state, symlinks=True)
+    os.chmod(dest / "home", 0o700)
+    return state
+
+
+def file_map(root: Path) -> dict[str, bytes]:
+    """Every regular file below ``root`` (relative POSIX path -> bytes)."""
+    found: dict[str, bytes] = {}
+    for directory, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in files:
+            path = Path(directory) / name
+            if path.is_file() and not path.is_symlink():
+                found[path.relative_to(root).as_posix()] = path.read_bytes()
+    return found
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# --------------------------------------------------------------------------- databases
+
+
+def is_sqlite(path: Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(16) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def live_databases(state: Path) -> list[Path]:
+    """Databases in use (found by header), outside statekit's own folders."""
+    found = []
+    for directory, dirs, files in os.walk(state):
+        rel = Path(directory).relative_to(state).parts
+        if rel[:1] == (".statekit",):
+            dirs[:] = []
+            continue
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(directory) / name
+            if not name.endswith(SIDECAR_SUFFIXES) and not path.is_symlink() and is_sqlite(path):
+                found.append(path)
+    return found
+
+
+def _connect_ro(db: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+
+
+def table_dump(db: Path, skip: Iterable[str] = ()) -> dict[str, list[str]]:
+    skip = set(skip)
+    conn = _connect_ro(db)
+    try:
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        return {t: sorted(repr(r) for r in conn.execute(f'SELECT * FROM "{t}"')) for t in names if t not in skip}
+    finally:
+        conn.close()
+
+
+def data_dump(state: Path) -> dict[str, dict[str, list[str]]]:
+    """Every data table of every live database (bookkeeping tables left out)."""
+    return {db.relative_to(state).as_posix(): table_dump(db, BOOKKEEPING) for db in live_databases(state)}
+
+
+def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    conn = _connect_ro(db)
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        needed = re.findall(r"FROM (\w+)", sql)
+        if any(t not in tables for t in needed):
+            return []
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def bookkeeping(state: Path) -> dict[str, Any]:
+    """Receipts, runs, schema meta and agent registry by outcome (no ids, no timestamps)."""
+    outcome: dict[str, Any] = {}
+    gdb = state / "state" / "openclaw.sqlite"
+    if gdb.is_file():
+        outcome["migration_sources"] = sorted(
+            _rows(
+                gdb,
+                "SELECT source_path, migration_kind, target_table, source_sha256, source_size_bytes, source_record_count,"
+                " status, removed_source FROM migration_sources",
+            )
+        )
+        outcome["agent_databases"] = sorted(_rows(gdb, "SELECT agent_id, path, schema_version FROM agent_databases"))
+    for db in live_databases(state):
+        rel = db.relative_to(state).as_posix()
+        meta = _rows(db, "SELECT meta_key, role, schema_version, agent_id, app_version FROM schema_meta")
+        if meta:
+            outcome[f"schema_meta:{rel}"] = sorted(meta)
+    return outcome
+
+
+def run_statuses(state: Path) -> list[str]:
+    """``migration_runs`` statuses, oldest first (a killed run stays ``running``)."""
+    gdb = state / "state" / "openclaw.sqlite"
+    return [r[0] for r in _rows(gdb, "SELECT status FROM migration_runs ORDER BY started_at, id")] if gdb.is_file() else []
+
+
+def backup_run_rows(state: Path) -> list[tuple[str, str]]:
+    gdb = state / "state" / "openclaw.sqlite"
+    return _rows(gdb, "SELECT status, archive_path FROM backup_runs ORDER BY created_at, id") if gdb.is_file() else []
+
+
+# --------------------------------------------------------------------------- trees
+
+
+def normalise(rel: str) -> str:
+    """Run ids (``.statekit/migrated/<run_id>/``) and archive time stamps become placeholders."""
+    parts = rel.split("/")
+    if parts[:2] == [".statekit", "migrated"] and len(parts) > 2:
+        parts[2] = "<run>"
+    return STAMP_RE.sub("<ts>", "/".join(parts))
+
+
+def tree_outcome(state: Path) -> dict[str, str]:
+    """Every entry under the state dir: normalised path -> content hash (databases: hash of their data dump).
+
+    Left out: the lock file, SQLite sidecars and rollback copies of restores.
+    """
+    outcome: dict[str, str] = {}
+    for directory, dirs, files in os.walk(state):
+        dirs.sort()
+        base = Path(directory)
+        for name in sorted(files + [d for d in dirs if (base / d).is_symlink()]):
+            path = base / name
+            rel = path.relative_to(state).as_posix()
+            if rel == ".statekit/lock" or name.endswith(SIDECAR_SUFFIXES) or rel.startswith(".statekit/pre-restore/"):
+                continue
+            if path.is_symlink():
+                value = "link:" + os.readlink(path)
+            elif is_sqlite(path) and not rel.startswith(".statekit/migrated/"):
+                value = "db:" + sha(json.dumps(table_dump(path, BOOKKEEPING), sort_keys=True).encode())
+            else:
+                value = sha(path.read_bytes())
+            key = normalise(rel)
+            if key in outcome:  # two runs retired the same path: keep both, order-free
+                key = f"{key}#{value}"
+            outcome[key] = value
+    return outcome
+
+
+def lost_sources(state: Path, originals: Mapping[str, bytes], *, require_receipt: bool) -> list[str]:
+    """Original files that are neither in place byte-identical nor retired byte-identical."""
+    gdb = state / "state" / "openclaw.sqlite"
+    receipts: dict[str, list[tuple[str, int, str]]] = {}
+    if require_receipt and gdb.is_file():
+        for path, status, removed, run_id in _rows(gdb, "SELECT source_path, status, removed_source, last_run_id FROM migration_sources"):
+            receipts.setdefault(path, []).append((status, removed, run_id))
+    migrated = state / ".statekit" / "migrated"
+    problems = []
+    for rel, data in originals.items():
+        place = state / rel
+        if place.is_file() and not place.is_symlink():
+            if place.read_bytes() != data:
+                problems.append(f"{rel}: in place but changed")
+            continue
+        copies = sorted(migrated.glob(f"*/{rel}")) if migrated.is_dir() else []
+        good = [c for c in copies if c.read_bytes() == data]
+        if not good:
+            problems.append(f"{rel}: neither in place nor retired byte-identical")
+            continue
+        if require_receipt:
+            runs = {c.relative_to(migrated).parts[0] for c in good}
+            if not any(status == "completed" and removed == 1 and run in runs for status, removed, run in receipts.get(rel, [])):
+                problems.append(f"{rel}: retired without a completed receipt naming that run")
+    return problems
+
+
+def leftovers(*roots: Path) -> list[str]:
+    """Temp, staging and partial files statekit must never leave behind after a completed run."""
+    found = []
+    for root in roots:
+        if not root.exists():
+            continue
+        for directory, dirs, files in os.walk(root):
+            for name in dirs + files:
+                if any(p.search(name) for p in LEFTOVER_PATTERNS):
+                    found.append(str(Path(directory, name)))
+    return sorted(found)
+
+
+def modes(root: Path) -> dict[str, int]:
+    out = {}
+    for directory, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(directory, name)
+            if not path.is_symlink():
+                out[path.relative_to(root).as_posix()] = os.lstat(path).st_mode & 0o7777
+    return out
+
+
+# --------------------------------------------------------------------------- import-time columns
+
+_MS = re.compile(r"(?<![0-9])1[0-9]{12}(?![0-9])")
+_SEC = re.compile(r"(?<![0-9.])1[0-9]{9}(?![0-9])")
+
+
+def mask_times(dump: dict[str, dict[str, list[str]]], since: float) -> dict[str, dict[str, list[str]]]:
+    """Replace timestamps taken during the test (import times: ms or s since ``since``) by a placeholder."""
+    low_ms, high_ms = int(since * 1000), int((time.time() + 3600) * 1000)
+
+    def fix(text: str) -> str:
+        text = _MS.sub(lambda m: "<now-ms>" if low_ms <= int(m.group()) <= high_ms else m.group(), text)
+        return _SEC.sub(lambda m: "<now-s>" if low_ms // 1000 <= int(m.group()) <= high_ms // 1000 else m.group(), text)
+
+    return {db: {t: sorted(fix(r) for r in rows) for t, rows in tables.items()} for db, tables in dump.items()}
+
+
+class Arena:
+    """One fixed place where every trial of a module runs (absolute paths in rows stay identical)."""
+
+    def __init__(self, base: Path, fixture: str) -> None:
+        self.base = base
+        self.fixture = fixture
+        self.home = base / "home"
+        self.state = self.home / ".openclaw"
+        self.output = base / "backups"
+        self.output2 = base / "backups-rerun"  # reruns publish here: archive names have a one-second resolution
+
+    def fresh(self) -> Path:
+        for path in (self.home, self.output, self.output2):
+            if path.exists():
+                _force_rmtree(path)
+        copy_world(self.fixture, self.base)
+        return self.state
+
+
+def _force_rmtree(path: Path) -> None:
+    for directory, dirs, _files in os.walk(path):
+        for name in dirs:
+            child = Path(directory, name)
+            if not child.is_symlink():
+                os.chmod(child, 0o700)
+    os.chmod(path, 0o700)
+    shutil.rmtree(path)
+
+
+def next_archive_second(*outputs: Path) -> None:
+    """Archive names have a one-second resolution and are never overwritten: before a rerun into the
+    same output dir, wait out the second of an archive a killed run has just published."""
+    from datetime import datetime, timezone
+
+    for _ in range(3):
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        if not any((out / f"openclaw-backup-{stamp}.tar.zst").exists() for out in outputs):
+            return
+        time.sleep(1.0 - (time.time() % 1.0) + 0.01)
