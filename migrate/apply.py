@@ -31,6 +31,7 @@ from migrate.receipts import (
     Receipt,
     close_run,
     load_receipts,
+    load_receipts_readonly,
     mark_removed,
     open_run,
     write_receipt,
@@ -445,6 +446,21 @@ def plan_config(plan: Plan) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def interrupted_retirements(state_dir: Path) -> list[str]:
+    """Sources a killed run moved into ``.statekit/migrated/`` before its receipt said so (read-only check).
+
+    The plan cannot see them (they are no longer in place), so without this a rerun
+    would report "nothing to migrate" and leave ``removed_source = 0`` forever.
+    """
+    found = []
+    for receipt in load_receipts_readonly(state_dir).values():
+        if receipt.status != "completed" or receipt.removed_source or (state_dir / receipt.source_path).exists():
+            continue
+        if retired_path(state_dir, receipt.last_run_id, receipt.source_path).exists():
+            found.append(receipt.source_path)
+    return found
+
+
 def check_writable(state_dir: Path) -> None:
     if not os.access(state_dir, os.W_OK):
         raise StateDirError(f"{state_dir}: state dir is read-only; nothing was changed")
@@ -474,7 +490,7 @@ def migrate(
         refuse_if_gateway_running(state_dir)
         plan = build_plan(resolved, options.env, options.retry_failed)
         ensure_not_schema_error(plan)
-        if not plan.has_work:
+        if not plan.has_work and not interrupted_retirements(state_dir):
             # Every source is imported, or failed before in this very version and was reported then:
             # nothing new happened, so nothing new failed (exit 0); the leftovers are named as notes.
             report = MigrationReport(state_dir=state_dir, run_id=None, status="nothing-to-do", started_at=now_ms())
