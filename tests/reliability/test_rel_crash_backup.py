@@ -1,0 +1,398 @@
+"""Crash injection for ``statekit backup create`` and in-place ``statekit backup restore``.
+
+create: SIGKILL at every kind of checkpoint (recorded, staging, each member
+streamed, partial written, verified, hard-linked, published, sidecar) and
+after seeded random delays. At the instant of the kill, any archive under its
+final name must verify *and* restore to exactly the backed-up state (no
+archive that verifies may be incomplete). The next ``backup create`` into the
+same directory must succeed and leave no ``.partial`` and no staging dir, and
+every ``ok`` row in ``backup_runs`` must name an archive that exists.
+
+restore (in place): the state dir holds a newer state B; the archive holds A.
+Killed at every kind of checkpoint (member staged, all staged, moved aside,
+placed, done) or after a random delay: at the instant of the kill every file
+of B is in place or in ``.statekit/pre-restore/`` byte-identical and every
+destination holds either its old or its new content; the rerun leaves the
+state dir fully A (files and every table of every database, entries the
+archive does not know left alone), B kept in ``pre-restore/``, and no staged
+file behind.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import rel_harness as h
+from backup import restore_archive, verify_archive
+
+CI_CREATE_NAMED = 10
+CI_CREATE_DELAYS = 4
+CI_RESTORE_NAMED = 9
+CI_RESTORE_DELAYS = 3
+SLOW_DELAYS = 20
+
+
+def archives(directory: Path) -> list[Path]:
+    return sorted(directory.glob("openclaw-backup-*.tar.zst")) if directory.is_dir() else []
+
+
+def db_dumps(state: Path) -> dict[str, dict[str, list[str]]]:
+    return {db.relative_to(state).as_posix(): h.table_dump(db) for db in h.live_databases(state)}
+
+
+def record(group: str, killed: bool, problems: list[str]) -> None:
+    figures = h.FIGURES[f"crash/{group}"]
+    figures["trials"] += 1
+    figures["killed"] += int(killed)
+    figures["converged"] += int(not problems)
+
+
+def named_sample(names: list[str], count: int, rng: random.Random) -> list[int]:
+    chosen: set[int] = set()
+    for name in sorted(set(names)):
+        chosen.add(rng.choice([i + 1 for i, n in enumerate(names) if n == name]))
+    rest = [i for i in range(1, len(names) + 1) if i not in chosen]
+    rng.shuffle(rest)
+    chosen.update(rest[: max(0, count - len(chosen))])
+    return sorted(chosen)
+
+
+def traced(args: tuple, trace: Path) -> tuple[h.Run, list[str]]:
+    run = h.fork_cli(*args, env={"STATEKIT_CRASHPOINT": f"trace={trace}"})
+    names = trace.read_text().split() if trace.exists() else []
+    trace.unlink(missing_ok=True)
+    return run, names
+
+
+# --------------------------------------------------------------------------- create
+
+
+@dataclass
+class CreateWorld:
+    base: Path
+    pristine: Path  # a copy of home/ after migration: every trial starts from it
+    arena: h.Arena
+    names: list[str]
+    elapsed: float
+    tree: dict
+    dumps: dict
+
+    def reset(self) -> Path:
+        for path in (self.arena.home, self.arena.output):
+            if path.exists():
+                h._force_rmtree(path)
+        shutil.copytree(self.pristine, self.arena.home, symlinks=True)
+        return self.arena.state
+
+    def args(self) -> tuple:
+        return ("backup", "create", "--state-dir", self.arena.state, "--output", self.arena.output)
+
+
+@pytest.fixture(scope="module")
+def create_world(tmp_path_factory: pytest.TempPathFactory) -> CreateWorld:
+    base = tmp_path_factory.mktemp("crash-create")
+    arena = h.Arena(base, "demo-install")
+    state = arena.fresh()
+    assert h.fork_cli("migrate", "--state-dir", state, "--yes", "--no-backup").returncode == 3
+    _add_wal_database(state)
+    pristine = base / "pristine"
+    shutil.copytree(arena.home, pristine, symlinks=True)
+    world = CreateWorld(base, pristine, arena, [], 0.0, {}, {})
+    world.reset()
+    run, world.names = traced(world.args(), base / "trace.txt")
+    assert run.returncode == 0, run
+    world.elapsed = run.elapsed
+    world.reset()
+    world.tree, world.dumps = h.tree_outcome(state), db_dumps(state)
+    return world
+
+
+def _add_wal_database(state: Path) -> None:
+    """A plugin database left in WAL mode with committed rows still in its -wal file."""
+    path = state / "plugins" / "memory" / "index.sqlite"
+    path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    conn.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, text TEXT)")
+    conn.executemany("INSERT INTO chunks(text) VALUES (?)", [(f"chunk {i} " * 20,) for i in range(200)])
+    conn.commit()
+    conn.close()
+
+
+def archive_problems(archive: Path, world: CreateWorld, scratch: Path) -> list[str]:
+    """An archive under its final name must verify and hold exactly the backed-up state."""
+    report = verify_archive(archive)
+    if not report.ok:
+        return [f"{archive.name} is published but does not verify: {report.problems[:2]}"]
+    target = scratch / f"restored-{archive.stem}"
+    if target.exists():
+        h._force_rmtree(target)
+    restore_archive(archive, target=target)
+    problems = []
+    tree = h.tree_outcome(target)
+    state = world.arena.state
+    skipped = {h.normalise(Path(s["source_path"]).relative_to(state).as_posix())
+               for s in (report.manifest or {}).get("skipped", []) if Path(s["source_path"]).is_relative_to(state)}
+    expected = {k: v for k, v in world.tree.items() if k not in skipped}
+    if tree != expected:
+        problems.append(f"{archive.name} restores to a different tree: extra {sorted(set(tree) - set(expected))[:4]}, "
+                        f"missing {sorted(set(expected) - set(tree))[:4]}")
+    dumps = db_dumps(target)
+    for rel, tables in world.dumps.items():
+        mine = {t: rows for t, rows in dumps.get(rel, {}).items() if t != "backup_runs"}
+        theirs = {t: rows for t, rows in tables.items() if t != "backup_runs"}
+        if mine != theirs:
+            problems.append(f"{archive.name}: database {rel} differs from the backed-up one")
+    h._force_rmtree(target)
+    return problems
+
+
+def create_trial(world: CreateWorld, *, point: str | None = None, delay: float | None = None) -> tuple[bool, list[str]]:
+    state = world.reset()
+    output = world.arena.output
+    env = {"STATEKIT_CRASHPOINT": point} if point else {}
+    first = h.fork_cli(*world.args(), env=env, kill_after=delay)
+    problems = []
+    if point and not first.killed:
+        problems.append(f"not killed: {first}")
+    if first.traceback:
+        problems.append(f"traceback: {first.stderr[-800:]}")
+    for archive in archives(output):
+        problems += [f"after the kill: {p}" for p in archive_problems(archive, world, world.base)]
+    h.next_archive_second(output)
+    rerun = h.fork_cli(*world.args())
+    if rerun.returncode != 0:
+        return first.killed, problems + [f"rerun: {rerun}"]
+    problems += [f"left behind after the next run: {p}" for p in h.leftovers(output, state)]
+    for archive in archives(output)[-1:]:
+        problems += [f"rerun: {p}" for p in archive_problems(archive, world, world.base)]
+    if h.tree_outcome(state) != world.tree:
+        problems.append("the state dir changed (beyond backup_runs)")
+    for status, path in h.backup_run_rows(state):
+        if status == "ok" and not Path(path).is_file():
+            problems.append(f"backup_runs says ok for {Path(path).name}, which was never published")
+    return first.killed, problems
+
+
+@pytest.fixture(scope="module")
+def create_points(create_world: CreateWorld) -> list[int]:
+    return named_sample(create_world.names, CI_CREATE_NAMED, random.Random(h.SEED + 10))
+
+
+def test_create_passes_every_kind_of_checkpoint(create_world: CreateWorld) -> None:
+    expected = {"backup-recorded", "backup-staging", "backup-member-added", "backup-partial-written", "backup-verified",
+                "backup-linked", "backup-published", "backup-sidecar-written"}
+    assert set(create_world.names) == expected
+
+
+@pytest.mark.parametrize("index", range(CI_CREATE_NAMED))
+def test_create_killed_at_a_checkpoint(create_world: CreateWorld, create_points: list[int], index: int) -> None:
+    k = create_points[index]
+    killed, problems = create_trial(create_world, point=f"*:{k}")
+    record("backup-create", killed, problems)
+    assert not problems, f"kill point {k} ({create_world.names[k - 1]}):\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("index", range(CI_CREATE_DELAYS))
+def test_create_killed_after_a_random_delay(create_world: CreateWorld, index: int) -> None:
+    delay = random.Random(h.SEED * 1000 + 100 + index).uniform(0.01, 0.95) * create_world.elapsed
+    killed, problems = create_trial(create_world, delay=delay)
+    record("backup-create", killed, problems)
+    assert not problems, f"kill after {delay:.3f}s:\n" + "\n".join(problems)
+
+
+# --------------------------------------------------------------------------- restore in place
+
+EXTRA = b"written after the backup; the archive does not know this file\n"
+
+
+@dataclass
+class RestoreWorld:
+    base: Path
+    arena: h.Arena
+    archive: Path
+    newer: Path  # home/ holding state B
+    b_files: dict[str, bytes]
+    expected_tree: dict
+    a_dumps: dict
+    names: list[str]
+    elapsed: float
+
+    def reset(self) -> Path:
+        if self.arena.home.exists():
+            h._force_rmtree(self.arena.home)
+        shutil.copytree(self.newer, self.arena.home, symlinks=True)
+        return self.arena.state
+
+    def args(self) -> tuple:
+        return ("backup", "restore", self.archive, "--state-dir", self.arena.state, "--yes")
+
+
+@pytest.fixture(scope="module")
+def restore_world(tmp_path_factory: pytest.TempPathFactory) -> RestoreWorld:
+    base = tmp_path_factory.mktemp("crash-restore")
+    arena = h.Arena(base, "demo-install")
+    state = arena.fresh()
+    assert h.fork_cli("migrate", "--state-dir", state, "--yes", "--no-backup").returncode == 3
+    made = h.fork_cli("backup", "create", "--state-dir", state, "--output", base / "archives")
+    assert made.returncode == 0, made
+    archive = archives(base / "archives")[0]
+    a_tree, a_dumps = h.tree_outcome(state), db_dumps(state)
+    # State B: rows added to every database, a file changed, one deleted, one added.
+    for db in h.live_databases(state):
+        conn = sqlite3.connect(db)
+        conn.execute("CREATE TABLE IF NOT EXISTS after_backup (id INTEGER PRIMARY KEY, note TEXT)")
+        conn.execute("INSERT INTO after_backup(note) VALUES ('B')")
+        conn.commit()
+        conn.close()
+    (state / "workspace" / "AGENTS.md").write_text("changed after the backup\n")
+    (state / "openclaw.json").unlink()
+    (state / "notes-after-backup.txt").write_bytes(EXTRA)
+    newer = base / "newer"
+    shutil.copytree(arena.home, newer, symlinks=True)
+    b_files = {k: v for k, v in h.file_map(newer / ".openclaw").items() if k != ".statekit/lock"}
+    expected = dict(a_tree, **{"notes-after-backup.txt": h.sha(EXTRA)})
+    world = RestoreWorld(base, arena, archive, newer, b_files, expected, a_dumps, [], 0.0)
+    world.reset()
+    run, world.names = traced(world.args(), base / "trace.txt")
+    assert run.returncode == 0, run
+    world.elapsed = run.elapsed
+    assert h.tree_outcome(state) == expected and db_dumps(state) == a_dumps
+    return world
+
+
+def _b_lost(world: RestoreWorld, state: Path) -> list[str]:
+    """Files of B neither in place nor kept byte-identical under pre-restore/."""
+    pre = state / ".statekit" / "pre-restore"
+    lost = []
+    for rel, data in world.b_files.items():
+        place = state / rel
+        if place.is_file() and place.read_bytes() == data:
+            continue
+        if not any(c.read_bytes() == data for c in pre.glob(f"*/state/{rel}")):
+            lost.append(rel)
+    return lost
+
+
+def _mixed(world: RestoreWorld, state: Path) -> list[str]:
+    """Destinations holding neither their old (B) nor their new (A) content (a missing file counts if B had it)."""
+    odd = []
+    for rel, digest in world.expected_tree.items():
+        place = state / rel
+        if not place.exists() or place.is_symlink() or digest.startswith("db:"):
+            continue
+        now = h.sha(place.read_bytes())
+        if now != digest and (rel not in world.b_files or now != h.sha(world.b_files[rel])):
+            odd.append(rel)
+    return odd
+
+
+def restore_trial(world: RestoreWorld, *, point: str | None = None, delay: float | None = None) -> tuple[bool, list[str]]:
+    state = world.reset()
+    env = {"STATEKIT_CRASHPOINT": point} if point else {}
+    first = h.fork_cli(*world.args(), env=env, kill_after=delay)
+    problems = []
+    if point and not first.killed:
+        problems.append(f"not killed: {first}")
+    if first.traceback:
+        problems.append(f"traceback: {first.stderr[-800:]}")
+    problems += [f"after the kill, lost: {p}" for p in _b_lost(world, state)]
+    problems += [f"after the kill, half-written: {p}" for p in _mixed(world, state)]
+    rerun = h.fork_cli(*world.args())
+    if rerun.returncode != 0:
+        return first.killed, problems + [f"rerun: {rerun}"]
+    problems += [f"left behind after the rerun: {p}" for p in h.leftovers(state)]
+    tree = h.tree_outcome(state)
+    if tree != world.expected_tree:
+        problems.append(f"not fully restored: extra {sorted(set(tree) - set(world.expected_tree))[:4]}, "
+                        f"missing {sorted(set(world.expected_tree) - set(tree))[:4]}, "
+                        f"changed {[k for k in tree if k in world.expected_tree and tree[k] != world.expected_tree[k]][:4]}")
+    if db_dumps(state) != world.a_dumps:
+        problems.append("a database differs from the archived one")
+    problems += [f"after the rerun, lost: {p}" for p in _b_lost(world, state)]
+    return first.killed, problems
+
+
+@pytest.fixture(scope="module")
+def restore_points(restore_world: RestoreWorld) -> list[int]:
+    return named_sample(restore_world.names, CI_RESTORE_NAMED, random.Random(h.SEED + 20))
+
+
+def test_restore_passes_every_kind_of_checkpoint(restore_world: RestoreWorld) -> None:
+    assert set(restore_world.names) == {"restore-member-written", "restore-staged", "restore-moved-aside", "restore-placed", "restore-done"}
+
+
+@pytest.mark.parametrize("index", range(CI_RESTORE_NAMED))
+def test_restore_killed_at_a_checkpoint(restore_world: RestoreWorld, restore_points: list[int], index: int) -> None:
+    k = restore_points[index]
+    killed, problems = restore_trial(restore_world, point=f"*:{k}")
+    record("backup-restore", killed, problems)
+    assert not problems, f"kill point {k} ({restore_world.names[k - 1]}):\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("index", range(CI_RESTORE_DELAYS))
+def test_restore_killed_after_a_random_delay(restore_world: RestoreWorld, index: int) -> None:
+    delay = random.Random(h.SEED * 1000 + 200 + index).uniform(0.01, 0.95) * restore_world.elapsed
+    killed, problems = restore_trial(restore_world, delay=delay)
+    record("backup-restore", killed, problems)
+    assert not problems, f"kill after {delay:.3f}s:\n" + "\n".join(problems)
+
+
+def test_two_in_place_restores_within_one_second_keep_both_undo_copies(restore_world: RestoreWorld, tmp_path: Path) -> None:
+    """pre-restore/<UTC second>/ must not be shared: the second restore would rename over the first one's undo copy."""
+    state = restore_world.reset()
+    before = (state / "workspace" / "AGENTS.md").read_bytes()
+    for _ in range(2):
+        (state / "workspace" / "AGENTS.md").write_bytes(before)
+        run = h.fork_cli(*restore_world.args())
+        assert run.returncode == 0, run
+        before = b"changed again between the two restores\n"
+    pre = state / ".statekit" / "pre-restore"
+    kept = sorted(p.read_bytes() for p in pre.glob("*/state/workspace/AGENTS.md"))
+    assert kept == sorted([b"changed after the backup\n", b"changed again between the two restores\n"])
+
+
+# --------------------------------------------------------------------------- the full set (-m slow)
+
+
+@pytest.mark.slow
+def test_every_create_and_restore_kill_point(create_world: CreateWorld, restore_world: RestoreWorld) -> None:
+    failures = []
+    rng = random.Random(h.SEED + 30)
+    for world, run_trial, group in ((create_world, create_trial, "backup-create"), (restore_world, restore_trial, "backup-restore")):
+        for k in range(1, len(world.names) + 1):
+            killed, problems = run_trial(world, point=f"*:{k}")
+            record(group, killed, problems)
+            failures += [f"{group} *:{k} ({world.names[k - 1]}): {p}" for p in problems]
+        for _ in range(SLOW_DELAYS):
+            delay = rng.uniform(0.01, 0.98) * world.elapsed
+            killed, problems = run_trial(world, delay=delay)
+            record(group, killed, problems)
+            failures += [f"{group} delay {delay:.3f}s: {p}" for p in problems]
+    assert not failures, "\n".join(failures[:40])
+
+
+
+@pytest.mark.parametrize("point", ["backup-recorded", "backup-member-added:3", "backup-partial-written", "backup-verified"])
+def test_a_killed_create_is_not_left_recorded_as_ok(create_world: CreateWorld, point: str) -> None:
+    """``backup_runs`` gets its ``ok`` row before the snapshots (so the archive holds it); a run killed before
+    publishing must not stay ``ok`` in ``statekit history``: the next run marks it ``failed``."""
+    state = create_world.reset()
+    killed = h.fork_cli(*create_world.args(), env={"STATEKIT_CRASHPOINT": point})
+    assert killed.killed, killed
+    ids = [r[0] for r in h._rows(state / "state" / "openclaw.sqlite", "SELECT id FROM backup_runs WHERE status = 'ok'")]
+    assert len(ids) == 1
+    h.next_archive_second(create_world.arena.output)
+    rerun = h.fork_cli(*create_world.args())
+    assert rerun.returncode == 0, rerun
+    rows = dict(h._rows(state / "state" / "openclaw.sqlite", "SELECT id, status FROM backup_runs"))
+    assert rows[ids[0]] == "failed"
+    assert [s for i, s in rows.items() if i != ids[0]] == ["ok"]
+    record("backup-create", True, [])
