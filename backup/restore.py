@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -41,6 +42,7 @@ from statekit.layout import lock_path, statekit_dir
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
 
 STAGE_MARKER = ".statekit-restore-"
+STALE_STAGE = re.compile(r"^\.statekit-restore-[0-9a-f]{8}-")  # a staged copy (never an ``-aside-`` one: that is user data)
 SIDECARS = ("-wal", "-shm", "-journal")
 Progress = Callable[[int], None]
 
@@ -363,13 +365,38 @@ def _place(step: RestoreStep, staged: Path, aside_root: Path, journal: _Journal,
     checkpoint("restore-placed")
 
 
+def _fresh_aside_root(parent: Path, stamp: str) -> Path:
+    """``pre-restore/<stamp>/``, or ``<stamp>-2``... when a restore in the same second already keeps its undo copy there."""
+    candidate, number = parent / stamp, 1
+    while os.path.lexists(candidate):
+        number += 1
+        candidate = parent / f"{stamp}-{number}"
+    return candidate
+
+
+def _remove_stale_stages(steps: list[RestoreStep]) -> list[str]:
+    """Staged copies a killed restore left beside their destinations (ours by name; we hold the lock)."""
+    removed = []
+    for directory in sorted({s.destination.parent for s in steps}):
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        for name in names:
+            path = directory / name
+            if STALE_STAGE.match(name) and (path.is_symlink() or path.is_file()):
+                path.unlink()
+                removed.append(str(path))
+    return removed
+
+
 def _restore_in_place(
     archive: Path, steps: list[RestoreStep], state_dir: Path, stamp: str, progress: Progress
 ) -> tuple[Path, list[str]]:
     token = secrets.token_hex(4)
     journal = _Journal()
     removed: list[str] = []
-    aside_root = statekit_dir(state_dir) / "pre-restore" / stamp
+    aside_root = _fresh_aside_root(statekit_dir(state_dir) / "pre-restore", stamp)
     todo = [s for s in steps if s.action != "unchanged"]
     staged: dict[str, Path] = {}
     try:
@@ -463,6 +490,9 @@ def restore_archive(
     with exclusive_lock(lock_path(live_state), f"state dir {live_state}"):
         refuse_if_gateway_running(live_state)
         stamp = datetime.now(timezone.utc).strftime(mf.TIMESTAMP_FORMAT)
+        stale = _remove_stale_stages(steps)
+        if stale:
+            result.notes.append(f"removed {len(stale)} staged file(s) an interrupted restore left behind")
         for step in steps:  # re-plan under the lock: nothing may have moved since the dry run
             step.action = _current_action(step)
         aside, removed = _restore_in_place(path, steps, live_state, stamp, progress)
