@@ -41,7 +41,7 @@ from backup.archive import ArchiveWriter, member_bytes, write_all, write_joined
 from backup.assets import AssetPlan, Entry, plan_assets
 from backup.lock import backup_lock
 from backup.manifest import Asset, Manifest, Skipped
-from backup.runs import record_in_state_dir
+from backup.runs import mark_interrupted, record_in_state_dir
 from backup.snapshot import snapshot_db
 from backup.verify import VerifyReport, verify_archive
 from statekit.errors import StateDirError, StatekitError, VerificationError
@@ -329,13 +329,18 @@ def _publish(partial: Path, final: Path) -> None:
     partial.unlink()
 
 
-def _cleanup_stale(output_dir: Path) -> None:
-    """Remove what a killed earlier run left (we hold the lock, so nobody else is writing)."""
+def _cleanup_stale(output_dir: Path) -> list[str]:
+    """Remove what a killed earlier run left (we hold the lock, so nobody else is writing); returns those runs' ids."""
+    interrupted = []
     for path in output_dir.iterdir():
         if path.name.startswith(STAGING_PREFIX) and path.is_dir() and not path.is_symlink():
+            run_id = path.name[len(STAGING_PREFIX) :].split("-", 1)[0]
+            if len(run_id) == 32:
+                interrupted.append(run_id)
             shutil.rmtree(path, ignore_errors=True)
         elif path.name.startswith(mf.ARCHIVE_PREFIX) and path.name.endswith(PARTIAL_SUFFIX) and path.is_file():
             path.unlink(missing_ok=True)
+    return interrupted
 
 
 def write_sidecar(archive: Path, report: VerifyReport | None, manifest: dict[str, Any]) -> None:
@@ -397,18 +402,26 @@ def create_backup(
         return result
     try:
         with backup_lock(output_dir):
-            _cleanup_stale(output_dir)
-            if record:
-                # Recorded before the snapshots are taken, so the archive holds its own
-                # ``backup_runs`` row and a restore matches the live database row for row;
-                # a failure below replaces the row with a ``failed`` one.
-                result.verified = verify
-                warning = record_in_state_dir(state_dir, result, "ok")
-                result.verified = False
-                if warning:
-                    result.warnings.append(warning)
-                checkpoint("backup-recorded")
-            _create_locked(plan, final, archive_root, now, options, level, verify, progress, result)
+            interrupted = _cleanup_stale(output_dir)
+            if record and interrupted:
+                mark_interrupted(state_dir, interrupted)
+            # The staging dir (named after the run) exists before the ``ok`` row below: a run killed
+            # before publishing leaves it behind, and the next run marks that row ``failed``.
+            staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{run_id}-", dir=output_dir))
+            try:
+                if record:
+                    # Recorded before the snapshots are taken, so the archive holds its own
+                    # ``backup_runs`` row and a restore matches the live database row for row;
+                    # a failure below replaces the row with a ``failed`` one.
+                    result.verified = verify
+                    warning = record_in_state_dir(state_dir, result, "ok")
+                    result.verified = False
+                    if warning:
+                        result.warnings.append(warning)
+                    checkpoint("backup-recorded")
+                _create_locked(plan, final, archive_root, now, options, level, verify, progress, result, staging)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
     except BaseException as exc:
         if record:
             note = str(exc) if isinstance(exc, (StatekitError, OSError)) else type(exc).__name__
@@ -430,10 +443,10 @@ def _create_locked(
     verify: bool,
     progress: Progress | None,
     result: BackupResult,
+    staging: Path,
 ) -> None:
     if final.exists():
         raise StatekitError(f"refusing to overwrite existing backup archive {final}")
-    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=final.parent))
     partial = final.with_name(final.name + PARTIAL_SUFFIX)
     ctx = _Context(staging, skipped=list(plan.skipped))
     try:

@@ -90,3 +90,38 @@ def record_in_state_dir(state_dir: Path, result: BackupResult, status: str, *, e
     finally:
         conn.close()
     return None
+
+
+def mark_interrupted(state_dir: Path, run_ids: list[str]) -> None:
+    """Runs killed before their archive was published: their ``ok`` row (written before the
+    snapshots) becomes ``failed``. Best effort, like every recording."""
+    path = global_db_path(state_dir)
+    if not path.is_file() or not run_ids:
+        return
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, isolation_level=None)
+    except sqlite3.Error:
+        return
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'backup_runs'").fetchone() is None:
+            return
+        marks = ",".join("?" * len(run_ids))
+        rows = conn.execute(f"SELECT id, archive_path, manifest_json FROM backup_runs WHERE status = 'ok' AND id IN ({marks})", run_ids).fetchall()
+        for run_id, archive, manifest in rows:
+            if archive and Path(archive).is_file():
+                continue  # published after all (killed while cleaning up)
+            try:
+                summary = json.loads(manifest) if manifest else {}
+            except ValueError:
+                summary = {}
+            summary = summary if isinstance(summary, dict) else {}
+            summary.update(status="failed", verified=False, error="interrupted before the archive was published")
+            conn.execute(
+                "UPDATE backup_runs SET status = 'failed', manifest_json = ? WHERE id = ?",
+                (json.dumps(summary, separators=(",", ":"), ensure_ascii=False), run_id),
+            )
+    except sqlite3.Error:
+        return
+    finally:
+        conn.close()
