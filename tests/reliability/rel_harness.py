@@ -452,3 +452,267 @@ def next_archive_second(*outputs: Path) -> None:
         if not any((out / f"openclaw-backup-{stamp}.tar.zst").exists() for out in outputs):
             return
         time.sleep(1.0 - (time.time() % 1.0) + 0.01)
+
+
+# --------------------------------------------------------------------------- a migrate reference world
+
+
+@dataclass
+class MigrateWorld:
+    """An uninterrupted ``statekit migrate`` of a fixture in one fixed place, and its outcome."""
+
+    arena: Arena
+    since: float
+    names: list[str]  # the checkpoints the run passes, in order
+    elapsed: float
+    exit_code: int
+    originals: dict[str, bytes]
+    data: dict
+    books: dict
+    tree: dict
+    backup: bool = True
+
+    def args(self, output: Path | None = None) -> tuple:
+        if not self.backup:
+            return ("migrate", "--state-dir", self.arena.state, "--yes", "--no-backup")
+        return ("migrate", "--state-dir", self.arena.state, "--yes", "--backup-output", output or self.arena.output)
+
+
+def build_migrate_world(base: Path, fixture: str, *, backup: bool = True) -> MigrateWorld:
+    since = time.time()
+    arena = Arena(base, fixture)
+    state = arena.fresh()
+    originals = file_map(state)
+    trace = base / "trace.txt"
+    world = MigrateWorld(arena, since, [], 0.0, 0, originals, {}, {}, {}, backup)
+    run = fork_cli(*world.args(), env={"STATEKIT_CRASHPOINT": f"trace={trace}"})
+    assert run.returncode in (0, 3) and not run.traceback, run
+    world.names = trace.read_text().split()
+    trace.unlink()
+    world.elapsed, world.exit_code = run.elapsed, run.returncode
+    world.data, world.books, world.tree = mask_times(data_dump(state), since), bookkeeping(state), tree_outcome(state)
+    return world
+
+
+def convergence_problems(world: MigrateWorld, *outputs: Path) -> list[str]:
+    """After a rerun to the end: the same outcome as the uninterrupted run, nothing lost, nothing left behind."""
+    state = world.arena.state
+    problems = []
+    data = mask_times(data_dump(state), world.since)
+    if data != world.data:
+        diff = sorted({f"{db}:{t}" for db in set(data) | set(world.data) for t in set(data.get(db, {})) | set(world.data.get(db, {}))
+                       if data.get(db, {}).get(t) != world.data.get(db, {}).get(t)})
+        problems.append(f"data differs from the uninterrupted run: {diff[:8]}")
+    books = bookkeeping(state)
+    if books != world.books:
+        problems.append(f"bookkeeping differs: {sorted(k for k in set(books) | set(world.books) if books.get(k) != world.books.get(k))}")
+    tree = tree_outcome(state)
+    if tree != world.tree:
+        problems.append(f"state tree differs: extra {sorted(set(tree) - set(world.tree))[:5]}, missing {sorted(set(world.tree) - set(tree))[:5]},"
+                        f" changed {[k for k in tree if k in world.tree and tree[k] != world.tree[k]][:5]}")
+    problems += lost_sources(state, world.originals, require_receipt=True)
+    problems += [f"left behind: {p}" for p in leftovers(state, *outputs)]
+    statuses = run_statuses(state)
+    if statuses.count("running") > 1:
+        problems.append(f"run records: {statuses}")
+    for status, path in backup_run_rows(state):
+        if status in ("ok", "completed") and not Path(path).is_file():
+            problems.append(f"backup_runs says {status} for {path}, which does not exist")
+    return problems
+
+
+def error_lines(run: Run) -> list[str]:
+    return [line for line in run.stderr.splitlines() if line.startswith("statekit: error:")]
+
+
+def clear_failure(run: Run, codes: tuple[int, ...]) -> list[str]:
+    """The contract's exit code, no traceback, and for a fatal error exactly one ``statekit: error:`` line."""
+    problems = []
+    if run.returncode not in codes:
+        problems.append(f"exit {run.returncode}, expected one of {codes}")
+    if run.traceback:
+        problems.append(f"traceback: {run.stderr[-1200:]}")
+    elif run.returncode == 1 and len(error_lines(run)) != 1:
+        problems.append(f"expected one error line, got: {run.stderr[-600:]!r}")
+    return problems
+
+
+# --------------------------------------------------------------------------- a real full disk (tmpfs)
+
+_MOUNT_OK: bool | None = None
+
+
+def can_mount_tmpfs(scratch: Path) -> bool:
+    """True when this process may mount a tmpfs (root with CAP_SYS_ADMIN, as on the project VM)."""
+    global _MOUNT_OK
+    if _MOUNT_OK is None:
+        probe = scratch / "mount-probe"
+        probe.mkdir(parents=True, exist_ok=True)
+        try:
+            ok = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(probe)], capture_output=True).returncode == 0
+        except OSError:
+            ok = False
+        if ok:
+            subprocess.run(["umount", str(probe)], capture_output=True)
+        _MOUNT_OK = ok
+    return _MOUNT_OK
+
+
+def mount_tmpfs(path: Path, size_kb: int, inodes: int | None = None) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    options = f"size={size_kb}k,mode=700" + (f",nr_inodes={inodes}" if inodes else "")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], check=True, capture_output=True)
+
+
+def remount_tmpfs(path: Path, size_kb: int, inodes: int | None = None) -> None:
+    options = f"remount,size={size_kb}k" + (f",nr_inodes={inodes}" if inodes else ",nr_inodes=100000")
+    subprocess.run(["mount", "-o", options, str(path)], check=True, capture_output=True)
+
+
+def umount(path: Path) -> None:
+    subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def empty_dir(path: Path) -> None:
+    for child in list(path.iterdir()):
+        if child.is_dir() and not child.is_symlink():
+            _force_rmtree(child)
+        else:
+            child.unlink()
+
+
+# --------------------------------------------------------------------------- backup and restore worlds
+
+
+def archives(directory: Path) -> list[Path]:
+    return sorted(directory.glob("openclaw-backup-*.tar.zst")) if directory.is_dir() else []
+
+
+def db_dumps(state: Path) -> dict[str, dict[str, list[str]]]:
+    """Every table (bookkeeping included) of every live database."""
+    return {db.relative_to(state).as_posix(): table_dump(db) for db in live_databases(state)}
+
+
+def add_wal_database(state: Path) -> None:
+    """A plugin database left in WAL mode with committed rows still in its -wal file."""
+    path = state / "plugins" / "memory" / "index.sqlite"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    conn.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, text TEXT)")
+    conn.executemany("INSERT INTO chunks(text) VALUES (?)", [(f"chunk {i} " * 20,) for i in range(200)])
+    conn.commit()
+    conn.close()
+
+
+@dataclass
+class BackupWorld:
+    """A migrated install (home/ kept pristine under ``pristine``) that every create trial starts from."""
+
+    base: Path
+    arena: Arena
+    pristine: Path
+    tree: dict
+    dumps: dict
+    names: list[str] = field(default_factory=list)
+    elapsed: float = 0.0
+
+    def reset(self) -> Path:
+        for path in (self.arena.home, self.arena.output):
+            if path.exists():
+                _force_rmtree(path)
+        shutil.copytree(self.pristine, self.arena.home, symlinks=True)
+        return self.arena.state
+
+    def args(self) -> tuple:
+        return ("backup", "create", "--state-dir", self.arena.state, "--output", self.arena.output)
+
+
+def build_backup_world(base: Path) -> BackupWorld:
+    arena = Arena(base, "demo-install")
+    state = arena.fresh()
+    run = fork_cli("migrate", "--state-dir", state, "--yes", "--no-backup")
+    assert run.returncode == 3, run
+    add_wal_database(state)
+    pristine = base / "pristine"
+    shutil.copytree(arena.home, pristine, symlinks=True)
+    world = BackupWorld(base, arena, pristine, {}, {})
+    world.reset()
+    world.tree, world.dumps = tree_outcome(state), db_dumps(state)
+    return world
+
+
+RESTORE_EXTRA = b"written after the backup; the archive does not know this file\n"
+
+
+@dataclass
+class RestoreWorld:
+    """State A in an archive; the state dir holds a newer state B (kept under ``newer``)."""
+
+    base: Path
+    arena: Arena
+    archive: Path
+    newer: Path
+    b_files: dict[str, bytes]
+    b_tree_state: dict
+    expected_tree: dict
+    a_dumps: dict
+    names: list[str] = field(default_factory=list)
+    elapsed: float = 0.0
+
+    def reset(self) -> Path:
+        if self.arena.home.exists():
+            _force_rmtree(self.arena.home)
+        shutil.copytree(self.newer, self.arena.home, symlinks=True)
+        return self.arena.state
+
+    def args(self) -> tuple:
+        return ("backup", "restore", self.archive, "--state-dir", self.arena.state, "--yes")
+
+
+def build_restore_world(base: Path) -> RestoreWorld:
+    arena = Arena(base, "demo-install")
+    state = arena.fresh()
+    assert fork_cli("migrate", "--state-dir", state, "--yes", "--no-backup").returncode == 3
+    made = fork_cli("backup", "create", "--state-dir", state, "--output", base / "archives")
+    assert made.returncode == 0, made
+    archive = archives(base / "archives")[0]
+    a_tree, a_dumps = tree_outcome(state), db_dumps(state)
+    # State B: a row added to every database, a file changed, one deleted, one added.
+    for db in live_databases(state):
+        conn = sqlite3.connect(db)
+        conn.execute("CREATE TABLE IF NOT EXISTS after_backup (id INTEGER PRIMARY KEY, note TEXT)")
+        conn.execute("INSERT INTO after_backup(note) VALUES ('B')")
+        conn.commit()
+        conn.close()
+    (state / "workspace" / "AGENTS.md").write_text("changed after the backup\n")
+    (state / "openclaw.json").unlink()
+    (state / "notes-after-backup.txt").write_bytes(RESTORE_EXTRA)
+    newer = base / "newer"
+    shutil.copytree(arena.home, newer, symlinks=True)
+    b_files = {k: v for k, v in file_map(newer / ".openclaw").items() if k != ".statekit/lock"}
+    expected = dict(a_tree, **{"notes-after-backup.txt": sha(RESTORE_EXTRA)})
+    world = RestoreWorld(base, arena, archive, newer, b_files, exact_state(newer / ".openclaw"), expected, a_dumps)
+    world.reset()
+    return world
+
+
+def exact_state(root: Path) -> dict[str, tuple]:
+    """Every entry below ``root``: kind, mode and content hash / link target (the lock file left out)."""
+    found: dict[str, tuple] = {}
+    for directory, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(dirs + files):
+            path = Path(directory) / name
+            rel = path.relative_to(root).as_posix()
+            if rel == ".statekit/lock":
+                continue
+            st = os.lstat(path)
+            if path.is_symlink():
+                found[rel] = ("link", os.readlink(path))
+            elif path.is_dir():
+                found[rel] = ("dir", st.st_mode & 0o7777)
+            else:
+                found[rel] = ("file", st.st_mode & 0o7777, sha(path.read_bytes()))
+    return found

@@ -21,9 +21,6 @@ file behind.
 from __future__ import annotations
 
 import random
-import shutil
-import sqlite3
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -38,12 +35,8 @@ CI_RESTORE_DELAYS = 3
 SLOW_DELAYS = 20
 
 
-def archives(directory: Path) -> list[Path]:
-    return sorted(directory.glob("openclaw-backup-*.tar.zst")) if directory.is_dir() else []
-
-
-def db_dumps(state: Path) -> dict[str, dict[str, list[str]]]:
-    return {db.relative_to(state).as_posix(): h.table_dump(db) for db in h.live_databases(state)}
+archives = h.archives
+db_dumps = h.db_dumps
 
 
 def record(group: str, killed: bool, problems: list[str]) -> None:
@@ -73,57 +66,17 @@ def traced(args: tuple, trace: Path) -> tuple[h.Run, list[str]]:
 # --------------------------------------------------------------------------- create
 
 
-@dataclass
-class CreateWorld:
-    base: Path
-    pristine: Path  # a copy of home/ after migration: every trial starts from it
-    arena: h.Arena
-    names: list[str]
-    elapsed: float
-    tree: dict
-    dumps: dict
-
-    def reset(self) -> Path:
-        for path in (self.arena.home, self.arena.output):
-            if path.exists():
-                h._force_rmtree(path)
-        shutil.copytree(self.pristine, self.arena.home, symlinks=True)
-        return self.arena.state
-
-    def args(self) -> tuple:
-        return ("backup", "create", "--state-dir", self.arena.state, "--output", self.arena.output)
+CreateWorld = h.BackupWorld
 
 
 @pytest.fixture(scope="module")
 def create_world(tmp_path_factory: pytest.TempPathFactory) -> CreateWorld:
-    base = tmp_path_factory.mktemp("crash-create")
-    arena = h.Arena(base, "demo-install")
-    state = arena.fresh()
-    assert h.fork_cli("migrate", "--state-dir", state, "--yes", "--no-backup").returncode == 3
-    _add_wal_database(state)
-    pristine = base / "pristine"
-    shutil.copytree(arena.home, pristine, symlinks=True)
-    world = CreateWorld(base, pristine, arena, [], 0.0, {}, {})
-    world.reset()
-    run, world.names = traced(world.args(), base / "trace.txt")
+    world = h.build_backup_world(tmp_path_factory.mktemp("crash-create"))
+    run, world.names = traced(world.args(), world.base / "trace.txt")
     assert run.returncode == 0, run
     world.elapsed = run.elapsed
     world.reset()
-    world.tree, world.dumps = h.tree_outcome(state), db_dumps(state)
     return world
-
-
-def _add_wal_database(state: Path) -> None:
-    """A plugin database left in WAL mode with committed rows still in its -wal file."""
-    path = state / "plugins" / "memory" / "index.sqlite"
-    path.parent.mkdir(parents=True)
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA wal_autocheckpoint = 0")
-    conn.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, text TEXT)")
-    conn.executemany("INSERT INTO chunks(text) VALUES (?)", [(f"chunk {i} " * 20,) for i in range(200)])
-    conn.commit()
-    conn.close()
 
 
 def archive_problems(archive: Path, world: CreateWorld, scratch: Path) -> list[str]:
@@ -210,61 +163,17 @@ def test_create_killed_after_a_random_delay(create_world: CreateWorld, index: in
 
 # --------------------------------------------------------------------------- restore in place
 
-EXTRA = b"written after the backup; the archive does not know this file\n"
-
-
-@dataclass
-class RestoreWorld:
-    base: Path
-    arena: h.Arena
-    archive: Path
-    newer: Path  # home/ holding state B
-    b_files: dict[str, bytes]
-    expected_tree: dict
-    a_dumps: dict
-    names: list[str]
-    elapsed: float
-
-    def reset(self) -> Path:
-        if self.arena.home.exists():
-            h._force_rmtree(self.arena.home)
-        shutil.copytree(self.newer, self.arena.home, symlinks=True)
-        return self.arena.state
-
-    def args(self) -> tuple:
-        return ("backup", "restore", self.archive, "--state-dir", self.arena.state, "--yes")
+RestoreWorld = h.RestoreWorld
 
 
 @pytest.fixture(scope="module")
 def restore_world(tmp_path_factory: pytest.TempPathFactory) -> RestoreWorld:
-    base = tmp_path_factory.mktemp("crash-restore")
-    arena = h.Arena(base, "demo-install")
-    state = arena.fresh()
-    assert h.fork_cli("migrate", "--state-dir", state, "--yes", "--no-backup").returncode == 3
-    made = h.fork_cli("backup", "create", "--state-dir", state, "--output", base / "archives")
-    assert made.returncode == 0, made
-    archive = archives(base / "archives")[0]
-    a_tree, a_dumps = h.tree_outcome(state), db_dumps(state)
-    # State B: rows added to every database, a file changed, one deleted, one added.
-    for db in h.live_databases(state):
-        conn = sqlite3.connect(db)
-        conn.execute("CREATE TABLE IF NOT EXISTS after_backup (id INTEGER PRIMARY KEY, note TEXT)")
-        conn.execute("INSERT INTO after_backup(note) VALUES ('B')")
-        conn.commit()
-        conn.close()
-    (state / "workspace" / "AGENTS.md").write_text("changed after the backup\n")
-    (state / "openclaw.json").unlink()
-    (state / "notes-after-backup.txt").write_bytes(EXTRA)
-    newer = base / "newer"
-    shutil.copytree(arena.home, newer, symlinks=True)
-    b_files = {k: v for k, v in h.file_map(newer / ".openclaw").items() if k != ".statekit/lock"}
-    expected = dict(a_tree, **{"notes-after-backup.txt": h.sha(EXTRA)})
-    world = RestoreWorld(base, arena, archive, newer, b_files, expected, a_dumps, [], 0.0)
-    world.reset()
-    run, world.names = traced(world.args(), base / "trace.txt")
+    world = h.build_restore_world(tmp_path_factory.mktemp("crash-restore"))
+    run, world.names = traced(world.args(), world.base / "trace.txt")
     assert run.returncode == 0, run
     world.elapsed = run.elapsed
-    assert h.tree_outcome(state) == expected and db_dumps(state) == a_dumps
+    state = world.arena.state
+    assert h.tree_outcome(state) == world.expected_tree and db_dumps(state) == world.a_dumps
     return world
 
 

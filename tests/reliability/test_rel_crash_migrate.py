@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import random
 import shutil
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -37,34 +35,11 @@ SLOW_EVERY_FAMILY_NAMED = 80
 SLOW_DELAYS = 30
 
 
-@dataclass
-class World:
-    arena: h.Arena
-    since: float
-    names: list[str]  # the checkpoints an uninterrupted run passes, in order
-    elapsed: float
-    exit_code: int
-    originals: dict[str, bytes]
-    data: dict
-    books: dict
-    tree: dict
-
-    def args(self) -> tuple:
-        return ("migrate", "--state-dir", self.arena.state, "--yes", "--backup-output", self.arena.output)
+World = h.MigrateWorld
 
 
 def build_world(base: Path, fixture: str) -> World:
-    since = time.time()
-    arena = h.Arena(base, fixture)
-    state = arena.fresh()
-    originals = h.file_map(state)
-    trace = base / "trace.txt"
-    run = h.fork_cli("migrate", "--state-dir", state, "--yes", "--backup-output", arena.output, env={"STATEKIT_CRASHPOINT": f"trace={trace}"})
-    assert run.returncode in (0, 3) and not run.traceback, run
-    names = trace.read_text().split()
-    trace.unlink()
-    return World(arena, since, names, run.elapsed, run.returncode, originals,
-                 h.mask_times(h.data_dump(state), since), h.bookkeeping(state), h.tree_outcome(state))
+    return h.build_migrate_world(base, fixture)
 
 
 def archives(*dirs: Path) -> list[Path]:
@@ -92,23 +67,9 @@ def trial(world: World, *, point: str | None = None, delay: float | None = None)
     if rerun.returncode not in (0, 3) or rerun.traceback:
         problems.append(f"rerun: {rerun}")
         return first.killed, problems
-    data = h.mask_times(h.data_dump(state), world.since)
-    if data != world.data:
-        diff = sorted({f"{db}:{t}" for db in set(data) | set(world.data) for t in set(data.get(db, {})) | set(world.data.get(db, {}))
-                       if data.get(db, {}).get(t) != world.data.get(db, {}).get(t)})
-        problems.append(f"data differs from the uninterrupted run: {diff[:8]}")
-    books = h.bookkeeping(state)
-    if books != world.books:
-        problems.append(f"bookkeeping differs: {[k for k in set(books) | set(world.books) if books.get(k) != world.books.get(k)]}")
-    tree = h.tree_outcome(state)
-    if tree != world.tree:
-        problems.append(f"state tree differs: extra {sorted(set(tree) - set(world.tree))[:5]}, missing {sorted(set(world.tree) - set(tree))[:5]},"
-                        f" changed {[k for k in tree if k in world.tree and tree[k] != world.tree[k]][:5]}")
-    problems += h.lost_sources(state, world.originals, require_receipt=True)
-    problems += [f"left behind: {p}" for p in h.leftovers(state, arena.output)]
-    statuses = h.run_statuses(state)
-    if "failed" in statuses or statuses.count("running") > 1:
-        problems.append(f"run records: {statuses}")
+    problems += h.convergence_problems(world, arena.output)
+    if "failed" in h.run_statuses(state):
+        problems.append(f"run records: {h.run_statuses(state)}")
     for archive in archives(arena.output)[-1:]:
         report = verify_archive(archive)
         if not report.ok:
