@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import time
@@ -299,7 +300,9 @@ class Migration:
                     raise
         except _SourceChanged:
             return self._replan(planned, outcome, retried)
-        except Exception as exc:  # one source's failure never stops the run
+        except Exception as exc:  # one source's failure never stops the run...
+            if environmental(exc):  # ...but a full or failing disk is no property of the file: stop, retry it next run
+                raise
             return self._fail(planned, outcome, _describe(planned.rel, exc))
         checkpoint("after-commit")
         outcome.records = result.records
@@ -419,6 +422,22 @@ def _rollback(*conns: sqlite3.Connection) -> None:
             pass
 
 
+def root_error(exc: BaseException) -> BaseException:
+    """The error a failed ``ROLLBACK`` in a handler masks (SQLite already rolled back after a full disk)."""
+    while "cannot rollback" in str(exc) and isinstance(exc.__context__, sqlite3.Error):
+        exc = exc.__context__
+    return exc
+
+
+def environmental(exc: BaseException) -> bool:
+    """A full, failing or read-only disk under the databases (not a problem of the source being imported)."""
+    exc = root_error(exc)
+    if isinstance(exc, sqlite3.OperationalError):
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        return name in ("SQLITE_FULL", "SQLITE_READONLY") or name.startswith(("SQLITE_IOERR", "SQLITE_READONLY_")) or "disk" in str(exc)
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+
+
 def _describe(rel: str, exc: BaseException) -> str:
     if isinstance(exc, SourceError):
         return str(exc)
@@ -459,6 +478,14 @@ def interrupted_retirements(state_dir: Path) -> list[str]:
         if retired_path(state_dir, receipt.last_run_id, receipt.source_path).exists():
             found.append(receipt.source_path)
     return found
+
+
+def database_failure(state_dir: Path, exc: sqlite3.Error) -> str:
+    """One line for a database error that stopped the run (the root cause, not a failed ROLLBACK after it)."""
+    text = str(root_error(exc))
+    hint = "free some space" if "full" in text else "check the disk"
+    return (f"{state_dir}: migration stopped by a database error ({text}); sources imported before it are committed with"
+            f" their receipts, the others are still in place; {hint} and run statekit migrate again")
 
 
 def check_writable(state_dir: Path) -> None:
@@ -503,6 +530,8 @@ def migrate(
         migration = Migration(state_dir, options, progress)
         try:
             return migration.run(plan)
+        except sqlite3.Error as exc:  # the disk filled up or failed outside one source's transaction
+            raise StatekitError(database_failure(state_dir, exc)) from None
         finally:
             migration.close()
     finally:

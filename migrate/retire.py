@@ -68,10 +68,14 @@ def retire(state_dir: Path, rel: str, run_id: str, sha256: str | None, warnings:
 
 def _copy_verified(source: Path, dest: Path, sha256: str | None) -> None:
     tmp = dest.with_name(dest.name + ".statekit-partial")
-    with open(source, "rb") as src, open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE), "wb") as out:
-        shutil.copyfileobj(src, out, 1 << 20)
-        out.flush()
-        os.fsync(out.fileno())
+    try:
+        with open(source, "rb") as src, open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE), "wb") as out:
+            shutil.copyfileobj(src, out, 1 << 20)
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a half copy is never left for a later run to find
+        raise
     if sha256 and sha256_file(tmp) != sha256:
         tmp.unlink(missing_ok=True)
         raise OSError(errno.EIO, f"copy of {source} does not match its hash")
