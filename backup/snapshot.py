@@ -95,6 +95,11 @@ def inspect_db(path: Path) -> DbFacts:
     return DbFacts(integrity, version, role, agent)
 
 
+def _disk_failure(exc: sqlite3.DatabaseError) -> bool:
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return isinstance(exc, sqlite3.OperationalError) and (name == "SQLITE_FULL" or name.startswith("SQLITE_IOERR") or "disk" in str(exc))
+
+
 def snapshot_db(source: Path, dest: Path) -> Snapshot:
     """``VACUUM INTO`` ``dest`` (0600), fsync it, check it, hash it.
 
@@ -110,6 +115,8 @@ def snapshot_db(source: Path, dest: Path) -> Snapshot:
         conn.execute("VACUUM INTO ?", (str(dest),))
     except sqlite3.DatabaseError as exc:
         dest.unlink(missing_ok=True)
+        if _disk_failure(exc):  # writing the snapshot failed: a full or failing disk says nothing about the database
+            raise StatekitError(f"{source}: snapshot could not be written in {dest.parent} ({exc}); free space or check that disk") from None
         raise VerificationError(f"{source}: snapshot failed, database is unreadable or corrupt: {exc}") from None
     except sqlite3.Error as exc:
         dest.unlink(missing_ok=True)
