@@ -30,6 +30,7 @@ from backup import manifest as mf
 from backup.archive import BombError, copy_member, open_tar_stream, sniff_format
 from backup.snapshot import DbFacts, inspect_db
 from statekit.db import SQLITE_HEADER
+from statekit.errors import StatekitError
 from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE
 
 MANIFEST_MAX = 256 << 20  # bytes: a manifest listing ~500k entries
@@ -128,6 +129,14 @@ def _member_type_problem(member: tarfile.TarInfo) -> str | None:
     return None
 
 
+class ScratchError(Exception):
+    """Writing a scratch copy failed (full or failing disk): says nothing about the archive."""
+
+    def __init__(self, exc: OSError) -> None:
+        super().__init__(exc.strerror or str(exc))
+        self.where = exc.filename
+
+
 class _MemberSink:
     """Hash a member's bytes and, for databases, spill them to a private scratch file."""
 
@@ -141,7 +150,10 @@ class _MemberSink:
             self._open()
 
     def _open(self) -> None:
-        fd, name = tempfile.mkstemp(prefix="db-", suffix=".sqlite", dir=self._scratch())
+        try:
+            fd, name = tempfile.mkstemp(prefix="db-", suffix=".sqlite", dir=self._scratch())
+        except OSError as exc:
+            raise ScratchError(exc) from None
         os.fchmod(fd, PRIVATE_FILE_MODE)
         self.spilled = Path(name)
         self._fh = os.fdopen(fd, "wb")
@@ -150,12 +162,18 @@ class _MemberSink:
         self.digest.update(block)
         self.size += len(block)
         if self._fh is not None:
-            self._fh.write(block)
+            try:
+                self._fh.write(block)
+            except OSError as exc:
+                raise ScratchError(exc) from None
 
     def close(self) -> None:
         if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+            fh, self._fh = self._fh, None
+            try:
+                fh.close()
+            except OSError as exc:
+                raise ScratchError(exc) from None
 
     def discard(self) -> None:
         self.close()
@@ -650,6 +668,11 @@ def verify_archive(path: Path | str, *, scratch_dir: Path | None = None, max_byt
             _verify_openclaw(report, scratch, max_bytes)
         else:
             report.problems.append(f"{path}: not a statekit .tar.zst or OpenClaw .tar.gz backup archive")
+    except ScratchError as exc:
+        raise StatekitError(
+            f"{path}: could not be verified: writing a scratch copy failed ({exc}; {scratch.path or tempfile.gettempdir()}); "
+            "the archive itself was not judged -- free space there and verify again"
+        ) from None
     finally:
         scratch.cleanup()
     report.ok = not report.problems
