@@ -49,9 +49,11 @@ class SinkFile:
         self.path = path
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
         self.bytes_written = 0
+        self.digest = hashlib.sha256()  # of every byte written: the archive digest trailer is built from it
 
     def write(self, data: bytes) -> int:
         write_all(self._fd, data)
+        self.digest.update(data)
         self.bytes_written += len(data)
         return len(data)
 
@@ -171,17 +173,41 @@ def member_bytes(name: str, data: bytes, *, mode: int, mtime: float) -> bytes:
     return header + data + b"\0" * padding
 
 
-def write_joined(path: Path, head: bytes, payload: Path, *, level: int) -> None:
-    """Write ``path`` (exclusive, 0600) as a zstd frame of ``head`` followed by the frames of ``payload``; fsync.
+# A zstd skippable frame (ignored by every decompressor) closing the archive: the SHA-256 of the
+# compressed manifest frame and of the compressed payload. zstd content checksums cover what the
+# frames decode to; a flipped bit that decodes to the same bytes (unused entropy-coder bits) is
+# invisible to them, so verify also compares these digests: every byte of the archive is covered.
+DIGEST_MAGIC = 0x184D2A5A
+DIGEST_TAG = b"statekit-archive-sha256\0"
+
+
+def digest_trailer(head_sha256: bytes, payload_sha256: bytes) -> bytes:
+    content = DIGEST_TAG + head_sha256 + payload_sha256
+    return DIGEST_MAGIC.to_bytes(4, "little") + len(content).to_bytes(4, "little") + content
+
+
+def parse_digest_trailer(content: bytes) -> tuple[bytes, bytes] | None:
+    if len(content) != len(DIGEST_TAG) + 64 or not content.startswith(DIGEST_TAG):
+        return None
+    body = content[len(DIGEST_TAG) :]
+    return body[:32], body[32:]
+
+
+def write_joined(path: Path, head: bytes, payload: Path, *, level: int, payload_sha256: bytes | None = None) -> None:
+    """Write ``path`` (exclusive, 0600) as a zstd frame of ``head``, the frames of ``payload``, and a digest trailer; fsync.
 
     zstd frames and tar members both concatenate, so the result is one valid
-    .tar.zst whose first member is ``head``'s.
+    .tar.zst whose first member is ``head``'s. ``payload_sha256`` is the digest of
+    the payload file's bytes as they were written.
     """
     sink = SinkFile(path)
     try:
-        sink.write(zstandard.ZstdCompressor(level=level, write_checksum=True).compress(head))
+        head_frame = zstandard.ZstdCompressor(level=level, write_checksum=True).compress(head)
+        sink.write(head_frame)
         with open(payload, "rb") as source:
             _copy_fd(source.fileno(), sink)
+        if payload_sha256 is not None:
+            sink.write(digest_trailer(hashlib.sha256(head_frame).digest(), payload_sha256))
         sink.fsync_close()
     except BaseException:
         sink.close()

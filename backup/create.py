@@ -233,7 +233,7 @@ def _link_text(asset: Asset) -> bytes:
 
 def _write_payload(
     path: Path, items: list[_Item], snapshots: dict[int, Future[None]], ctx: _Context, level: int, progress: Progress | None
-) -> None:
+) -> bytes:
     """Everything but the manifest, into a temp ``.tar.zst``: files as they are read, databases last."""
     writer = ArchiveWriter(path, level=level, progress=progress)
     try:
@@ -259,6 +259,7 @@ def _write_payload(
     except BaseException:
         writer.abort()
         raise
+    return writer.sink.digest.digest()
 
 
 def _write_archive(
@@ -281,7 +282,7 @@ def _write_archive(
                 payload.unlink(missing_ok=True)
                 ctx.gone.clear()
                 try:
-                    _write_payload(payload, items, snapshots, ctx, level, progress)
+                    payload_sha256 = _write_payload(payload, items, snapshots, ctx, level, progress)
                     break
                 except _SourceChanged as changed:
                     if attempt == MAX_WRITE_ATTEMPTS:
@@ -303,7 +304,7 @@ def _write_archive(
     data = manifest.to_json()
     head = member_bytes(f"{archive_root}/{mf.MANIFEST_NAME}", mf.encode(data), mode=PRIVATE_FILE_MODE, mtime=manifest.created_at.timestamp())
     try:
-        write_joined(partial, head, payload, level=level)
+        write_joined(partial, head, payload, level=level, payload_sha256=payload_sha256)
     except BaseException:
         partial.unlink(missing_ok=True)
         raise

@@ -27,7 +27,7 @@ from typing import Any, BinaryIO
 import zstandard
 
 from backup import manifest as mf
-from backup.archive import BombError, copy_member, open_tar_stream, sniff_format
+from backup.archive import DIGEST_MAGIC, DIGEST_TAG, BombError, copy_member, open_tar_stream, parse_digest_trailer, sniff_format
 from backup.snapshot import DbFacts, inspect_db
 from statekit.db import SQLITE_HEADER
 from statekit.errors import StatekitError
@@ -224,6 +224,8 @@ def zstd_structure_problem(path: Path) -> str | None:
                 if len(length) < 4:
                     return f"archive is truncated (skippable frame at byte {pos})"
                 pos += 8 + int.from_bytes(length, "little")
+                if pos > size:
+                    return f"archive is truncated (skippable frame runs past the end of the file)"
                 continue
             if magic != b"\x28\xb5\x2f\xfd":
                 return f"unexpected data after the last zstd frame at byte {pos}" if frames else "not a zstd archive"
@@ -253,6 +255,76 @@ def zstd_structure_problem(path: Path) -> str | None:
                 return "archive is truncated (zstd frame checksum missing)"
             frames += 1
     return None if frames else "archive holds no zstd frame"
+
+
+def _frame_end(fh: BinaryIO, pos: int, size: int) -> int | None:
+    """End offset of the zstd frame starting at ``pos`` (None if its headers do not add up)."""
+    fh.seek(pos + 4)
+    descriptor = fh.read(1)
+    if not descriptor:
+        return None
+    d = descriptor[0]
+    fcs_flag, single, checksum, dict_flag = d >> 6, (d >> 5) & 1, (d >> 2) & 1, d & 3
+    pos += 5 + (0 if single else 1) + (0, 1, 2, 4)[dict_flag] + ((1 if single else 0), 2, 4, 8)[fcs_flag]
+    while True:
+        fh.seek(pos)
+        raw = fh.read(3)
+        if len(raw) < 3:
+            return None
+        block = int.from_bytes(raw, "little")
+        btype, bsize = (block >> 1) & 3, block >> 3
+        pos += 3 + (1 if btype == 1 else bsize)
+        if pos > size:
+            return None
+        if block & 1:
+            break
+    return pos + (4 if checksum else 0)
+
+
+def _hash_range(fh: BinaryIO, start: int, end: int) -> bytes:
+    digest = hashlib.sha256()
+    fh.seek(start)
+    left = end - start
+    while left > 0:
+        block = fh.read(min(CHUNK, left))
+        if not block:
+            break
+        digest.update(block)
+        left -= len(block)
+    return digest.digest()
+
+
+def archive_digest_problem(path: Path) -> tuple[str | None, bool]:
+    """Check the archive digest trailer: (problem or None, whether a trailer was found).
+
+    Covers every compressed byte, including bits a decoder ignores. Archives
+    without a trailer (built by other tools or tests) are checked by their
+    frame checksums and member hashes only.
+    """
+    size = os.path.getsize(path)
+    with open(path, "rb") as fh:
+        if fh.read(4) != b"\x28\xb5\x2f\xfd":
+            return None, False
+        head_end = _frame_end(fh, 0, size)
+        if head_end is None or size < head_end + 8:
+            return None, False
+        fh.seek(size - 8 - len(DIGEST_TAG) - 64)
+        tail = fh.read()
+        parsed = parse_digest_trailer(tail[8:])
+        magic_ok = int.from_bytes(tail[:4], "little") == DIGEST_MAGIC
+        if parsed is None and not magic_ok:
+            return None, False
+        if parsed is None or not magic_ok or int.from_bytes(tail[4:8], "little") != len(tail) - 8:
+            return "archive digest trailer is malformed (altered)", True
+        trailer_start = size - len(tail)
+        if trailer_start < head_end:
+            return "archive digest trailer overlaps the manifest frame", True
+        head_sha, payload_sha = parsed
+        if _hash_range(fh, 0, head_end) != head_sha:
+            return "archive bytes do not match the recorded digest (manifest frame altered)", True
+        if _hash_range(fh, head_end, trailer_start) != payload_sha:
+            return "archive bytes do not match the recorded digest (payload altered)", True
+    return None, True
 
 
 # --------------------------------------------------------------------------- statekit format
@@ -346,6 +418,12 @@ def _verify_statekit(report: VerifyReport, scratch: _Scratch, max_bytes: int) ->
     structure = zstd_structure_problem(report.path)
     if structure:
         report.problems.append(structure)
+    else:
+        digest_problem, has_trailer = archive_digest_problem(report.path)
+        if digest_problem:
+            report.problems.append(digest_problem)
+        elif not has_trailer:
+            report.notes.append("archive has no digest trailer: checked by zstd frame checksums and member hashes only")
     declared: dict[str, dict[str, Any]] = {}
     seen: set[str] = set()
     links: set[str] = set()
