@@ -320,7 +320,7 @@ def normalise(rel: str) -> str:
 
 
 def tree_outcome(state: Path) -> dict[str, str]:
-    """Every entry under the state dir: normalised path -> content hash (databases: hash of their data dump).
+    """Every entry under the state dir: normalised path -> content hash (databases: just "db").
 
     Left out: the lock file, SQLite sidecars and rollback copies of restores.
     """
@@ -336,7 +336,7 @@ def tree_outcome(state: Path) -> dict[str, str]:
             if path.is_symlink():
                 value = "link:" + os.readlink(path)
             elif is_sqlite(path) and not rel.startswith(".statekit/migrated/"):
-                value = "db:" + sha(json.dumps(table_dump(path, BOOKKEEPING), sort_keys=True).encode())
+                value = "db"  # contents compared table by table (data_dump / db_dumps)
             else:
                 value = sha(path.read_bytes())
             key = normalise(rel)
@@ -658,6 +658,7 @@ class RestoreWorld:
     b_tree_state: dict
     expected_tree: dict
     a_dumps: dict
+    b_dumps: dict
     names: list[str] = field(default_factory=list)
     elapsed: float = 0.0
 
@@ -693,7 +694,7 @@ def build_restore_world(base: Path) -> RestoreWorld:
     shutil.copytree(arena.home, newer, symlinks=True)
     b_files = {k: v for k, v in file_map(newer / ".openclaw").items() if k != ".statekit/lock"}
     expected = dict(a_tree, **{"notes-after-backup.txt": sha(RESTORE_EXTRA)})
-    world = RestoreWorld(base, arena, archive, newer, b_files, exact_state(newer / ".openclaw"), expected, a_dumps)
+    world = RestoreWorld(base, arena, archive, newer, b_files, exact_state(newer / ".openclaw"), expected, a_dumps, db_dumps(state))
     world.reset()
     return world
 
