@@ -27,8 +27,10 @@ I/O faults
 
     * ``op``: ``write`` (``os.write`` and writes through file objects opened for
       writing), ``fsync``, ``rename``, ``replace``, ``link``, ``open`` (opening a
-      file for writing), ``mkdir``, ``copy`` (``os.copy_file_range`` /
-      ``os.sendfile``), ``unlink``, ``chmod``, or ``*`` (any of them);
+      file for writing), ``read`` (opening a file for reading: ``EACCES`` here is
+      how a test running as root sees a file it may not read), ``mkdir``, ``copy``
+      (``os.copy_file_range`` / ``os.sendfile``), ``unlink``, ``chmod``, or ``*``
+      (any of them);
     * ``ERRNO``: a name from :mod:`errno` (``ENOSPC``, ``EIO``, ``EDQUOT``, ``EROFS``...);
     * ``N``: the N-th matching call fails (1-based); ``N+`` makes that call and
       every later one fail (a disk that stays full);
@@ -112,7 +114,7 @@ def arm_kill_timer(delay_ms: float) -> threading.Thread:
 
 # --------------------------------------------------------------------------- I/O faults
 
-OPS = ("write", "fsync", "rename", "replace", "link", "open", "mkdir", "copy", "unlink", "chmod")
+OPS = ("write", "fsync", "rename", "replace", "link", "open", "read", "mkdir", "copy", "unlink", "chmod")
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _real: dict[str, Callable[..., Any]] = {}
 
@@ -255,8 +257,7 @@ def _patched() -> dict[str, Callable[..., Any]]:
         return real["link"](src, dst, *args, **kwargs)
 
     def open_(path: Any, flags: int, mode: int = 0o777, *args: Any, **kwargs: Any) -> int:
-        if flags & _WRITE_FLAGS:
-            _check("open", _path_of(path), path)
+        _check("open" if flags & _WRITE_FLAGS else "read", _path_of(path), path)
         return real["open"](path, flags, mode, *args, **kwargs)
 
     def mkdir(path: Any, *args: Any, **kwargs: Any) -> None:
@@ -290,6 +291,8 @@ def _patched() -> dict[str, Callable[..., Any]]:
             except (OSError, ValueError):
                 resolved = path
             return _FaultyFile(handle, resolved)
+        if not isinstance(file, int):
+            _check("read", _path_of(file), file)
         return real["io.open"](file, mode, *args, **kwargs)
 
     return {
