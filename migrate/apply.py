@@ -311,7 +311,7 @@ class Migration:
         problem = self._validate(planned, result)
         if problem:
             return self._fail(planned, outcome, problem)
-        outcome.status = "imported"
+        outcome.status = "dropped" if planned.action == "drop" else "imported"
         return self._retire(planned, self.run_id, self._source_report(planned, result), outcome)
 
     def _replan(self, planned: PlannedSource, outcome: SourceOutcome, retried: bool) -> SourceOutcome:
@@ -392,7 +392,7 @@ class Migration:
         checkpoint("after-retire")
         mark_removed(self.global_conn, planned.source_key or "", dict(report, retired_to=retired_to))
         outcome.retired_to = retired_to
-        if outcome.status != "imported":
+        if outcome.status not in ("imported", "dropped"):
             outcome.status = "retired"
         return outcome
 

@@ -41,6 +41,7 @@ USER_CONTENT: tuple[tuple[str, str], ...] = (
     ("extensions/**", "installed plugins"),
     ("canvas/**", "user canvas files"),
     ("backups/**", "user backups"),
+    ("wiki/**", "Memory Wiki vault (markdown notes)"),
 )
 
 # Directories whose whole subtree is user content: not descended into.

@@ -88,7 +88,7 @@ def test_fixture_migrates_cleanly(tmp_path: Path) -> None:
         action = by_kind[source["kind"]].action
         seen_kinds.add(source["kind"])
         if action in ACTIVE:
-            assert source["status"] in ("imported", "retired"), (source["path"], source["status"], source["message"])
+            assert source["status"] in ("imported", "dropped", "retired"), (source["path"], source["status"], source["message"])
             assert not (state / source["path"]).exists(), source["path"]
             assert (state / source["retired_to"]).is_file(), source["path"]
         else:

@@ -69,7 +69,7 @@ def test_round_trip(tmp_path: Path):
     assert (session["channel"], session["target"], session["account_id"], session["retry_count"]) == ("slack", "user:U123", "work", 0)
 
     marker = outcome(report, "delivery-queue/outbound-0.delivered")
-    assert marker.status == "imported" and marker.records == 0
+    assert marker.status == "dropped" and marker.records == 0
     assert not (state / "delivery-queue").exists() and not (state / "session-delivery-queue").exists()
     assert rows(global_db(state), "SELECT count(*) FROM delivery_queue_entries") == [(3,)]
 
