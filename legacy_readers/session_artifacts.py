@@ -33,7 +33,15 @@ from typing import Any, BinaryIO
 
 from legacy_readers._jsjson import js_stringify
 from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, parse_json_line, validate
-from legacy_readers.transcripts import CURRENT_VERSION, SESSION_ID_RE, TranscriptReader, _Scan, parse_iso_ms
+from legacy_readers.transcripts import (
+    CURRENT_VERSION,
+    SESSION_ID_RE,
+    TranscriptReader,
+    TranscriptRows,
+    _Scan,
+    ensure_session_row,
+    parse_iso_ms,
+)
 from statekit.errors import SourceError
 from statekit.fsutil import open_regular_file
 
@@ -63,15 +71,6 @@ def _mtime_ms(source: Source, fallback: int) -> int:
         return int(os.stat(source.path).st_mtime * 1000)
     except OSError:
         return fallback
-
-
-def _ensure_session(conn: Any, session_id: str, at_ms: int) -> None:
-    """A minimal ``sessions`` root (FK target), exactly as the transcript reader makes it; never overwrites."""
-    conn.execute(
-        "INSERT INTO sessions(session_id, session_key, session_scope, created_at, updated_at) VALUES (?, NULL, 'conversation', ?, ?)"
-        " ON CONFLICT(session_id) DO NOTHING",
-        (session_id, at_ms, at_ms),
-    )
 
 
 class _JsonlScan:
@@ -230,7 +229,7 @@ class TrajectoryReader(Reader):
                 raise SourceError(source.rel, "trajectory sidecar is empty")
             raise SourceError(source.rel, "the only line is torn (crash mid-append); nothing to import", line=scan.torn)
         first_ms = parse_iso_ms(first[2].get("ts")) or fallback_ms
-        _ensure_session(conn, session_id, first_ms)
+        ensure_session_row(conn, session_id, first_ms)
         conn.execute("DELETE FROM trajectory_runtime_events WHERE session_id = ?", (session_id,))
 
         notices: list[str] = []
@@ -421,7 +420,7 @@ class CheckpointReader(Reader):
         torn = events.scan.torn
         header_ms = parse_iso_ms(events.header.get("timestamp")) if events.header else None
         copy_id = f"{owner}.checkpoint.{checkpoint}"
-        _ensure_session(conn, owner, header_ms or fallback_ms)
+        ensure_session_row(conn, owner, header_ms or fallback_ms)
         # Rows a previous import of this checkpoint stored as a copy (the copy id is ours alone).
         conn.execute("DELETE FROM transcript_event_identities WHERE session_id = ?", (copy_id,))
         conn.execute("DELETE FROM transcript_events WHERE session_id = ?", (copy_id,))
@@ -484,58 +483,15 @@ class CheckpointReader(Reader):
     @staticmethod
     def _store_copy(source: Source, conn: Any, copy_id: str, created_ms: int, notices: list[str]) -> None:
         """Pass 2: store the checkpoint's events under their own session id (streamed again from the file)."""
-        _ensure_session(conn, copy_id, created_ms)
-        event_rows: list[tuple[Any, ...]] = []
-        identity_rows: list[tuple[Any, ...]] = []
-        seen_keys: set[str] = set()
+        ensure_session_row(conn, copy_id, created_ms)
+        rows = TranscriptRows(conn, copy_id, source.rel, notices)
         previous_ms = created_ms
-        pending_bytes = 0
-
-        def flush() -> None:
-            nonlocal pending_bytes
-            pending_bytes = 0
-            if event_rows:
-                conn.executemany("INSERT INTO transcript_events(session_id, seq, event_json, created_at) VALUES (?, ?, ?, ?)", event_rows)
-                event_rows.clear()
-            if identity_rows:
-                conn.executemany(
-                    "INSERT INTO transcript_event_identities(session_id, event_id, seq, event_type, has_parent, parent_id,"
-                    " message_idempotency_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT(session_id, event_id) DO UPDATE SET seq = excluded.seq, event_type = excluded.event_type,"
-                    " has_parent = excluded.has_parent, parent_id = excluded.parent_id,"
-                    " message_idempotency_key = excluded.message_idempotency_key, created_at = excluded.created_at",
-                    identity_rows,
-                )
-                identity_rows.clear()
-
         with open_regular_file(source.path) as handle:
             for number, seq, text, event in _CheckpointEvents(source, handle).rows():
                 event_ms = parse_iso_ms(event.get("timestamp")) or previous_ms
                 previous_ms = event_ms
-                event_rows.append((copy_id, seq, text, event_ms))
-                pending_bytes += len(text)
-                event_id = event.get("id")
-                if isinstance(event_id, str) and event_id:
-                    message = event.get("message") if isinstance(event.get("message"), dict) else {}
-                    key = message.get("idempotencyKey")
-                    key = key if isinstance(key, str) and key else None
-                    if key is not None:
-                        if key in seen_keys:
-                            notices.append(f"{source.rel}:{number}: duplicate message idempotencyKey; kept on the first message only")
-                            key = None
-                        else:
-                            seen_keys.add(key)
-                    parent = event.get("parentId")
-                    identity_rows.append(
-                        (copy_id, event_id, seq, event.get("type"), 1 if "parentId" in event else 0,
-                         parent if isinstance(parent, str) else None, key, event_ms)
-                    )
-                if len(event_rows) >= BATCH or pending_bytes >= BATCH_BYTES:
-                    flush()
-        flush()
-
-
-# --- kept in place / dropped ---------------------------------------------------------
+                rows.add(number, seq, text, event, event_ms)
+        rows.flush()
 
 
 class AcpStreamReader(Reader):

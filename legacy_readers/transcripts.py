@@ -36,6 +36,73 @@ from statekit.fsutil import iter_lines, open_regular_file
 CURRENT_VERSION = 3
 SESSION_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$", re.I)
 BATCH = 2000
+BATCH_BYTES = 8 << 20  # flush early when lines are big
+
+
+def ensure_session_row(conn: Any, session_id: str, at_ms: int) -> None:
+    """A minimal ``sessions`` root (the FK target of transcript rows); never overwrites an existing one."""
+    conn.execute(
+        "INSERT INTO sessions(session_id, session_key, session_scope, created_at, updated_at) VALUES (?, NULL, 'conversation', ?, ?)"
+        " ON CONFLICT(session_id) DO NOTHING",
+        (session_id, at_ms, at_ms),
+    )
+
+
+class TranscriptRows:
+    """Batched ``transcript_events`` + ``transcript_event_identities`` rows for one session.
+
+    One identity row per event with a non-empty string ``id``; a message
+    ``idempotencyKey`` seen twice is kept on the first message only (the
+    column is unique per session), with a notice naming the line.
+    """
+
+    def __init__(self, conn: Any, session_id: str, rel: str, notices: list[str]) -> None:
+        self.conn = conn
+        self.session_id = session_id
+        self.rel = rel
+        self.notices = notices
+        self.events: list[tuple[Any, ...]] = []
+        self.identities: list[tuple[Any, ...]] = []
+        self.seen_keys: set[str] = set()
+        self.pending_bytes = 0
+
+    def add(self, number: int, seq: int, text: str, event: dict[str, Any], event_ms: int) -> None:
+        self.events.append((self.session_id, seq, text, event_ms))
+        self.pending_bytes += len(text)
+        event_id = event.get("id")
+        if isinstance(event_id, str) and event_id:
+            message = event.get("message") if isinstance(event.get("message"), dict) else {}
+            key = message.get("idempotencyKey")
+            key = key if isinstance(key, str) and key else None
+            if key is not None:
+                if key in self.seen_keys:
+                    self.notices.append(f"{self.rel}:{number}: duplicate message idempotencyKey; kept on the first message only")
+                    key = None
+                else:
+                    self.seen_keys.add(key)
+            parent = event.get("parentId")
+            self.identities.append(
+                (self.session_id, event_id, seq, event.get("type"), 1 if "parentId" in event else 0,
+                 parent if isinstance(parent, str) else None, key, event_ms)
+            )
+        if len(self.events) >= BATCH or self.pending_bytes >= BATCH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        self.pending_bytes = 0
+        if self.events:
+            self.conn.executemany("INSERT INTO transcript_events(session_id, seq, event_json, created_at) VALUES (?, ?, ?, ?)", self.events)
+            self.events.clear()
+        if self.identities:
+            self.conn.executemany(
+                "INSERT INTO transcript_event_identities(session_id, event_id, seq, event_type, has_parent, parent_id,"
+                " message_idempotency_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT(session_id, event_id) DO UPDATE SET seq = excluded.seq, event_type = excluded.event_type,"
+                " has_parent = excluded.has_parent, parent_id = excluded.parent_id,"
+                " message_idempotency_key = excluded.message_idempotency_key, created_at = excluded.created_at",
+                self.identities,
+            )
+            self.identities.clear()
 
 
 def parse_iso_ms(value: Any) -> int | None:
@@ -223,35 +290,14 @@ class TranscriptReader(Reader):
         v1_ids = self._v1_ids(source) if version < 2 else None
         header_ms = parse_iso_ms(header.get("timestamp")) if header else None
 
-        conn.execute(
-            "INSERT INTO sessions(session_id, session_key, session_scope, created_at, updated_at) VALUES (?, NULL, 'conversation', ?, ?)"
-            " ON CONFLICT(session_id) DO NOTHING",
-            (session_id, header_ms or fallback_ms, header_ms or fallback_ms),
-        )
+        ensure_session_row(conn, session_id, header_ms or fallback_ms)
         conn.execute("DELETE FROM transcript_event_identities WHERE session_id = ?", (session_id,))
         conn.execute("DELETE FROM transcript_events WHERE session_id = ?", (session_id,))
 
-        seen_keys: set[str] = set()
-        event_rows: list[tuple[Any, ...]] = []
-        identity_rows: list[tuple[Any, ...]] = []
+        rows = TranscriptRows(conn, session_id, source.rel, notices)
         previous_ms = header_ms or fallback_ms
         seq = 0
         last_ms = previous_ms
-
-        def flush() -> None:
-            if event_rows:
-                conn.executemany("INSERT INTO transcript_events(session_id, seq, event_json, created_at) VALUES (?, ?, ?, ?)", event_rows)
-                event_rows.clear()
-            if identity_rows:
-                conn.executemany(
-                    "INSERT INTO transcript_event_identities(session_id, event_id, seq, event_type, has_parent, parent_id,"
-                    " message_idempotency_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT(session_id, event_id) DO UPDATE SET seq = excluded.seq, event_type = excluded.event_type,"
-                    " has_parent = excluded.has_parent, parent_id = excluded.parent_id,"
-                    " message_idempotency_key = excluded.message_idempotency_key, created_at = excluded.created_at",
-                    identity_rows,
-                )
-                identity_rows.clear()
 
         def all_events() -> Iterator[tuple[int, bytes, dict[str, Any]]]:
             yield first_item
@@ -264,28 +310,9 @@ class TranscriptReader(Reader):
             event_ms = parse_iso_ms(event.get("timestamp")) or previous_ms
             previous_ms = event_ms
             last_ms = max(last_ms, event_ms)
-            text = js_stringify(event) if changed else line.decode("utf-8")
-            event_rows.append((session_id, seq, text, event_ms))
-            event_id = event.get("id")
-            if isinstance(event_id, str) and event_id:
-                message = event.get("message") if isinstance(event.get("message"), dict) else {}
-                key = message.get("idempotencyKey")
-                key = key if isinstance(key, str) and key else None
-                if key is not None:
-                    if key in seen_keys:
-                        notices.append(f"{source.rel}:{number}: duplicate message idempotencyKey; kept on the first message only")
-                        key = None
-                    else:
-                        seen_keys.add(key)
-                parent = event.get("parentId")
-                identity_rows.append(
-                    (session_id, event_id, seq, event.get("type"), 1 if "parentId" in event else 0,
-                     parent if isinstance(parent, str) else None, key, event_ms)
-                )
+            rows.add(number, seq, js_stringify(event) if changed else line.decode("utf-8"), event, event_ms)
             seq += 1
-            if len(event_rows) >= BATCH:
-                flush()
-        flush()
+        rows.flush()
         conn.execute("UPDATE sessions SET updated_at = ? WHERE session_id = ? AND session_key IS NULL AND updated_at < ?", (last_ms, session_id, last_ms))
         result = WriteResult(records=seq, notices=notices)
         if scan.torn is not None:
@@ -339,4 +366,4 @@ class TranscriptReader(Reader):
         return ids
 
 
-__all__ = ["TranscriptReader", "parse_iso_ms", "v1_entry_id", "iter_lines"]
+__all__ = ["TranscriptReader", "TranscriptRows", "ensure_session_row", "parse_iso_ms", "v1_entry_id", "iter_lines"]
