@@ -714,6 +714,8 @@ def exact_state(root: Path) -> dict[str, tuple]:
                 found[rel] = ("link", os.readlink(path))
             elif path.is_dir():
                 found[rel] = ("dir", st.st_mode & 0o7777)
-            else:
+            elif path.is_file():
                 found[rel] = ("file", st.st_mode & 0o7777, sha(path.read_bytes()))
+            else:  # FIFO, socket, device: never opened
+                found[rel] = ("special", st.st_mode)
     return found
