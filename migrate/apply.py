@@ -342,7 +342,14 @@ class Migration:
                     return f"{planned.rel}: validation names an agent database but the source has no agent"
                 conn = self.agent_conn(agent)
             clause = f" WHERE {where}" if where else ""
-            found = conn.execute(f'SELECT count(*) FROM "{table}"{clause}', params).fetchone()[0]
+            try:
+                found = conn.execute(f'SELECT count(*) FROM "{table}"{clause}', params).fetchone()[0]
+            except sqlite3.Error as exc:  # a check built from the file's own data: its failure is this source's
+                if environmental(exc):
+                    raise
+                message = f"{planned.rel}: validation failed: the check on {table} could not run ({exc}); source left in place"
+                self._set_receipt_status(planned, "failed", {"error": message})
+                return message
             if found < expected:
                 message = f"{planned.rel}: validation failed: {table} has {found} rows, expected {expected}; source left in place"
                 self._set_receipt_status(planned, "failed", {"error": message})
