@@ -195,7 +195,7 @@ def test_migrate_on_a_full_disk(tmpfs_world, size_kb: int) -> None:
     assert not problems, f"tmpfs of {size_kb} KiB:\n" + "\n".join(problems)
 
 
-@pytest.mark.parametrize("inodes", [48, 64])
+@pytest.mark.parametrize("inodes", [48, 56, 60, 64])
 def test_migrate_out_of_inodes(tmpfs_world, inodes: int) -> None:
     world, mount = tmpfs_world
     full, problems = tmpfs_trial(world, mount, 64 << 10, inodes)
