@@ -441,7 +441,7 @@ def environmental(exc: BaseException) -> bool:
     exc = root_error(exc)
     if isinstance(exc, sqlite3.OperationalError):
         name = getattr(exc, "sqlite_errorname", "") or ""
-        return name in ("SQLITE_FULL", "SQLITE_READONLY") or name.startswith(("SQLITE_IOERR", "SQLITE_READONLY_")) or "disk" in str(exc)
+        return name in ("SQLITE_FULL", "SQLITE_READONLY", "SQLITE_CANTOPEN") or name.startswith(("SQLITE_IOERR", "SQLITE_READONLY_")) or "disk" in str(exc)
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
 
 
