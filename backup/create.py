@@ -327,7 +327,15 @@ def _publish(partial: Path, final: Path) -> None:
         os.rename(partial, final)
         return
     checkpoint("backup-linked")
-    partial.unlink()
+    _drop_partial(partial)
+
+
+def _drop_partial(partial: Path) -> None:
+    """Remove the ``.partial`` name; failing that, the next run's cleanup does (never fails a finished archive)."""
+    try:
+        partial.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def _cleanup_stale(output_dir: Path) -> list[str]:
@@ -475,5 +483,5 @@ def _create_locked(
         except OSError as exc:
             result.warnings.append(f"{sidecar_path(final)}: not written ({exc.strerror})")
     finally:
-        partial.unlink(missing_ok=True)
+        _drop_partial(partial)
         shutil.rmtree(staging, ignore_errors=True)

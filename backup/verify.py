@@ -178,7 +178,10 @@ class _MemberSink:
     def discard(self) -> None:
         self.close()
         if self.spilled is not None:
-            self.spilled.unlink(missing_ok=True)
+            try:
+                self.spilled.unlink(missing_ok=True)
+            except OSError:
+                pass  # the scratch dir is removed as a whole at the end
             self.spilled = None
 
 
