@@ -89,7 +89,8 @@ class Run:
 _CLEAN_ENV = ("STATEKIT_CRASHPOINT", "STATEKIT_KILL_AFTER_MS", "STATEKIT_IOFAULT", "STATEKIT_DEBUG")
 
 
-def _child(args: list[str], env: Mapping[str, str], out: int, err: int, io_faults: str | None, fsize: int | None, counter: int) -> int:
+def _child(args: list[str], env: Mapping[str, str], out: int, err: int, io_faults: str | None, fsize: int | None, counter: int,
+           umask: int | None = None) -> int:
     os.dup2(out, 1)
     os.dup2(err, 2)
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", line_buffering=True)
@@ -99,6 +100,8 @@ def _child(args: list[str], env: Mapping[str, str], out: int, err: int, io_fault
         os.environ.pop(name, None)
     os.environ.update(env)
     faults.reset()
+    if umask is not None:
+        os.umask(umask)
     if fsize is not None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG instead
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
@@ -121,6 +124,7 @@ def fork_cli(
     kill_after: float | None = None,
     io_faults: str | None = None,
     fsize: int | None = None,
+    umask: int | None = None,
     timeout: float = 600,
 ) -> Run:
     """Run ``statekit ARGS`` in a forked child; SIGKILL it after ``kill_after`` seconds if still running."""
@@ -135,7 +139,7 @@ def fork_cli(
             code = 1
             try:
                 os.close(read_end)
-                code = _child(argv, dict(env or {}), out.fileno(), err.fileno(), io_faults, fsize, write_end)
+                code = _child(argv, dict(env or {}), out.fileno(), err.fileno(), io_faults, fsize, write_end, umask)
             except BaseException:
                 try:
                     traceback.print_exc()
