@@ -118,6 +118,25 @@ class ImportContext:
             self.touched_agents[agent_id] = conn
         return conn
 
+    def dependency_pending(self, rel: str) -> bool:
+        """True while the source ``rel`` (imported earlier in plan order) is still waiting for its rows.
+
+        A dependency is satisfied when its current file version has a
+        ``completed`` receipt (it may still be on disk if its retirement
+        failed), or when the file is gone (retired by an earlier run).
+        Readers call this instead of testing whether the file exists.
+        """
+        path = self.state_dir / rel
+        if not path.exists():
+            return False
+        from statekit.fsutil import sha256_file  # local: base stays light for the plan
+
+        row = self.global_db.execute(
+            "SELECT 1 FROM migration_sources WHERE source_path = ? AND source_sha256 = ? AND status = 'completed' LIMIT 1",
+            (rel, sha256_file(path)),
+        ).fetchone()
+        return row is None
+
     def db(self, name: str, agent_id: str | None = None) -> sqlite3.Connection:
         if name == "global":
             return self.global_db

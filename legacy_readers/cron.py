@@ -974,9 +974,9 @@ class CronStateReader(Reader):
         entries, notices = parse_state(handle.read(), rel)
         store_dir = store_dir_of(rel)
         jobs_rel = f"{store_dir}/jobs.json" if store_dir else "jobs.json"
-        if (source.state_dir / jobs_rel).exists():
-            # The definitions import runs first (order 30) and retires jobs.json on
-            # success; if it is still here, that import failed or was skipped.
+        if ctx.dependency_pending(jobs_rel):
+            # The definitions import runs first (order 30); if this version of jobs.json
+            # has no completed receipt, that import failed or was skipped.
             raise SourceError(rel, f"left in place: {jobs_rel} has not been imported yet (its jobs must exist first)")
         store_key = store_key_for(rel)
         conn = ctx.global_db

@@ -48,8 +48,8 @@ DEVICE_FILL = (("platform", "platform"), ("deviceFamily", "device_family"), ("cl
                ("clientMode", "client_mode"), ("remoteIp", "remote_ip"))
 
 
-def _require_devices_imported(source: Source) -> None:
-    if (source.state_dir / DEVICES_PAIRED_REL).exists():
+def _require_devices_imported(source: Source, ctx: ImportContext) -> None:
+    if ctx.dependency_pending(DEVICES_PAIRED_REL):
         raise SourceError(source.rel, f"left in place: {DEVICES_PAIRED_REL} has not been imported yet (nodes attach to paired devices)")
 
 
@@ -107,7 +107,7 @@ class NodePairingPairedReader(Reader):
         store = load_object(handle, source.rel, self.schema_name)
         conn = ctx.global_db
         if store:
-            _require_devices_imported(source)
+            _require_devices_imported(source, ctx)
             require_columns(conn, PAIRED_TABLE, ("device_id", "node_surface_json"))
         mtime = file_mtime_ms(source, ctx.now_ms)
         nodes: list[tuple[str, Mapping[str, Any], dict[str, Any]]] = []
@@ -169,7 +169,7 @@ class NodePairingPendingReader(Reader):
         store = load_object(handle, source.rel, self.schema_name)
         conn = ctx.global_db
         if store:
-            _require_devices_imported(source)
+            _require_devices_imported(source, ctx)
             require_columns(conn, PAIRED_TABLE, ("device_id", "pending_node_surface_json"))
         mtime = file_mtime_ms(source, ctx.now_ms)
         newest: dict[str, dict[str, Any]] = {}

@@ -130,7 +130,7 @@ def test_migrate_fault_matrix(migrate_world: h.MigrateWorld, migrate_world_no_ba
     failures = []
     for op in ("write", "fsync", "open", "mkdir", "copy", "link", "rename", "replace", "unlink"):
         for errno_name in ("ENOSPC", "EIO"):
-            for where in ("/backups/", "/sessions/"):  # retirements of session files (cron/nodes: see the xfail)
+            for where in ("/backups/", "/sessions/"):  # retirements of session files (cron/nodes: see the dependent-source test)
                 for nth in ("1", "2", "3", "5", "8", "13", "1+"):
                     spec = f"{op}:{errno_name}:{nth}:{where}"
                     fired, problems = migrate_fault_trial(migrate_world, io_faults=spec)
@@ -375,9 +375,6 @@ DEPENDENT = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="cron-state and nodes readers take 'the file is still in place' for 'not imported'; when the "
-                   "first file was imported but its retirement failed (EIO/ENOSPC on the rename), the dependent file fails, that failure "
-                   "is recorded, and no later run retries it: the run state is never imported (legacy_readers/cron.py:977, nodes.py:52)")
 @pytest.mark.parametrize("first,dependent,where", DEPENDENT, ids=[d[1] for d in DEPENDENT])
 def test_a_failed_retirement_does_not_strand_a_dependent_source(tmp_path: Path, first: str, dependent: str, where: str) -> None:
     every = h.FIXTURES / "every-family" / ".openclaw"
