@@ -319,3 +319,14 @@ def test_a_symlink_loop_inside_a_workspace_is_named(tmp_path: Path) -> None:
     assert run.returncode in (0, 3) and not run.traceback, run
     assert os.readlink(state / rel) == "origin.json"
     assert any(rel in line for line in run.stderr.splitlines()), run.stderr
+
+
+@pytest.mark.parametrize("content", [b'{"pid": Infinity}', b'{"pid": 1e999}', b'{"pid": 123456789012345678901234567890}',
+                                     b"[" * 100_000 + b"]" * 100_000, b'{"pid": NaN}', b"99999999999999999999 gateway"])
+def test_a_malformed_gateway_lock_never_crashes_the_gateway_check(tmp_path: Path, content: bytes) -> None:
+    """Found by the mutator: a gateway lock whose pid is Infinity (or too big for a pid) made every command that
+    checks for a running gateway (migrate, restore) die with a traceback before doing anything."""
+    state = h.copy_world("demo-install", tmp_path)
+    (state / "gateway.3f2a9c1b.lock").write_bytes(content)
+    run = h.fork_cli("migrate", "--state-dir", state, "--yes", "--no-backup")
+    assert run.returncode in (0, 3, 4) and not run.traceback, run

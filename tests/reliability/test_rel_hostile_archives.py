@@ -573,3 +573,16 @@ def test_an_archive_cut_before_its_digest_trailer_is_complete(base: Base, tmp_pa
     assert run.returncode == 0 and "no digest trailer" in run.stdout + run.stderr, run
     manifest = manifest_of(base.members)
     assert f"Assets verified: {len(manifest['assets'])} of {len(manifest['assets'])}" in run.stdout, run
+
+
+@pytest.mark.parametrize("body", [b"[" * 100_000 + b"]" * 100_000, b'{"a": ' * 50_000 + b"1" + b"}" * 50_000])
+def test_a_manifest_nested_100k_deep_is_rejected_not_a_traceback(base: Base, tmp_path: Path, body: bytes) -> None:
+    """Found by the slow corpus: the manifest decoder let RecursionError escape (traceback, exit 1)."""
+    members = base.fresh()
+    members[0].data = body
+    archive = tmp_path / "openclaw-backup-deep.tar.zst"
+    archive.write_bytes(pack(members))
+    run = h.fork_cli("backup", "verify", archive)
+    assert run.returncode == 5 and not run.traceback, run
+    restore = h.fork_cli("backup", "restore", archive, "--target", tmp_path / "t", "--yes")
+    assert restore.returncode == 5 and not restore.traceback and not (tmp_path / "t").exists(), restore
