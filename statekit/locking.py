@@ -68,7 +68,7 @@ def _pid_alive(pid: int) -> bool:
         return pid == os.getpid()
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # no such process / not a pid at all
         return False
     except PermissionError:
         return True
@@ -83,11 +83,11 @@ def _lock_pid(path: Path) -> int | None:
     try:
         data = json.loads(text)
         pid = data.get("pid") if isinstance(data, dict) else data
-    except ValueError:
+    except (ValueError, RecursionError):
         pid = text.split()[0] if text else None
     try:
         return int(pid) if pid is not None else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # also Infinity, NaN, 1e999
         return None
 
 
