@@ -166,6 +166,8 @@ def decode(raw: bytes) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"manifest is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise ValueError("manifest is nested too deeply to be a statekit manifest") from None
     if not isinstance(data, dict):
         raise ValueError("manifest is not a JSON object")
     return data
