@@ -34,9 +34,9 @@ I/O faults
     * ``ERRNO``: a name from :mod:`errno` (``ENOSPC``, ``EIO``, ``EDQUOT``, ``EROFS``...);
     * ``N``: the N-th matching call fails (1-based); ``N+`` makes that call and
       every later one fail (a disk that stays full);
-    * ``PATH_SUBSTRING``: only calls on paths containing it count (file
-      descriptors are resolved through ``/proc/self/fd``; stdin/stdout/stderr,
-      pipes and sockets never count).
+    * ``PATH_SUBSTRING``: only calls on paths containing it count (``=PATH``:
+      only that exact path; file descriptors are resolved through
+      ``/proc/self/fd``; stdin/stdout/stderr, pipes and sockets never count).
 
     Only Python-level calls are reached: SQLite's own writes happen in C, so the
     suite adds a size-capped tmpfs (real ENOSPC) and ``RLIMIT_FSIZE`` (EFBIG) for
@@ -132,9 +132,11 @@ class FaultRule:
     def matches(self, op: str, path: str | None) -> bool:
         if self.op != "*" and self.op != op:
             return False
-        if self.path is not None and (path is None or self.path not in path):
+        if self.path is None:
+            return True
+        if path is None:
             return False
-        return True
+        return path == self.path[1:] if self.path.startswith("=") else self.path in path
 
 
 @dataclass
