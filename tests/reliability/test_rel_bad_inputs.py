@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 import zlib
 from collections import Counter
@@ -52,6 +53,7 @@ DEPENDS = {
     "nodes/paired.json": ("devices/paired.json",),
     "nodes/pending.json": ("devices/paired.json",),
     "agents/main/agent/auth-profiles.json.tmp": ("agents/main/agent/auth-profiles.json",),  # compared with the live file
+    "agents/main/sessions/local-cli-session-1.trajectory.jsonl": ("agents/main/sessions/local-cli-session-1.trajectory-path.json",),
 }
 
 
@@ -206,7 +208,7 @@ def _retired_exact(state: Path, rel: str, data: bytes | None) -> bool:
 def run_round(seeds: Seeds, base: Path, round_no: int) -> tuple[Counter, list[str]]:
     state = base / "home" / ".openclaw"
     mutants, controls, unreadable, changed = build_round(seeds, state, base / "outside", round_no)
-    faults = ",".join(f"read:EACCES:1+:{p}" for p in unreadable) or None
+    faults = ",".join(f"read:EACCES:1+:={p}" for p in unreadable) or None
     problems: list[str] = []
     before = h.exact_state(state)
     plan = h.fork_cli("plan", "--state-dir", state, io_faults=faults)
@@ -330,3 +332,20 @@ def test_a_malformed_gateway_lock_never_crashes_the_gateway_check(tmp_path: Path
     (state / "gateway.3f2a9c1b.lock").write_bytes(content)
     run = h.fork_cli("migrate", "--state-dir", state, "--yes", "--no-backup")
     assert run.returncode in (0, 3, 4) and not run.traceback, run
+
+
+def test_an_infinite_timestamp_does_not_crash_the_plan(tmp_path: Path) -> None:
+    """Found by the mutator: ``Infinity`` where a reader expects a number raised OverflowError in ``inspect``,
+    which the plan did not catch: plan and migrate died with a traceback (legacy_readers/plugin_imessage.py:84)."""
+    state = h.copy_world("every-family", tmp_path)
+    rel = "imessage/sent-echoes.jsonl"
+    lines = (state / rel).read_bytes().splitlines()
+    lines[0] = re.sub(rb'"timestamp":\s*[0-9.]+', b'"timestamp": Infinity', lines[0])
+    data = b"\n".join(lines) + b"\n"
+    assert b"Infinity" in data
+    (state / rel).write_bytes(data)
+    for args in (("plan", "--state-dir", state), ("migrate", "--state-dir", state, "--yes", "--no-backup")):
+        run = h.fork_cli(*args)
+        assert run.returncode == 3 and not run.traceback, run
+        assert any(rel in line for line in run.stderr.splitlines()), run.stderr
+    assert (state / rel).read_bytes() == data
