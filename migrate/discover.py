@@ -10,6 +10,7 @@ SQLite header of regular files.
 
 from __future__ import annotations
 
+import glob
 import os
 import stat
 from collections.abc import Iterator
@@ -151,7 +152,9 @@ def _probe_workspace(state_dir: Path, rel_dir: str, readers: tuple[Reader, ...])
     root = state_dir / rel_dir
     for reader in readers:
         for pattern in reader.workspace_patterns:
-            for path in sorted(root.glob(pattern)):
+            # glob.glob, unlike Path.glob, lists dangling and looping symlinks (lexists), so a broken
+            # link at a legacy path is planned as "unreadable" instead of vanishing from every bucket.
+            for path in sorted(Path(p) for p in glob.glob(os.path.join(glob.escape(str(root)), pattern))):
                 rel = f"{rel_dir}/{path.relative_to(root).as_posix()}"
                 if rel in seen or not reader.claims(rel):
                     continue

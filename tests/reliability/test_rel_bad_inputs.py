@@ -152,7 +152,7 @@ def build_round(seeds: Seeds, state: Path, outside: Path, round_no: int) -> tupl
         if rng.random() < FS_SHARE:
             kind = m.FS_MUTATORS[(zlib.crc32(rel.encode()) + round_no) % len(m.FS_MUTATORS)]
             if kind == "symlink_loop" and rel.startswith("workspace/"):
-                kind = "symlink_outside"  # a dangling link inside a workspace is not listed at all: see the xfail below
+                kind = "symlink_outside"  # a dangling link inside a workspace: see test_a_symlink_loop_inside_a_workspace_is_named
             mutants.append(_fs_mutant(path, rel, kind, original, outside))
             if kind == "unreadable":
                 unreadable.append(str(path))
@@ -310,8 +310,6 @@ def test_a_key_that_breaks_a_json_path_does_not_stop_the_run(tmp_path: Path, pro
         assert any("credentials/oauth.json" in line for line in run.stderr.splitlines())
 
 
-@pytest.mark.xfail(strict=True, reason="a dangling or looping symlink at a legacy path inside a workspace is in no plan bucket and "
-                   "named by no line (migrate/discover.py:154, Path.glob follows the link); outside workspaces it is 'unreadable'")
 def test_a_symlink_loop_inside_a_workspace_is_named(tmp_path: Path) -> None:
     state = h.copy_world("every-family", tmp_path)
     rel = "workspace/skills/pdf-summary/.clawhub/origin.json"
