@@ -151,8 +151,8 @@ def build_round(seeds: Seeds, state: Path, outside: Path, round_no: int) -> tupl
         changed.add(rel)
         if rng.random() < FS_SHARE:
             kind = m.FS_MUTATORS[(zlib.crc32(rel.encode()) + round_no) % len(m.FS_MUTATORS)]
-            if kind == "symlink_loop" and rel.startswith("workspace/"):
-                kind = "symlink_outside"  # a dangling link inside a workspace: see test_a_symlink_loop_inside_a_workspace_is_named
+            if kind == "fifo" and any(rel in deps for deps in DEPENDS.values()):
+                kind = "symlink_loop"  # a FIFO where a dependency is looked up hangs migrate: see the xfail below
             mutants.append(_fs_mutant(path, rel, kind, original, outside))
             if kind == "unreadable":
                 unreadable.append(str(path))
@@ -311,6 +311,7 @@ def test_a_key_that_breaks_a_json_path_does_not_stop_the_run(tmp_path: Path, pro
 
 
 def test_a_symlink_loop_inside_a_workspace_is_named(tmp_path: Path) -> None:
+    """Found here (was a strict xfail): a dangling link inside a workspace was in no plan bucket; fixed in d03adec."""
     state = h.copy_world("every-family", tmp_path)
     rel = "workspace/skills/pdf-summary/.clawhub/origin.json"
     (state / rel).unlink()
@@ -347,3 +348,33 @@ def test_an_infinite_timestamp_does_not_crash_the_plan(tmp_path: Path) -> None:
         assert run.returncode == 3 and not run.traceback, run
         assert any(rel in line for line in (run.stdout + run.stderr).splitlines()), run
     assert (state / rel).read_bytes() == data
+
+
+def _hangs(args: tuple, seconds: float = 5.0) -> bool:
+    try:
+        run = h.fork_cli(*args, timeout=seconds)
+    except TimeoutError:
+        return True
+    assert not run.traceback, run
+    return False
+
+
+@pytest.mark.xfail(strict=True, reason="ImportContext.dependency_pending hashes the dependency with sha256_file, which opens a FIFO "
+                   "(or follows a link to /dev/zero) and blocks for ever: migrate hangs (legacy_readers/base.py:136, since 000fd08)")
+@pytest.mark.parametrize("dependency,dependent", [("cron/jobs.json", "cron/jobs-state.json"), ("devices/paired.json", "nodes/paired.json")])
+def test_a_fifo_where_a_dependency_should_be_does_not_hang_migrate(tmp_path: Path, dependency: str, dependent: str) -> None:
+    state = tmp_path / "home" / ".openclaw"
+    (state / dependent).parent.mkdir(parents=True)
+    (state / dependency).parent.mkdir(parents=True, exist_ok=True)
+    (state / dependent).write_bytes((EVERY / dependent).read_bytes())
+    os.mkfifo(state / dependency)
+    assert not _hangs(("migrate", "--state-dir", state, "--yes", "--no-backup"))
+
+
+@pytest.mark.xfail(strict=True, reason="a FIFO at openclaw.json: the plugin-state readers' load_config reads it with read_bytes(), "
+                   "which blocks for ever: plan and migrate hang (legacy_readers/_plugin_state.py:341; also migrate/steps.py:116/147/202)")
+def test_a_fifo_at_the_config_does_not_hang_plan(tmp_path: Path) -> None:
+    state = h.copy_world("every-family", tmp_path)
+    (state / "openclaw.json").unlink()
+    os.mkfifo(state / "openclaw.json")
+    assert not _hangs(("plan", "--state-dir", state))
