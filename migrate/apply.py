@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
+import stat
 import time
 import uuid
 from collections.abc import Callable
@@ -466,7 +467,11 @@ def plan_config(plan: Plan) -> dict[str, Any]:
     try:
         from legacy_readers.base import parse_json5_document
 
-        data = parse_json5_document(plan.config_path.read_bytes(), plan.config_path.name)
+        with open(os.open(plan.config_path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:  # a FIFO never blocks
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # (a symlinked config is fine; a FIFO or device is not)
+                return {}
+            os.set_blocking(handle.fileno(), True)
+            data = parse_json5_document(handle.read(), plan.config_path.name)
     except (OSError, SourceError):
         return {}
     return data if isinstance(data, dict) else {}
