@@ -113,9 +113,45 @@ def _child(args: list[str], env: Mapping[str, str], out: int, err: int, io_fault
     except BaseException:  # what the real interpreter would print and exit with
         traceback.print_exc()
         code = 1
-    if plan is not None:
+    if plan is not None and counter >= 0:
         os.write(counter, str(plan.fired).encode())
     return code
+
+
+def fork_many(commands: list[tuple[Any, ...]], jobs: int = 0) -> list[Run]:
+    """Run independent read-only commands in parallel children (``jobs`` at a time, default: one per CPU)."""
+    jobs = jobs or os.cpu_count() or 2
+    results: list[Run | None] = [None] * len(commands)
+    running: dict[int, tuple[int, tuple[str, ...], Any, Any, float]] = {}
+    queue = list(enumerate(commands))
+    while queue or running:
+        while queue and len(running) < jobs:
+            index, args = queue.pop(0)
+            argv = [str(a) for a in args]
+            out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child
+                code = 1
+                try:
+                    code = _child(argv, {}, out.fileno(), err.fileno(), None, None, -1)
+                except BaseException:
+                    traceback.print_exc()
+                finally:
+                    os._exit(code)
+            running[pid] = (index, tuple(argv), out, err, time.monotonic())
+        pid, status = os.waitpid(-1, 0)
+        if pid not in running:
+            continue
+        index, argv, out, err, start = running.pop(pid)
+        out.seek(0)
+        err.seek(0)
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        results[index] = Run(argv, code, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"), time.monotonic() - start)
+        out.close()
+        err.close()
+    return [r for r in results if r is not None]
 
 
 def fork_cli(

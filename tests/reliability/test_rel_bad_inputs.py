@@ -350,7 +350,7 @@ def test_an_infinite_timestamp_does_not_crash_the_plan(tmp_path: Path) -> None:
     assert (state / rel).read_bytes() == data
 
 
-def _hangs(args: tuple, seconds: float = 5.0) -> bool:
+def _hangs(args: tuple, seconds: float = 3.0) -> bool:
     try:
         run = h.fork_cli(*args, timeout=seconds)
     except TimeoutError:

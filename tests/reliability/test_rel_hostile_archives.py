@@ -494,44 +494,47 @@ def _bytes(made: bytes | list[Member]) -> bytes:
     return made if isinstance(made, bytes) else pack(made)
 
 
-def attack(base: Base, label: str, data: bytes, scratch: Path, restore: bool) -> list[str]:
-    archive = scratch / f"openclaw-backup-{label}.tar.zst"
-    archive.write_bytes(data)
-    problems = []
-    verify = h.fork_cli("backup", "verify", archive)
-    if verify.returncode != 5:
-        problems.append(f"{label}: verify exit {verify.returncode}, expected 5: {verify.stdout[-300:]} {verify.stderr[-300:]}")
-    elif verify.traceback or not verify.stderr.strip() and not verify.stdout.strip():
-        problems.append(f"{label}: verify rejected it without naming a problem")
-    if restore:
-        target = scratch / "target"
-        run = h.fork_cli("backup", "restore", archive, "--target", target, "--yes")
-        if run.returncode != 5 or target.exists():
-            problems.append(f"{label}: restore --target exit {run.returncode}, target created: {target.exists()}")
-        before = h.exact_state(base.state)
-        run = h.fork_cli("backup", "restore", archive, "--state-dir", base.state, "--yes")
-        if run.returncode != 5 or h.exact_state(base.state) != before:
-            problems.append(f"{label}: in-place restore exit {run.returncode}, state dir changed: {h.exact_state(base.state) != before}")
-    if sorted(p.name for p in base.outside.iterdir()) != ["victim"] or (base.outside / "victim").read_text() != "must never change\n":
-        problems.append(f"{label}: something was written outside: {sorted(p.name for p in base.outside.iterdir())}")
-    archive.unlink()
-    return problems
-
-
 def run_corpus(base: Base, scratch: Path, items: list[tuple[str, Callable[[], bytes]]], restore_every: int) -> list[str]:
+    """Write every archive, verify them all (in parallel), then try the sampled restores; check nothing leaked out."""
     figures = h.FIGURES["hostile-archives"]
-    problems: list[str] = []
-    for index, (label, build) in enumerate(items):
+    archives: list[tuple[str, Path]] = []
+    for label, build in items:
         data = build()
         if data == base.data:
             continue
-        restore = index % restore_every == 0
-        found = attack(base, label, data, scratch, restore)
+        archive = scratch / f"openclaw-backup-{label}.tar.zst"
+        archive.write_bytes(data)
+        archives.append((label, archive))
+    problems: list[str] = []
+    verified = h.fork_many([("backup", "verify", archive) for _label, archive in archives])
+    for (label, _archive), run in zip(archives, verified):
         figures["archives"] += 1
-        figures["rejected by verify (exit 5)"] += not any("verify" in p for p in found)
-        figures["restores refused, nothing written"] += 2 * restore * (not any("restore" in p for p in found))
         figures[f"kind:{label.rsplit('-', 1)[0]}"] += 1
-        problems += found
+        if run.returncode != 5 or run.traceback:
+            problems.append(f"{label}: verify exit {run.returncode}, expected 5: {run.stdout[-300:]} {run.stderr[-300:]}")
+        elif not (run.stdout.strip() or run.stderr.strip()):
+            problems.append(f"{label}: verify rejected it without naming a problem")
+        else:
+            figures["rejected by verify (exit 5)"] += 1
+    sampled = archives[::restore_every]
+    targets = [scratch / f"target-{i}" for i in range(len(sampled))]
+    restored = h.fork_many([("backup", "restore", archive, "--target", target, "--yes") for (_l, archive), target in zip(sampled, targets)])
+    for (label, _archive), target, run in zip(sampled, targets, restored):
+        if run.returncode != 5 or run.traceback or target.exists():
+            problems.append(f"{label}: restore --target exit {run.returncode}, target created: {target.exists()}")
+        else:
+            figures["restores refused, nothing written"] += 1
+    before = h.exact_state(base.state)
+    for label, archive in sampled:  # in place: one at a time (each takes the state-dir lock)
+        run = h.fork_cli("backup", "restore", archive, "--state-dir", base.state, "--yes")
+        if run.returncode != 5 or run.traceback or h.exact_state(base.state) != before:
+            problems.append(f"{label}: in-place restore exit {run.returncode}, state dir changed: {h.exact_state(base.state) != before}")
+        else:
+            figures["restores refused, nothing written"] += 1
+    if sorted(p.name for p in base.outside.iterdir()) != ["victim"] or (base.outside / "victim").read_text() != "must never change\n":
+        problems.append(f"something was written outside: {sorted(p.name for p in base.outside.iterdir())}")
+    for _label, archive in archives:
+        archive.unlink()
     return problems
 
 
