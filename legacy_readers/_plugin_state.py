@@ -334,11 +334,12 @@ class PluginStateReader(Reader):
 def load_config(state_dir: Any) -> dict[str, Any]:
     """The state dir's config (JSON5), best effort: {} when missing or unreadable (the plan has no parsed config)."""
     from legacy_readers.base import parse_json5_document
+    from statekit.fsutil import read_regular_file
 
     for name in ("openclaw.json", "clawdbot.json", "moldbot.json", "moltbot.json"):
         path = state_dir / name
         try:
-            data = path.read_bytes()
+            data = read_regular_file(path)
         except OSError:
             continue
         try:

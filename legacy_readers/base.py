@@ -22,6 +22,7 @@ import fnmatch
 import hashlib
 import json
 import math
+import os
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -127,13 +128,18 @@ class ImportContext:
         Readers call this instead of testing whether the file exists.
         """
         path = self.state_dir / rel
-        if not path.exists():
+        if not os.path.lexists(path):
             return False
-        from statekit.fsutil import sha256_file  # local: base stays light for the plan
+        from statekit.fsutil import HashingReader, open_regular_file  # local: base stays light for the plan
 
+        try:
+            with open_regular_file(path) as handle:  # never blocks on a FIFO, never follows a link
+                digest = HashingReader(handle).finish()
+        except OSError:
+            return True  # a FIFO, link or unreadable file is no imported dependency
         row = self.global_db.execute(
             "SELECT 1 FROM migration_sources WHERE source_path = ? AND source_sha256 = ? AND status = 'completed' LIMIT 1",
-            (rel, sha256_file(path)),
+            (rel, digest),
         ).fetchone()
         return row is None
 

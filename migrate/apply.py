@@ -18,7 +18,6 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
-import stat
 import time
 import uuid
 from collections.abc import Callable
@@ -42,7 +41,7 @@ from migrate.retire import delete_source, retire, retired_path
 from statekit import __version__
 from statekit.errors import ExitCode, SchemaError, SourceError, StateDirError, StatekitError
 from statekit.faults import checkpoint
-from statekit.fsutil import HashingReader, open_regular_file, sha256_file
+from statekit.fsutil import HashingReader, open_regular_file, read_regular_file, sha256_file
 from statekit.layout import ResolvedStateDir, lock_path, relative_posix
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
 from statekit.schema import open_agent, open_global
@@ -467,11 +466,7 @@ def plan_config(plan: Plan) -> dict[str, Any]:
     try:
         from legacy_readers.base import parse_json5_document
 
-        with open(os.open(plan.config_path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:  # a FIFO never blocks
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # (a symlinked config is fine; a FIFO or device is not)
-                return {}
-            os.set_blocking(handle.fileno(), True)
-            data = parse_json5_document(handle.read(), plan.config_path.name)
+        data = parse_json5_document(read_regular_file(plan.config_path), plan.config_path.name)
     except (OSError, SourceError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -37,7 +37,7 @@ from migrate.relocate import marker_path, read_marker, relocation_steps
 from migrate.retire import retired_path
 from statekit.db import BUSY_TIMEOUT_MS
 from statekit.errors import SourceError
-from statekit.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, ensure_private_dir, fsync_dir, sha256_bytes
+from statekit.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, ensure_private_dir, fsync_dir, read_regular_file, sha256_bytes
 from statekit.layout import (
     CANONICAL_DIR_NAME,
     CONFIG_NAME,
@@ -113,7 +113,7 @@ def config_step(state_dir: Path, config_path: Path | None, resolved: ResolvedSta
             return _outside_step(config_path)
         return None
     try:
-        data = config.read_bytes()
+        data = read_regular_file(config)
     except OSError as exc:
         return {"kind": CONFIG_KIND, "apply": False, "status": "unreadable", "path": config.name,
                 "description": f"{config.name}: cannot read ({exc.strerror}); config left alone"}
@@ -144,7 +144,7 @@ def config_step(state_dir: Path, config_path: Path | None, resolved: ResolvedSta
 
 def _outside_step(config_path: Path) -> dict[str, Any] | None:
     try:
-        document = parse_json5_document(config_path.read_bytes(), config_path.name)
+        document = parse_json5_document(read_regular_file(config_path), config_path.name)
     except (OSError, SourceError):
         return None
     rewrite = rewrite_aliases(document)
@@ -199,7 +199,7 @@ def apply_steps(plan: Any, state_dir: Path, run_id: str, report: Any) -> None:
 def apply_config_step(step: dict[str, Any], state_dir: Path, run_id: str, report: Any, resolved: ResolvedStateDir, env: Any) -> None:
     rel = step["path"]
     config = state_dir / rel
-    data = config.read_bytes()
+    data = read_regular_file(config)
     rewrite, problem, target = compute_config(state_dir, config, resolved, env, data)
     if problem is not None or rewrite is None:
         report.warnings.append(f"config {problem}")

@@ -130,6 +130,21 @@ def open_regular_file(path: Path):
         raise
 
 
+def read_regular_file(path: Path) -> bytes:
+    """The bytes of a regular file, following symlinks; never blocks on a FIFO or device.
+
+    Raises OSError when ``path`` is missing or not a regular file (a FIFO at
+    a config path must not hang a run that only wanted to read it).
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(0, "not a regular file", str(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return handle.read()
+
+
 def iter_lines(handle) -> Iterator[bytes]:
     """Yield lines without their trailing ``\n`` (a CR is kept) from a binary handle, one at a time."""
     for line in handle:

@@ -359,8 +359,6 @@ def _hangs(args: tuple, seconds: float = 3.0) -> bool:
     return False
 
 
-@pytest.mark.xfail(strict=True, reason="ImportContext.dependency_pending hashes the dependency with sha256_file, which opens a FIFO "
-                   "(or follows a link to /dev/zero) and blocks for ever: migrate hangs (legacy_readers/base.py:136, since 000fd08)")
 @pytest.mark.parametrize("dependency,dependent", [("cron/jobs.json", "cron/jobs-state.json"), ("devices/paired.json", "nodes/paired.json")])
 def test_a_fifo_where_a_dependency_should_be_does_not_hang_migrate(tmp_path: Path, dependency: str, dependent: str) -> None:
     state = tmp_path / "home" / ".openclaw"
@@ -371,8 +369,6 @@ def test_a_fifo_where_a_dependency_should_be_does_not_hang_migrate(tmp_path: Pat
     assert not _hangs(("migrate", "--state-dir", state, "--yes", "--no-backup"))
 
 
-@pytest.mark.xfail(strict=True, reason="a FIFO at openclaw.json: the plugin-state readers' load_config reads it with read_bytes(), "
-                   "which blocks for ever: plan and migrate hang (legacy_readers/_plugin_state.py:341; also migrate/steps.py:116/147/202)")
 def test_a_fifo_at_the_config_does_not_hang_plan(tmp_path: Path) -> None:
     state = h.copy_world("every-family", tmp_path)
     (state / "openclaw.json").unlink()
