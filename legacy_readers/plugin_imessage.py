@@ -28,6 +28,7 @@ from legacy_readers._plugin_state import (
     short_hash,
 )
 from legacy_readers.base import Source
+from statekit.errors import SourceError
 
 PLUGIN = "imessage"
 SENT_ECHO_TTL_MS = 12 * 60 * 60 * 1000
@@ -80,8 +81,10 @@ class IMessageSentEchoesReader(PluginStateReader):
     namespaces = ("sent-echoes",)
 
     def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry]:
-        for _number, _line, value in iter_jsonl(source, handle, self.schema_name, ectx):
-            stamp = int(value["timestamp"])
+        for number, _line, value in iter_jsonl(source, handle, self.schema_name, ectx):
+            stamp = as_ms(value["timestamp"])
+            if stamp is None:
+                raise SourceError(source.rel, "timestamp is not a finite number", line=number, json_path="$.timestamp")
             ident = value.get("messageId") or value.get("text") or ""
             yield StateEntry("sent-echoes", short_hash(value["scope"], ident, stamp), value,
                              created_at=stamp, expires_at=stamp + SENT_ECHO_TTL_MS)

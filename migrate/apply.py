@@ -34,6 +34,7 @@ from migrate.receipts import (
     load_receipts,
     load_receipts_readonly,
     mark_removed,
+    close_interrupted_runs,
     open_run,
     write_receipt,
 )
@@ -42,7 +43,8 @@ from statekit import __version__
 from statekit.errors import ExitCode, SchemaError, SourceError, StateDirError, StatekitError
 from statekit.faults import checkpoint
 from statekit.fsutil import HashingReader, open_regular_file, read_regular_file, sha256_file
-from statekit.layout import ResolvedStateDir, lock_path, relative_posix
+from statekit.db import open_rw, read_only_view, table_names
+from statekit.layout import ResolvedStateDir, global_db_path, lock_path, relative_posix
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
 from statekit.schema import open_agent, open_global
 
@@ -176,6 +178,8 @@ class Migration:
         self.global_conn, _ = open_global(self.state_dir, self.report.warnings)
         if backup_result is not None:
             self._record_backup(backup_result)
+        for stale in close_interrupted_runs(self.global_conn, now_ms()):
+            self.report.notices.append(f"run {stale} was interrupted before it finished; marked failed (its completed sources keep their receipts)")
         open_run(self.global_conn, self.run_id, self.report.started_at, {"kind": "legacy-state", "state_dir": str(self.state_dir)})
         checkpoint("run-opened")
         self.receipts = load_receipts(self.global_conn)
@@ -500,6 +504,32 @@ def check_writable(state_dir: Path) -> None:
         raise StateDirError(f"{state_dir}: state dir is read-only; nothing was changed")
 
 
+def _close_stale_runs(state_dir: Path, report: MigrationReport) -> None:
+    """A run killed after its last source (nothing left to import) still says ``running``: close it."""
+    db = global_db_path(state_dir)
+    if not db.is_file():
+        return
+    try:
+        with read_only_view(db) as view:
+            if "migration_runs" not in table_names(view) or view.execute(
+                "SELECT 1 FROM migration_runs WHERE status = 'running' LIMIT 1"
+            ).fetchone() is None:
+                return
+        conn = open_rw(db)
+    except sqlite3.Error:
+        return  # best effort: the history stays as it was
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        stale = close_interrupted_runs(conn, now_ms())
+        conn.execute("COMMIT")
+    except sqlite3.Error:
+        return
+    finally:
+        conn.close()
+    for run_id in stale:
+        report.notices.append(f"run {run_id} was interrupted before it finished; marked failed (its completed sources keep their receipts)")
+
+
 def migrate(
     resolved: ResolvedStateDir | Path,
     options: MigrateOptions | None = None,
@@ -533,6 +563,7 @@ def migrate(
                     report.notices.append(planned.reason or planned.rel)
                     report.outcomes.append(SourceOutcome(planned.kind, planned.rel, planned.agent_id, "left-in-place", message=planned.reason))
             report.finished_at = report.started_at
+            _close_stale_runs(state_dir, report)
             return report
         migration = Migration(state_dir, options, progress)
         try:

@@ -107,6 +107,26 @@ def mark_removed(conn: sqlite3.Connection, key: str, report: dict[str, Any]) -> 
     )
 
 
+def close_interrupted_runs(conn: sqlite3.Connection, now_ms: int) -> list[str]:
+    """statekit runs still ``running`` while we hold the state-dir lock were killed: mark them ``failed``.
+
+    Only rows statekit wrote (report kind ``legacy-state`` or ``recover``); anything else is left as it is.
+    """
+    rows = conn.execute(
+        "SELECT id FROM migration_runs WHERE status = 'running' AND json_valid(report_json)"
+        " AND json_extract(report_json, '$.kind') IN ('legacy-state', 'recover') ORDER BY started_at, id"
+    ).fetchall()
+    ids = [row[0] for row in rows]
+    for run_id in ids:
+        conn.execute(
+            "UPDATE migration_runs SET finished_at = ?, status = 'failed',"
+            " report_json = json_set(report_json, '$.status', 'failed', '$.interrupted', json('true'))"
+            " WHERE id = ? AND status = 'running'",
+            (now_ms, run_id),
+        )
+    return ids
+
+
 def open_run(conn: sqlite3.Connection, run_id: str, now_ms: int, report: dict[str, Any]) -> None:
     conn.execute(
         "INSERT INTO migration_runs(id, started_at, finished_at, status, report_json) VALUES (?, ?, NULL, 'running', ?)",

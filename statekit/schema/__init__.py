@@ -115,7 +115,8 @@ def ensure_schema(conn: sqlite3.Connection, path: Path, role: str, agent_id: str
             raise SchemaError(f"{path}: schema_meta says role {row[0]!r} agent {row[1]!r}, expected {role!r} {agent_id!r}; left untouched")
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # SQLite may already have rolled back (disk full); keep the real error
+            conn.execute("ROLLBACK")
         raise
     return report
 

@@ -22,6 +22,7 @@ POINTS = [
     "retire-moved:6",
     "after-retire:2",
     "after-retire:9",
+    "before-close-run:1",
 ]
 
 
@@ -65,5 +66,10 @@ def test_kill_and_rerun_converges(point: str, tmp_path: Path, reference) -> None
         assert (status, removed) == ("completed", 1), rel
         retired = state / ".statekit" / "migrated" / run_id / rel
         assert sha(retired.read_bytes()) == sha(data), rel
+    runs = rows(global_db(state), "SELECT status, json_extract(report_json, '$.interrupted') FROM migration_runs ORDER BY started_at, id")
+    assert runs[0] == ("failed", 1), runs  # the killed run is closed, not left 'running' for ever
+    assert [r[0] for r in runs[1:]] in (["completed"], ["warning"]) or (point == "before-close-run:1" and runs[1:] == [])
+    assert "interrupted before it finished" in rerun.stdout + rerun.stderr
     again = run_cli("migrate", "--state-dir", state, "--yes", "--no-backup")
     assert data_dump(state) == reference and again.returncode == 0
+    assert [r[0] for r in rows(global_db(state), "SELECT status FROM migration_runs")].count("running") == 0

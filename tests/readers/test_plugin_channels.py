@@ -68,6 +68,7 @@ def test_caches_are_dropped_with_reason(migrated, rel: str) -> None:
         ("imessage/catchup/default.json", '{"updatedAt": 1}', "missing required property"),
         ("imessage/reply-cache.jsonl", '{"messageId": "a"}\nnot json\n{"messageId": "b"}\n', ":2: invalid JSON"),
         ("imessage/sent-echoes.jsonl", '{"scope": "s", "timestamp": "now"}\n', ":1: $.timestamp: expected number"),
+        ("imessage/sent-echoes.jsonl", '{"scope": "s", "timestamp": 1}\n{"scope": "s", "timestamp": 1e999}\n', ":2: $.timestamp: timestamp is not a finite number"),
         ("bluebubbles/inbound-dedupe/default.json", "[]", "$: expected object, found array"),
         ("nostr/bus-state-default.json", "", "file is empty"),
     ],

@@ -338,9 +338,14 @@ def bookkeeping(state: Path) -> dict[str, Any]:
 
 
 def run_statuses(state: Path) -> list[str]:
-    """``migration_runs`` statuses, oldest first (a killed run stays ``running``)."""
+    """``migration_runs`` statuses, oldest first; a killed run reads ``interrupted`` (the next run marks it
+    ``failed`` with ``interrupted: true``; until then it is still ``running``)."""
     gdb = state / "state" / "openclaw.sqlite"
-    return [r[0] for r in _rows(gdb, "SELECT status FROM migration_runs ORDER BY started_at, id")] if gdb.is_file() else []
+    if not gdb.is_file():
+        return []
+    query = ("SELECT CASE WHEN json_extract(report_json, '$.interrupted') THEN 'interrupted' ELSE status END"
+             " FROM migration_runs ORDER BY started_at, id")
+    return [r[0] for r in _rows(gdb, query)]
 
 
 def backup_run_rows(state: Path) -> list[tuple[str, str]]:
@@ -553,7 +558,7 @@ def convergence_problems(world: MigrateWorld, *outputs: Path) -> list[str]:
     problems += lost_sources(state, world.originals, require_receipt=True)
     problems += [f"left behind: {p}" for p in leftovers(state, *outputs)]
     statuses = run_statuses(state)
-    if statuses.count("running") > 1:
+    if "running" in statuses:  # a rerun closes every run a kill left open
         problems.append(f"run records: {statuses}")
     for status, path in backup_run_rows(state):
         if status in ("ok", "completed") and not Path(path).is_file():
