@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from migrate.receipts import Receipt, _row_to_receipt  # noqa: PLC2701 - same package
+from migrate.receipts import Receipt, _row_to_receipt, close_interrupted_runs  # noqa: PLC2701 - same package
 from migrate.retire import remove_empty_parents, retired_path
 from statekit import __version__
 from statekit.db import open_rw, read_only_view, table_names
@@ -277,6 +277,7 @@ def recover(state_dir: Path, run_id: str, *, dry_run: bool = False) -> RecoverRe
             report.run_status, _, receipts = _load(conn, run_id)
             report.recover_run_id = str(uuid.uuid4())
             started = _now_ms()
+            close_interrupted_runs(conn, started)  # we hold the lock: any statekit run still 'running' was killed
             conn.execute(
                 "INSERT INTO migration_runs(id, started_at, finished_at, status, report_json) VALUES (?, ?, NULL, 'running', ?)",
                 (report.recover_run_id, started, json.dumps({"kind": "recover", "recovers_run_id": run_id}, sort_keys=True)),

@@ -176,3 +176,17 @@ def test_recover_every_corpus_tree(tmp_path: Path, migrated_corpus: dict[str, Pa
         assert {i.status for i in result.items} <= {"recovered"}, name
         for rel, data in expected.items():
             assert (state / rel).read_bytes() == data, (name, rel)
+
+
+def test_recover_closes_a_killed_run_and_leaves_foreign_rows_alone(tmp_path: Path) -> None:
+    import sqlite3
+
+    state, _, _ = _state(tmp_path)
+    first = migrate(state, MigrateOptions(backup=False))
+    with sqlite3.connect(global_db(state)) as conn:  # what a SIGKILLed migrate and an OpenClaw doctor run leave behind
+        conn.execute("INSERT INTO migration_runs VALUES ('killed', 1, NULL, 'running', '{\"kind\": \"legacy-state\"}')")
+        conn.execute("INSERT INTO migration_runs VALUES ('theirs', 2, NULL, 'running', '{\"kind\": \"doctor\"}')")
+    assert cli("recover", first.run_id, "--state-dir", state, "--yes").returncode == 0
+    statuses = dict(rows(global_db(state), "SELECT id, status || ':' || coalesce(json_extract(report_json, '$.interrupted'), 0)"
+                                           " FROM migration_runs WHERE id IN ('killed', 'theirs')"))
+    assert statuses == {"killed": "failed:1", "theirs": "running:0"}
