@@ -28,6 +28,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -397,9 +398,7 @@ def create_backup(
     if not 1 <= level <= 22:
         raise StatekitError(f"compression level {level} is outside 1..22", exit_code=2)
     output_dir = Path(os.path.abspath(output_dir)) if output_dir is not None else default_output_dir(state_dir)
-    now = datetime.now(timezone.utc)
-    archive_root = mf.archive_stem(now)
-    final = output_dir / f"{archive_root}{mf.ARCHIVE_SUFFIX}"
+    now, archive_root, final = _free_archive_name(output_dir)
     options = {"include_workspaces": include_workspaces, "level": level, "verify": verify}
     plan = plan_assets(state_dir, output_dir, include_workspaces=include_workspaces, env=env)
     if final.exists():
@@ -440,6 +439,20 @@ def create_backup(
             raise _out_of_space(exc, final) from None
         raise
     return result
+
+
+def _free_archive_name(output_dir: Path, attempts: int = 3) -> tuple[datetime, str, Path]:
+    """Now, the archive stem and its path. Names have a one-second resolution (the contract's
+    ``YYYYmmddTHHMMSSZ``) and are never overwritten: when this second's name is taken (a pre-migration
+    backup a moment ago), wait for the next second rather than refuse."""
+    for attempt in range(attempts):
+        now = datetime.now(timezone.utc)
+        archive_root = mf.archive_stem(now)
+        final = output_dir / f"{archive_root}{mf.ARCHIVE_SUFFIX}"
+        if not final.exists() or attempt == attempts - 1:
+            return now, archive_root, final
+        time.sleep(1.0 - now.microsecond / 1_000_000 + 0.001)
+    raise AssertionError("unreachable")
 
 
 def _create_locked(

@@ -176,7 +176,9 @@ def test_output_inside_the_state_dir_is_refused(state_tree):
 
 
 @freeze_time("2026-03-04 05:06:07")
-def test_existing_output_file_is_never_overwritten(state_tree, tmp_path):
+def test_existing_output_file_is_never_overwritten(state_tree, tmp_path, monkeypatch):
+    waits: list[float] = []
+    monkeypatch.setattr("backup.create.time.sleep", waits.append)  # the clock is frozen: waiting never frees the name
     out = tmp_path / "out"
     out.mkdir()
     existing = out / "openclaw-backup-20260304T050607Z.tar.zst"
@@ -185,6 +187,19 @@ def test_existing_output_file_is_never_overwritten(state_tree, tmp_path):
         create_backup(state_tree.root, out)
     assert existing.read_bytes() == b"somebody else's bytes"
     assert not list(out.glob("*.partial"))
+    assert len(waits) == 2 and all(0 < w <= 1.001 for w in waits)
+
+
+def test_a_second_create_in_the_same_second_waits_for_the_next_name(state_tree, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    with freeze_time("2026-03-04 05:06:07.400") as clock:
+        monkeypatch.setattr("backup.create.time.sleep", lambda seconds: clock.tick(seconds))
+        first = create_backup(state_tree.root, out)
+        second = create_backup(state_tree.root, out)
+    assert first.archive_path.name == "openclaw-backup-20260304T050607Z.tar.zst"
+    assert second.archive_path.name == "openclaw-backup-20260304T050608Z.tar.zst"
+    assert second.manifest["created_at"].startswith("2026-03-04T05:06:08.")
+    assert verify_archive(first.archive_path).ok and verify_archive(second.archive_path).ok
 
 
 def test_full_disk_leaves_no_archive_and_records_failure(state_tree, tmp_path, monkeypatch):
