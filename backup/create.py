@@ -47,7 +47,7 @@ from backup.snapshot import snapshot_db
 from backup.verify import VerifyReport, verify_archive
 from statekit.errors import StateDirError, StatekitError, VerificationError
 from statekit.faults import checkpoint
-from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE, atomic_write_bytes, fsync_dir, open_regular_file
+from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE, atomic_write_bytes, fsync_dir, open_regular_file, remove_orphaned_temps
 
 DEFAULT_OUTPUT_NAME = "openclaw-backups"
 STAGING_PREFIX = ".statekit-backup-"
@@ -350,6 +350,7 @@ def _cleanup_stale(output_dir: Path) -> list[str]:
             shutil.rmtree(path, ignore_errors=True)
         elif path.name.startswith(mf.ARCHIVE_PREFIX) and path.name.endswith(PARTIAL_SUFFIX) and path.is_file():
             path.unlink(missing_ok=True)
+    remove_orphaned_temps(output_dir)  # a ``.verify.json`` being written when the run was killed
     return interrupted
 
 

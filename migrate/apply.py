@@ -42,9 +42,9 @@ from migrate.retire import delete_source, retire, retired_path
 from statekit import __version__
 from statekit.errors import ExitCode, SchemaError, SourceError, StateDirError, StatekitError
 from statekit.faults import checkpoint
-from statekit.fsutil import HashingReader, open_regular_file, read_regular_file, sha256_file
+from statekit.fsutil import HashingReader, open_regular_file, read_regular_file, remove_orphaned_temps, sha256_file
 from statekit.db import open_rw, read_only_view, table_names
-from statekit.layout import ResolvedStateDir, global_db_path, lock_path, relative_posix
+from statekit.layout import STATEKIT_DIR_NAME, ResolvedStateDir, global_db_path, lock_path, relative_posix
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
 from statekit.schema import open_agent, open_global
 
@@ -552,6 +552,9 @@ def migrate(
         raise StateDirError(f"{state_dir}: cannot create statekit's lock ({exc.strerror}); nothing was changed") from None
     try:
         refuse_if_gateway_running(state_dir)
+        # Temp files of a killed statekit write (config, retired copy, archive receipt); we hold the lock.
+        remove_orphaned_temps(state_dir)
+        remove_orphaned_temps(state_dir / STATEKIT_DIR_NAME, recursive=True)
         plan = build_plan(resolved, options.env, options.retry_failed)
         ensure_not_schema_error(plan)
         if not plan.has_work and not interrupted_retirements(state_dir):

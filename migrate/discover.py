@@ -20,6 +20,7 @@ from pathlib import Path
 from legacy_readers import all_readers
 from legacy_readers.base import Reader, match_patterns
 from statekit.db import SQLITE_HEADER
+from statekit.fsutil import temp_writer_pid
 from statekit.layout import STATEKIT_DIR_NAME
 
 # Files and trees that are the user's, not state: they stay where they are.
@@ -190,6 +191,9 @@ def discover(state_dir: Path) -> Discovery:
         reader = next((r for r in readers if r.claims(rel)), None)
         if reader is not None:
             found.legacy.append((item, reader))
+            continue
+        if temp_writer_pid(entry.name) is not None:
+            found.statekit_files += 1  # a statekit temp file (a killed write); migrate removes it when its writer is gone
             continue
         if rel.endswith(SQLITE_SIDECAR_SUFFIXES):
             pending_sidecars.append(item)

@@ -76,9 +76,55 @@ def fsync_file(path: Path) -> None:
         os.close(fd)
 
 
+TEMP_MARKER = ".statekit-tmp-"
+
+
+def temp_writer_pid(name: str) -> int | None:
+    """The pid in an :func:`atomic_write_bytes` temp name (``.<name>.statekit-tmp-<pid>-<hex8>``), else None."""
+    if not name.startswith(".") or TEMP_MARKER not in name:
+        return None
+    pid, _, token = name.rsplit(TEMP_MARKER, 1)[1].partition("-")
+    if not (pid.isdigit() and len(token) == 8 and all(c in "0123456789abcdef" for c in token)):
+        return None
+    return int(pid)
+
+
+def remove_orphaned_temps(directory: Path, recursive: bool = False) -> list[Path]:
+    """Delete the temp files of :func:`atomic_write_bytes` whose writer is dead (a killed run).
+
+    Only our own names (``.<name>.statekit-tmp-<pid>-<hex8>``, regular files) whose pid no longer
+    exists; a live writer's temp file is never touched. Best effort: returns what was removed.
+    """
+    from statekit.locking import pid_alive  # locking imports this module
+
+    removed: list[Path] = []
+    walker = os.walk(directory) if recursive else [(str(directory), [], _names(directory))]
+    for root, _dirs, names in walker:
+        for name in names:
+            pid = temp_writer_pid(name)
+            if pid is None or pid_alive(pid):
+                continue
+            path = Path(root) / name
+            try:
+                if stat.S_ISREG(path.lstat().st_mode):
+                    path.unlink()
+                    removed.append(path)
+            except OSError:
+                continue
+    return removed
+
+
+def _names(directory: Path) -> list[str]:
+    try:
+        return os.listdir(directory)
+    except OSError:
+        return []
+
+
 def atomic_write_bytes(path: Path, data: bytes, mode: int = PRIVATE_FILE_MODE) -> None:
-    """Write ``data`` to ``path`` through a temp file, fsync and rename."""
-    tmp = path.with_name(f".{path.name}.statekit-tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    """Write ``data`` to ``path`` through a temp file, fsync and rename (a killed writer leaves the temp
+    file; :func:`temp_writer_pid` lets a later run recognise it)."""
+    tmp = path.with_name(f".{path.name}{TEMP_MARKER}{os.getpid()}-{secrets.token_hex(4)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -63,7 +63,8 @@ def is_locked(path: Path) -> bool:
     return False
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (ours counts; an impossible pid does not)."""
     if pid <= 0 or pid == os.getpid():
         return pid == os.getpid()
     try:
@@ -119,7 +120,7 @@ def running_gateway(state_dir: Path) -> str | None:
     """
     for lock in _gateway_lock_files(state_dir):
         pid = _lock_pid(lock)
-        if pid is not None and _pid_alive(pid) and _lock_mentions(lock, state_dir):
+        if pid is not None and pid_alive(pid) and _lock_mentions(lock, state_dir):
             return f"gateway pid {pid} (lock {lock})"
     proc = Path("/proc")
     if not proc.is_dir():
