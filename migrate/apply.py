@@ -30,20 +30,20 @@ from migrate.plan import Plan, PlannedSource, build_plan, check_state_dir, ensur
 from migrate.discover import FileEntry
 from migrate.receipts import (
     Receipt,
+    close_interrupted_runs,
     close_run,
     load_receipts,
     load_receipts_readonly,
     mark_removed,
-    close_interrupted_runs,
     open_run,
     write_receipt,
 )
 from migrate.retire import delete_source, retire, retired_path
 from statekit import __version__
 from statekit.errors import ExitCode, SchemaError, SourceError, StateDirError, StatekitError
+from statekit.db import open_rw, read_only_view, table_names
 from statekit.faults import checkpoint
 from statekit.fsutil import HashingReader, open_regular_file, read_regular_file, remove_orphaned_temps, sha256_file
-from statekit.db import open_rw, read_only_view, table_names
 from statekit.layout import STATEKIT_DIR_NAME, ResolvedStateDir, global_db_path, lock_path, relative_posix
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
 from statekit.schema import open_agent, open_global
