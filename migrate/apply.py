@@ -179,7 +179,7 @@ class Migration:
         if backup_result is not None:
             self._record_backup(backup_result)
         for stale in close_interrupted_runs(self.global_conn, now_ms()):
-            self.report.notices.append(f"run {stale} was interrupted before it finished; marked failed (its completed sources keep their receipts)")
+            self.report.notices.append(interrupted_run_notice(stale))
         open_run(self.global_conn, self.run_id, self.report.started_at, {"kind": "legacy-state", "state_dir": str(self.state_dir)})
         checkpoint("run-opened")
         self.receipts = load_receipts(self.global_conn)
@@ -504,6 +504,10 @@ def check_writable(state_dir: Path) -> None:
         raise StateDirError(f"{state_dir}: state dir is read-only; nothing was changed")
 
 
+def interrupted_run_notice(run_id: str) -> str:
+    return f"run {run_id} was interrupted before it finished; marked failed (its completed sources keep their receipts)"
+
+
 def _close_stale_runs(state_dir: Path, report: MigrationReport) -> None:
     """A run killed after its last source (nothing left to import) still says ``running``: close it."""
     db = global_db_path(state_dir)
@@ -527,7 +531,7 @@ def _close_stale_runs(state_dir: Path, report: MigrationReport) -> None:
     finally:
         conn.close()
     for run_id in stale:
-        report.notices.append(f"run {run_id} was interrupted before it finished; marked failed (its completed sources keep their receipts)")
+        report.notices.append(interrupted_run_notice(run_id))
 
 
 def migrate(

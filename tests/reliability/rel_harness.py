@@ -24,6 +24,7 @@ import hashlib
 import io
 import json
 import os
+import random
 import re
 import resource
 import shutil
@@ -764,3 +765,22 @@ def exact_state(root: Path) -> dict[str, tuple]:
             else:  # FIFO, socket, device: never opened
                 found[rel] = ("special", st.st_mode)
     return found
+
+
+def record_crash(group: str, killed: bool, problems: list[str]) -> None:
+    """One crash trial in the figures: tried, really killed, converged."""
+    figures = FIGURES[f"crash/{group}"]
+    figures["trials"] += 1
+    figures["killed"] += int(killed)
+    figures["converged"] += int(not problems)
+
+
+def named_sample(names: list[str], count: int, rng: random.Random) -> list[int]:
+    """``count`` kill points (1-based positions): every distinct checkpoint name at least once, the rest at random."""
+    chosen: set[int] = set()
+    for name in sorted(set(names)):
+        chosen.add(rng.choice([i + 1 for i, n in enumerate(names) if n == name]))
+    rest = [i for i in range(1, len(names) + 1) if i not in chosen]
+    rng.shuffle(rest)
+    chosen.update(rest[: max(0, count - len(chosen))])
+    return sorted(chosen)

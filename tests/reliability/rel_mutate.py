@@ -74,9 +74,11 @@ def _dump(value: Any, original: bytes) -> bytes:
     return json.dumps(value, indent=indent, ensure_ascii=False, allow_nan=True).encode("utf-8")
 
 
-def _structure_positions(text: str) -> list[tuple[int, int]]:
-    """(offset just after an opening bracket, depth) for every ``{``/``[`` outside strings."""
-    found = []
+def _scan(text: str) -> tuple[list[tuple[int, int]], list[int]]:
+    """One pass over JSON text: (offset just after ``{``/``[``, depth) for every bracket outside strings,
+    and the offset just after every opening quote."""
+    brackets: list[tuple[int, int]] = []
+    strings: list[int] = []
     depth = 0
     in_string = escaped = False
     for index, ch in enumerate(text):
@@ -89,30 +91,21 @@ def _structure_positions(text: str) -> list[tuple[int, int]]:
                 in_string = False
         elif ch == '"':
             in_string = True
+            strings.append(index + 1)
         elif ch in "{[":
             depth += 1
-            found.append((index + 1, depth))
+            brackets.append((index + 1, depth))
         elif ch in "}]":
             depth -= 1
-    return found
+    return brackets, strings
+
+
+def _structure_positions(text: str) -> list[tuple[int, int]]:
+    return _scan(text)[0]
 
 
 def _string_positions(text: str) -> list[int]:
-    """Offsets just after an opening quote of a string (outside other strings)."""
-    found = []
-    in_string = escaped = False
-    for index, ch in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-            found.append(index + 1)
-    return found
+    return _scan(text)[1]
 
 
 def _per_line(data: bytes, rng: random.Random, change: Callable[[bytes, random.Random], bytes | None]) -> bytes | None:

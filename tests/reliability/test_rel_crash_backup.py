@@ -39,23 +39,6 @@ archives = h.archives
 db_dumps = h.db_dumps
 
 
-def record(group: str, killed: bool, problems: list[str]) -> None:
-    figures = h.FIGURES[f"crash/{group}"]
-    figures["trials"] += 1
-    figures["killed"] += int(killed)
-    figures["converged"] += int(not problems)
-
-
-def named_sample(names: list[str], count: int, rng: random.Random) -> list[int]:
-    chosen: set[int] = set()
-    for name in sorted(set(names)):
-        chosen.add(rng.choice([i + 1 for i, n in enumerate(names) if n == name]))
-    rest = [i for i in range(1, len(names) + 1) if i not in chosen]
-    rng.shuffle(rest)
-    chosen.update(rest[: max(0, count - len(chosen))])
-    return sorted(chosen)
-
-
 def traced(args: tuple, trace: Path) -> tuple[h.Run, list[str]]:
     run = h.fork_cli(*args, env={"STATEKIT_CRASHPOINT": f"trace={trace}"})
     names = trace.read_text().split() if trace.exists() else []
@@ -136,7 +119,7 @@ def create_trial(world: CreateWorld, *, point: str | None = None, delay: float |
 
 @pytest.fixture(scope="module")
 def create_points(create_world: CreateWorld) -> list[int]:
-    return named_sample(create_world.names, CI_CREATE_NAMED, random.Random(h.SEED + 10))
+    return h.named_sample(create_world.names, CI_CREATE_NAMED, random.Random(h.SEED + 10))
 
 
 def test_create_passes_every_kind_of_checkpoint(create_world: CreateWorld) -> None:
@@ -149,7 +132,7 @@ def test_create_passes_every_kind_of_checkpoint(create_world: CreateWorld) -> No
 def test_create_killed_at_a_checkpoint(create_world: CreateWorld, create_points: list[int], index: int) -> None:
     k = create_points[index]
     killed, problems = create_trial(create_world, point=f"*:{k}")
-    record("backup-create", killed, problems)
+    h.record_crash("backup-create", killed, problems)
     assert not problems, f"kill point {k} ({create_world.names[k - 1]}):\n" + "\n".join(problems)
 
 
@@ -157,7 +140,7 @@ def test_create_killed_at_a_checkpoint(create_world: CreateWorld, create_points:
 def test_create_killed_after_a_random_delay(create_world: CreateWorld, index: int) -> None:
     delay = random.Random(h.SEED * 1000 + 100 + index).uniform(0.01, 0.95) * create_world.elapsed
     killed, problems = create_trial(create_world, delay=delay)
-    record("backup-create", killed, problems)
+    h.record_crash("backup-create", killed, problems)
     assert not problems, f"kill after {delay:.3f}s:\n" + "\n".join(problems)
 
 
@@ -236,7 +219,7 @@ def restore_trial(world: RestoreWorld, *, point: str | None = None, delay: float
 
 @pytest.fixture(scope="module")
 def restore_points(restore_world: RestoreWorld) -> list[int]:
-    return named_sample(restore_world.names, CI_RESTORE_NAMED, random.Random(h.SEED + 20))
+    return h.named_sample(restore_world.names, CI_RESTORE_NAMED, random.Random(h.SEED + 20))
 
 
 def test_restore_passes_every_kind_of_checkpoint(restore_world: RestoreWorld) -> None:
@@ -247,7 +230,7 @@ def test_restore_passes_every_kind_of_checkpoint(restore_world: RestoreWorld) ->
 def test_restore_killed_at_a_checkpoint(restore_world: RestoreWorld, restore_points: list[int], index: int) -> None:
     k = restore_points[index]
     killed, problems = restore_trial(restore_world, point=f"*:{k}")
-    record("backup-restore", killed, problems)
+    h.record_crash("backup-restore", killed, problems)
     assert not problems, f"kill point {k} ({restore_world.names[k - 1]}):\n" + "\n".join(problems)
 
 
@@ -255,7 +238,7 @@ def test_restore_killed_at_a_checkpoint(restore_world: RestoreWorld, restore_poi
 def test_restore_killed_after_a_random_delay(restore_world: RestoreWorld, index: int) -> None:
     delay = random.Random(h.SEED * 1000 + 200 + index).uniform(0.01, 0.95) * restore_world.elapsed
     killed, problems = restore_trial(restore_world, delay=delay)
-    record("backup-restore", killed, problems)
+    h.record_crash("backup-restore", killed, problems)
     assert not problems, f"kill after {delay:.3f}s:\n" + "\n".join(problems)
 
 
@@ -283,12 +266,12 @@ def test_every_create_and_restore_kill_point(create_world: CreateWorld, restore_
     for world, run_trial, group in ((create_world, create_trial, "backup-create"), (restore_world, restore_trial, "backup-restore")):
         for k in range(1, len(world.names) + 1):
             killed, problems = run_trial(world, point=f"*:{k}")
-            record(group, killed, problems)
+            h.record_crash(group, killed, problems)
             failures += [f"{group} *:{k} ({world.names[k - 1]}): {p}" for p in problems]
         for _ in range(SLOW_DELAYS):
             delay = rng.uniform(0.01, 0.98) * world.elapsed
             killed, problems = run_trial(world, delay=delay)
-            record(group, killed, problems)
+            h.record_crash(group, killed, problems)
             failures += [f"{group} delay {delay:.3f}s: {p}" for p in problems]
     assert not failures, "\n".join(failures[:40])
 
@@ -309,4 +292,4 @@ def test_a_killed_create_is_not_left_recorded_as_ok(create_world: CreateWorld, p
     rows = dict(h._rows(state / "state" / "openclaw.sqlite", "SELECT id, status FROM backup_runs"))
     assert rows[ids[0]] == "failed"
     assert [s for i, s in rows.items() if i != ids[0]] == ["ok"]
-    record("backup-create", True, [])
+    h.record_crash("backup-create", True, [])

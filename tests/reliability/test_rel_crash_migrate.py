@@ -78,24 +78,6 @@ def trial(world: World, *, point: str | None = None, delay: float | None = None)
     return first.killed, problems
 
 
-def record(killed: bool, problems: list[str], group: str = "migrate") -> None:
-    figures = h.FIGURES[f"crash/{group}"]
-    figures["trials"] += 1
-    figures["killed"] += int(killed)
-    figures["converged"] += int(not problems)
-
-
-def named_sample(names: list[str], count: int, rng: random.Random) -> list[int]:
-    """``count`` kill points (1-based positions): every distinct checkpoint name at least once, the rest at random."""
-    chosen: set[int] = set()
-    for name in sorted(set(names)):
-        chosen.add(rng.choice([i + 1 for i, n in enumerate(names) if n == name]))
-    rest = [i for i in range(1, len(names) + 1) if i not in chosen]
-    rng.shuffle(rest)
-    chosen.update(rest[: max(0, count - len(chosen))])
-    return sorted(chosen)
-
-
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> World:
     return build_world(tmp_path_factory.mktemp("crash-migrate"), "demo-install")
@@ -103,7 +85,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> World:
 
 @pytest.fixture(scope="module")
 def demo_points(demo: World) -> list[int]:
-    return named_sample(demo.names, CI_NAMED, random.Random(h.SEED))
+    return h.named_sample(demo.names, CI_NAMED, random.Random(h.SEED))
 
 
 def test_reference_run_passes_every_kind_of_checkpoint(demo: World) -> None:
@@ -119,7 +101,7 @@ def test_reference_run_passes_every_kind_of_checkpoint(demo: World) -> None:
 def test_kill_at_a_checkpoint_converges(demo: World, demo_points: list[int], index: int) -> None:
     k = demo_points[index]
     killed, problems = trial(demo, point=f"*:{k}")
-    record(killed, problems)
+    h.record_crash("migrate", killed, problems)
     assert not problems, f"kill point {k} ({demo.names[k - 1]}):\n" + "\n".join(problems)
 
 
@@ -127,7 +109,7 @@ def test_kill_at_a_checkpoint_converges(demo: World, demo_points: list[int], ind
 def test_kill_after_a_random_delay_converges(demo: World, index: int) -> None:
     delay = random.Random(h.SEED * 1000 + index).uniform(0.01, 0.95) * demo.elapsed
     killed, problems = trial(demo, delay=delay)
-    record(killed, problems)
+    h.record_crash("migrate", killed, problems)
     assert not problems, f"kill after {delay:.3f}s:\n" + "\n".join(problems)
 
 
@@ -148,7 +130,7 @@ def test_real_interpreter_killed_by_env_converges(demo: World) -> None:
     assert h.bookkeeping(state) == demo.books
     assert h.tree_outcome(state) == demo.tree
     assert not h.leftovers(state, arena.output)
-    record(True, [], "migrate")
+    h.record_crash("migrate", True, [])
 
 
 def _tiny_state(tmp_path: Path) -> Path:
@@ -180,12 +162,12 @@ def _walk(world: World, points: list[int], delays: list[float], group: str) -> l
     failures = []
     for k in points:
         killed, problems = trial(world, point=f"*:{k}")
-        record(killed, problems, group)
+        h.record_crash(group, killed, problems)
         if problems:
             failures.append(f"*:{k} ({world.names[k - 1]}): " + " | ".join(problems))
     for delay in delays:
         killed, problems = trial(world, delay=delay)
-        record(killed, problems, group)
+        h.record_crash(group, killed, problems)
         if problems:
             failures.append(f"delay {delay:.3f}s: " + " | ".join(problems))
     return failures
@@ -204,5 +186,5 @@ def test_every_family_kill_points_converge(tmp_path_factory: pytest.TempPathFact
     world = build_world(tmp_path_factory.mktemp("crash-every-family"), "every-family")
     rng = random.Random(h.SEED + 2)
     delays = [rng.uniform(0.01, 0.98) * world.elapsed for _ in range(SLOW_DELAYS)]
-    failures = _walk(world, named_sample(world.names, SLOW_EVERY_FAMILY_NAMED, rng), delays, "migrate-every-family")
+    failures = _walk(world, h.named_sample(world.names, SLOW_EVERY_FAMILY_NAMED, rng), delays, "migrate-every-family")
     assert not failures, "\n".join(failures)
