@@ -12,6 +12,7 @@ import re
 import sqlite3
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -24,8 +25,13 @@ SCHEMA_VERSION = 1
 ROLE_GLOBAL = "global"
 ROLE_AGENT = "agent"
 
-_TABLE_RE = re.compile(r"CREATE TABLE IF NOT EXISTS (\w+)", re.I)
-_INDEX_RE = re.compile(r"CREATE (?:UNIQUE )?INDEX IF NOT EXISTS \w+\s+ON (\w+)", re.I)
+_TABLE_RE = re.compile(r"^CREATE TABLE IF NOT EXISTS (\w+)", re.I)
+# statements that belong to a table: run only when statekit creates that table
+_DEPENDENT_RES = (
+    re.compile(r"^CREATE (?:UNIQUE )?INDEX IF NOT EXISTS \w+\s+ON (\w+)", re.I),
+    re.compile(r"^CREATE TRIGGER IF NOT EXISTS \w+\s+(?:BEFORE|AFTER|INSTEAD OF)\s+\w+(?:\s+OF\s+[\w, ]+?)?\s+ON (\w+)", re.I),
+    re.compile(r"^INSERT OR IGNORE INTO (\w+)", re.I),  # a seed row the release inserts
+)
 
 
 @dataclass(frozen=True)
@@ -44,23 +50,38 @@ class SchemaReport:
     existing_tables: list[str] = field(default_factory=list)
 
 
-def _statements(role: str) -> list[Statement]:
-    text = resources.files(__package__).joinpath(f"{role}.sql").read_text(encoding="utf-8")
+def _split_sql(text: str) -> list[str]:
+    """Statements of a schema file: split at ``;``, a trigger body (``BEGIN ... END;``) kept whole."""
     text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
-    result: list[Statement] = []
+    statements: list[str] = []
+    pending = ""
     for chunk in text.split(";"):
-        sql = chunk.strip()
-        if not sql:
+        pending = f"{pending};{chunk}" if pending else chunk
+        sql = pending.strip()
+        if sql.upper().startswith("CREATE TRIGGER") and not re.search(r"\bEND$", sql, re.I):
             continue
+        if sql:
+            statements.append(sql)
+        pending = ""
+    if pending.strip():
+        raise AssertionError(f"unterminated schema statement: {pending.strip()[:60]}")
+    return statements
+
+
+@lru_cache(maxsize=None)
+def _statements(role: str) -> tuple[Statement, ...]:
+    text = resources.files(__package__).joinpath(f"{role}.sql").read_text(encoding="utf-8")
+    result: list[Statement] = []
+    for sql in _split_sql(text):
         table = _TABLE_RE.search(sql)
         if table:
             result.append(Statement(sql, table.group(1), True))
             continue
-        index = _INDEX_RE.search(sql)
-        if not index:
+        owner = next((m for m in (r.search(sql) for r in _DEPENDENT_RES) if m), None)
+        if owner is None:
             raise AssertionError(f"unrecognised schema statement: {sql[:60]}")
-        result.append(Statement(sql, index.group(1), False))
-    return result
+        result.append(Statement(sql, owner.group(1), False))
+    return tuple(result)
 
 
 def declared_tables(role: str) -> list[str]:
