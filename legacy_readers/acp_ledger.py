@@ -4,28 +4,25 @@
 complete, createdAt, updatedAt, nextSeq, events: [{seq, at, sessionId,
 sessionKey, runId?, update}]}}}``.
 
-statekit's tables are keyed by **session key** (docs/target-schema.md), the
-ledger by session id: several ledger sessions (resets of one ACP session key)
-can share a key. OpenClaw replays by session key from the most recently
-updated *complete* session, so that is the one kept per key (ties: the later
-``updatedAt``, then the larger session id); the others are reported in
-notices and stay in the retired copy of the file.
+The release's tables are keyed by session id, and OpenClaw 2026.7.35 imported
+this file that way: every ledger session becomes one ``acp_replay_sessions``
+row (``session_key``, ``cwd``, ``complete`` 0/1, ``created_at``,
+``updated_at``, ``next_seq`` = ``nextSeq``, numbers as the file has them) and
+each of its events one ``acp_replay_events`` row (``session_id``, ``seq``,
+``at``, the event's own ``session_key``, ``run_id`` (a non-empty string or
+NULL), ``update_json`` = ``JSON.stringify(update)``). A repeated seq keeps the
+first event (the release inserts with OR IGNORE). A session already in the
+database is kept as it is (the release skips it too), with a notice.
 
-Per kept session: one ``acp_replay_sessions`` row (``session_id``, ``cwd``,
-``complete`` 0/1, ``next_seq`` = max(``nextSeq``, last seq + 1),
-``created_at``, ``updated_at``) and one ``acp_replay_events`` row per event
-(``seq``, ``at``, ``run_id``, ``update_json`` = the ``update`` object).
-Re-import converges: the key's session row (and through the foreign key its
-events) is deleted and written again in the same transaction. A repeated seq
-inside one session keeps the later event (notice).
-
-Sessions or events that do not have the ledger's shape (OpenClaw's loader
-drops them) are skipped with a warning naming the session.
-
-OpenClaw 2026.7 databases key these tables by ``session_id`` instead
-(``acp_replay_events`` then also needs ``session_id``): the reader detects
-that shape, also clears the session id's old rows, and fills ``session_id``
-in the events.
+Sessions or events without the ledger's shape are skipped with a warning
+naming the session (the release drops them silently): a session needs string
+``sessionId`` (equal to its key) / ``sessionKey`` / ``cwd``, finite
+``createdAt`` / ``updatedAt`` and an integer ``nextSeq`` >= 1; an event an
+integer ``seq`` >= 0, a finite ``at``, string ``sessionId`` / ``sessionKey``
+and an ``update`` with a string ``sessionUpdate``. An event whose
+``sessionId`` names another session cannot be stored under this one (the
+release's foreign key refuses it; 9.6 refuses the whole ledger): skipped with
+a warning.
 """
 
 from __future__ import annotations
@@ -33,21 +30,25 @@ from __future__ import annotations
 from typing import Any, BinaryIO
 
 from legacy_readers._jsjson import js_stringify
-from legacy_readers._small_stores import integer, load_document, primary_key, table_info, text
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, insert_many, require_columns, validate
+from legacy_readers._small_stores import load_document
+from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, insert_many, validate
 from statekit.errors import SourceError
 
 SESSIONS = "acp_replay_sessions"
 EVENTS = "acp_replay_events"
+SESSION_COLUMNS = ("session_id", "session_key", "cwd", "complete", "created_at", "updated_at", "next_seq")
+EVENT_COLUMNS = ("session_id", "seq", "at", "session_key", "run_id", "update_json")
 
 
-def _sort_key(session: dict[str, Any]) -> tuple[int, float, str]:
-    return (1 if session.get("complete") is True else 0, float(session["updatedAt"]), session["sessionId"])
+def _number(value: Any) -> Any:
+    """A JSON number as SQLite should get it from JavaScript (integral floats as integers)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-def select_sessions(source: Source, document: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str], list[str]]:
-    """session_key -> chosen session (events validated), plus notices and warnings."""
-    by_key: dict[str, list[dict[str, Any]]] = {}
+def select_sessions(source: Source, document: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """The sessions to import (events validated, first of a repeated seq kept), plus notices and warnings."""
+    selected: list[dict[str, Any]] = []
+    notices: list[str] = []
     warnings: list[str] = []
     for session_id, session in document["sessions"].items():
         try:
@@ -59,31 +60,30 @@ def select_sessions(source: Source, document: dict[str, Any]) -> tuple[dict[str,
             warnings.append(f"session {session_id!r} skipped: its sessionId differs from its key")
             continue
         events: dict[int, dict[str, Any]] = {}
-        bad = repeated = 0
+        bad = foreign = repeated = 0
         for event in session.get("events") or []:
             try:
                 validate(event, "acp-ledger-event", source.rel)
             except SourceError:
                 bad += 1
                 continue
+            if not isinstance(event.get("sessionId"), str) or not isinstance(event.get("sessionKey"), str):
+                bad += 1
+                continue
+            if event["sessionId"] != session_id:
+                foreign += 1
+                continue
             if event["seq"] in events:
                 repeated += 1
+                continue
             events[event["seq"]] = event
         if bad:
             warnings.append(f"session {session_id!r}: {bad} malformed event(s) skipped")
-        chosen = dict(session, events=[events[seq] for seq in sorted(events)], _repeated=repeated)
-        by_key.setdefault(session["sessionKey"], []).append(chosen)
-    selected: dict[str, dict[str, Any]] = {}
-    notices: list[str] = []
-    for key, candidates in by_key.items():
-        candidates.sort(key=_sort_key, reverse=True)
-        selected[key] = candidates[0]
-        for other in candidates[1:]:
-            notices.append(
-                f"session {other['sessionId']!r} shares its session key with the newer {candidates[0]['sessionId']!r}; only the newer one is imported"
-            )
-        if candidates[0]["_repeated"]:
-            notices.append(f"session {candidates[0]['sessionId']!r}: {candidates[0]['_repeated']} repeated seq(s); the later event kept")
+        if foreign:
+            warnings.append(f"session {session_id!r}: {foreign} event(s) naming another session skipped")
+        if repeated:
+            notices.append(f"session {session_id!r}: {repeated} repeated seq(s); the first event kept")
+        selected.append(dict(session, events=list(events.values())))
     return selected, notices, warnings
 
 
@@ -103,58 +103,45 @@ class AcpEventLedgerReader(Reader):
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
         selected, _notices, warnings = select_sessions(source, document)
-        events = sum(len(s["events"]) for s in selected.values())
+        events = sum(len(s["events"]) for s in selected)
         return Inspection(record_count=len(document["sessions"]), warnings=[f"{source.rel}: {w}" for w in warnings], details={"events": events})
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = load_document(source, handle, self.schema_name or "")
         selected, notices, warnings = select_sessions(source, document)
         conn = ctx.global_db
-        session_columns = ["session_key", "session_id", "cwd", "complete", "next_seq", "created_at", "updated_at"]
-        event_columns = ["session_key", "seq", "at", "run_id", "update_json"]
-        require_columns(conn, SESSIONS, session_columns)
-        require_columns(conn, EVENTS, event_columns)
-        keyed_by_id = primary_key(conn, SESSIONS) == ("session_id",)
-        if "session_id" in table_info(conn, EVENTS):
-            event_columns.append("session_id")
+        imported: list[str] = []
         total_events = 0
-        for key, session in sorted(selected.items()):
-            conn.execute(f"DELETE FROM {SESSIONS} WHERE session_key = ?", (key,))
-            conn.execute(f"DELETE FROM {EVENTS} WHERE session_key = ?", (key,))
-            if keyed_by_id:
-                conn.execute(f"DELETE FROM {SESSIONS} WHERE session_id = ?", (session["sessionId"],))
-            events = session["events"]
-            last_seq = events[-1]["seq"] if events else 0
-            insert_many(
-                conn,
-                SESSIONS,
-                session_columns,
-                [[
-                    key,
-                    session["sessionId"],
-                    session["cwd"],
-                    1 if session.get("complete") is True else 0,
-                    max(int(session["nextSeq"]), last_seq + 1),
-                    integer(session["createdAt"]),
-                    integer(session["updatedAt"]),
-                ]],
-            )
-            rows = []
-            for event in events:
-                row = [key, event["seq"], integer(event["at"]), text(event.get("runId")), js_stringify(event["update"])]
-                if len(event_columns) == 6:
-                    row.append(session["sessionId"])
-                rows.append(row)
+        for session in selected:
+            session_id = session["sessionId"]
+            if conn.execute(f"SELECT 1 FROM {SESSIONS} WHERE session_id = ?", (session_id,)).fetchone():
+                notices.append(f"session {session_id!r} is already in the database; kept as it is")
+                continue
+            insert_many(conn, SESSIONS, SESSION_COLUMNS, [[
+                session_id,
+                session["sessionKey"],
+                session["cwd"],
+                1 if session.get("complete") is True else 0,
+                _number(session["createdAt"]),
+                _number(session["updatedAt"]),
+                session["nextSeq"],
+            ]])  # fmt: skip
+            rows = [
+                [session_id, e["seq"], _number(e["at"]), e["sessionKey"], e["runId"] if isinstance(e.get("runId"), str) and e["runId"] else None,
+                 js_stringify(e["update"])]
+                for e in session["events"]
+            ]  # fmt: skip
             if rows:
-                insert_many(conn, EVENTS, event_columns, rows)
+                insert_many(conn, EVENTS, EVENT_COLUMNS, rows)
+            imported.append(session_id)
             total_events += len(rows)
         result = WriteResult(
-            records=len(selected) + total_events,
+            records=len(imported) + total_events,
             notices=[f"{source.rel}: {n}" for n in notices],
             warnings=[f"{source.rel}: {w}" for w in warnings],
         )
-        keys = js_stringify(sorted(selected))
-        result.expect("global", SESSIONS, "session_key IN (SELECT value FROM json_each(?))", (keys,), len(selected))
-        result.expect("global", EVENTS, "session_key IN (SELECT value FROM json_each(?))", (keys,), total_events)
-        result.report.update({"ledger_sessions": len(document["sessions"]), "session_keys": len(selected), "events": total_events})
+        ids = js_stringify(sorted(imported))
+        result.expect("global", SESSIONS, "session_id IN (SELECT value FROM json_each(?))", (ids,), len(imported))
+        result.expect("global", EVENTS, "session_id IN (SELECT value FROM json_each(?))", (ids,), total_events)
+        result.report.update({"ledger_sessions": len(document["sessions"]), "imported_sessions": len(imported), "events": total_events})
         return result
