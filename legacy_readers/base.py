@@ -102,6 +102,7 @@ class ImportContext:
         global_db: sqlite3.Connection,
         agent_db_factory: Callable[[str], sqlite3.Connection],
         config: Mapping[str, Any] | None = None,
+        run_cache: dict[Any, Any] | None = None,
     ) -> None:
         self.state_dir = state_dir
         self.run_id = run_id
@@ -110,6 +111,13 @@ class ImportContext:
         self._agent_db_factory = agent_db_factory
         self.config = config or {}
         self.touched_agents: dict[str, sqlite3.Connection] = {}
+        self._run_cache = {} if run_cache is None else run_cache
+
+    def run_cached(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """A value computed once per migrate run (facts earlier sources of the run settled, read once)."""
+        if key not in self._run_cache:
+            self._run_cache[key] = compute()
+        return self._run_cache[key]
 
     def agent_db(self, agent_id: str) -> sqlite3.Connection:
         conn = self.touched_agents.get(agent_id)

@@ -40,8 +40,11 @@ from legacy_readers.transcripts import (
     TranscriptRows,
     _Scan,
     ensure_session_row,
+    file_session_id,
     parse_iso_ms,
+    session_exists,
 )
+from legacy_readers.session_family import recovered_key
 from statekit.errors import SourceError
 from statekit.fsutil import open_regular_file
 
@@ -218,52 +221,31 @@ class TrajectoryReader(Reader):
         agent_id = source.agent_id
         if agent_id is None:
             raise SourceError(source.rel, "cannot tell which agent owns this trajectory sidecar")
-        session_id = trajectory_session_id(source.rel)
         conn = ctx.agent_db(agent_id)
+        session_id = owning_session(conn, source.rel)
         fallback_ms = _mtime_ms(source, ctx.now_ms)
         scan = _JsonlScan(source, handle, self.schema_name or "")
-        events = scan.events()
-        first = next(events, None)
-        if first is None:
-            if scan.torn is None:
-                raise SourceError(source.rel, "trajectory sidecar is empty")
-            raise SourceError(source.rel, "the only line is torn (crash mid-append); nothing to import", line=scan.torn)
-        first_ms = parse_iso_ms(first[2].get("ts")) or fallback_ms
-        ensure_session_row(conn, session_id, first_ms)
         conn.execute("DELETE FROM trajectory_runtime_events WHERE session_id = ?", (session_id,))
 
         notices: list[str] = []
-        used: dict[str, set[int]] = {}
-        top: dict[str, int] = {}
+        runs: set[str | None] = set()
         rows: list[tuple[Any, ...]] = []
-        previous_ms = first_ms
-        total = stripped = renumbered = other_session = pending_bytes = 0
+        previous_ms = fallback_ms
+        total = stripped = other_session = pending_bytes = 0
 
         def flush() -> None:
             nonlocal pending_bytes
             if rows:
                 conn.executemany(
-                    "INSERT INTO trajectory_runtime_events(session_id, run_id, seq, event_json, created_at) VALUES (?, ?, ?, ?, ?)",
+                    "INSERT INTO trajectory_runtime_events(session_id, seq, run_id, event_json, created_at) VALUES (?, ?, ?, ?, ?)",
                     rows,
                 )
                 rows.clear()
             pending_bytes = 0
 
-        def all_events() -> Iterator[tuple[int, bytes, dict[str, Any]]]:
-            yield first
-            yield from events
-
-        for _number, line, event in all_events():
-            run_id = event.get("runId") if isinstance(event.get("runId"), str) else ""
-            taken = used.setdefault(run_id, set())
-            seq = event.get("seq")
-            if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1 or seq in taken:
-                seq = top.get(run_id, 0) + 1
-                while seq in taken:
-                    seq += 1
-                renumbered += 1
-            taken.add(seq)
-            top[run_id] = max(top.get(run_id, 0), seq)
+        for _number, line, event in scan.events():
+            run_id = event.get("runId") if isinstance(event.get("runId"), str) and event.get("runId") else None
+            runs.add(run_id)
             line_session = event.get("sessionId")
             if isinstance(line_session, str) and line_session != session_id:
                 other_session += 1
@@ -272,14 +254,16 @@ class TrajectoryReader(Reader):
             text = js_stringify(event) if removed else line.decode("utf-8")
             event_ms = parse_iso_ms(event.get("ts")) or previous_ms
             previous_ms = event_ms
-            rows.append((session_id, run_id, seq, text, event_ms))
             total += 1
+            rows.append((session_id, total, run_id, text, event_ms))
             pending_bytes += len(line)
             if len(rows) >= BATCH or pending_bytes >= BATCH_BYTES:
                 flush()
         flush()
-        if renumbered:
-            notices.append(f"{source.rel}: {renumbered} line(s) had no usable seq for their run; numbered after the run's last seq")
+        if total == 0:
+            if scan.torn is None:
+                raise SourceError(source.rel, "trajectory sidecar is empty")
+            raise SourceError(source.rel, "the only line is torn (crash mid-append); nothing to import", line=scan.torn)
         if other_session:
             notices.append(f"{source.rel}: {other_session} line(s) name another sessionId; imported under the file's session {session_id!r}")
         result = WriteResult(records=total, notices=notices)
@@ -291,13 +275,27 @@ class TrajectoryReader(Reader):
         result.report.update({
             "session_id": session_id,
             "events": total,
-            "runs": len(used),
-            "renumbered_lines": renumbered,
+            "runs": len(runs),
             "file_era_fields_stripped": stripped,
             "torn_line": scan.torn,
             "pointer": pointer_facts(source, session_id),
         })
         return result
+
+
+def owning_session(conn: Any, rel: str) -> str:
+    """The imported session a trajectory sidecar belongs to; a sidecar never creates a session of its own.
+
+    ``<sessionId>.trajectory.jsonl`` belongs to that session; a thread's
+    ``<sessionId>-topic-<thread>.trajectory.jsonl`` to the session whose
+    transcript is ``<sessionId>-topic-<thread>.jsonl`` (its header id is the
+    session id). With no such session imported yet the file stays in place.
+    """
+    stem = trajectory_session_id(rel)
+    for candidate in dict.fromkeys((stem, file_session_id(stem + ".jsonl"))):
+        if session_exists(conn, candidate):
+            return candidate
+    raise SourceError(rel, f"left in place: no imported session {stem!r} owns this trajectory (its transcript must be imported first)")
 
 
 class TrajectoryPointerReader(Reader):
@@ -420,18 +418,18 @@ class CheckpointReader(Reader):
         torn = events.scan.torn
         header_ms = parse_iso_ms(events.header.get("timestamp")) if events.header else None
         copy_id = f"{owner}.checkpoint.{checkpoint}"
-        ensure_session_row(conn, owner, header_ms or fallback_ms)
+        ensure_session_row(conn, ctx, agent_id, owner, header_ms or fallback_ms, fallback_ms)
         # Rows a previous import of this checkpoint stored as a copy (the copy id is ours alone).
         conn.execute("DELETE FROM transcript_event_identities WHERE session_id = ?", (copy_id,))
         conn.execute("DELETE FROM transcript_events WHERE session_id = ?", (copy_id,))
-        conn.execute("DELETE FROM sessions WHERE session_id = ? AND session_key IS NULL", (copy_id,))
+        conn.execute("DELETE FROM sessions WHERE session_id = ? AND session_key = ?", (copy_id, recovered_key(agent_id, copy_id)))
         notices: list[str] = []
         if prefix:
             storage, events_session = "prefix-of-session", owner
             notices.append(f"{source.rel}: its {count} events are a prefix of session {owner!r}; recorded as a snapshot of that session")
         else:
             storage, events_session = "copy", copy_id
-            self._store_copy(source, conn, copy_id, header_ms or fallback_ms, notices)
+            self._store_copy(source, conn, ctx, agent_id, copy_id, header_ms or fallback_ms, notices)
             notices.append(
                 f"{source.rel}: events differ from (or are missing in) session {owner!r}; stored as session {copy_id!r}"
             )
@@ -481,9 +479,9 @@ class CheckpointReader(Reader):
         return parent
 
     @staticmethod
-    def _store_copy(source: Source, conn: Any, copy_id: str, created_ms: int, notices: list[str]) -> None:
+    def _store_copy(source: Source, conn: Any, ctx: ImportContext, agent_id: str, copy_id: str, created_ms: int, notices: list[str]) -> None:
         """Pass 2: store the checkpoint's events under their own session id (streamed again from the file)."""
-        ensure_session_row(conn, copy_id, created_ms)
+        ensure_session_row(conn, ctx, agent_id, copy_id, created_ms, created_ms)
         rows = TranscriptRows(conn, copy_id, source.rel, notices)
         previous_ms = created_ms
         with open_regular_file(source.path) as handle:

@@ -46,6 +46,8 @@ from legacy_readers.base import (
     upsert,
     validate,
 )
+from legacy_readers.session_family import recovered_key
+from legacy_readers.transcripts import claim_recovered
 from statekit.errors import SourceError
 
 FILE_ERA_FIELDS = ("sessionFile", "sessionFilePath", "transcriptPath", "transcriptLocator", "transcriptFile", "lockPath")
@@ -348,13 +350,17 @@ class SessionIndexReader(Reader):
             conversation = conversation_of(key, normalised, derive_chat_type(key, normalised))
             row = session_row(key, normalised, updated_at, mkey, conversation)
             session_id = row["session_id"]
+            recovered = recovered_key(agent_id, session_id)
+            recovered_sql = recovered.replace("'", "''")
             upsert(
                 conn,
                 "sessions",
                 row,
                 ("session_id",),
-                where=f"excluded.updated_at {newer} sessions.updated_at OR sessions.session_key IS NULL",
+                where=f"excluded.updated_at {newer} sessions.updated_at OR sessions.session_key = '{recovered_sql}'",
             )
+            if key != recovered:
+                claim_recovered(conn, agent_id, session_id)
             if conversation is not None:
                 existing = conn.execute(
                     "SELECT conversation_id FROM conversations WHERE channel = ? AND account_id = ? AND kind = ? AND peer_id = ?"

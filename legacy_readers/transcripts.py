@@ -30,6 +30,7 @@ from typing import Any, BinaryIO
 
 from legacy_readers._jsjson import js_stringify
 from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, parse_json_line, validate
+from legacy_readers.session_family import lineage_owners, recovered_key
 from statekit.errors import SourceError
 from statekit.fsutil import iter_lines, open_regular_file
 
@@ -39,13 +40,49 @@ BATCH = 2000
 BATCH_BYTES = 8 << 20  # flush early when lines are big
 
 
-def ensure_session_row(conn: Any, session_id: str, at_ms: int) -> None:
-    """A minimal ``sessions`` root (the FK target of transcript rows); never overwrites an existing one."""
+def ensure_session_row(conn: Any, ctx: ImportContext, agent_id: str, session_id: str, at_ms: int, updated_ms: int) -> None:
+    """The ``sessions`` root of a transcript (the FK target of its rows); never overwrites an existing one.
+
+    Its key is the one OpenClaw's own migration gives the same file: the key
+    of the session-index entry whose family lists the id (a pre-compaction
+    transcript belongs to its entry), else recovered history
+    ``agent:<agentId>:recovered:<sessionId>`` with an archived entry
+    ``{sessionId, updatedAt, archivedAt}`` (``updatedAt`` = the file's mtime, as
+    OpenClaw sets it). A later import of an index that lists the session takes
+    the row over (:func:`claim_recovered`).
+    """
+    if session_exists(conn, session_id):
+        return
+    owners = ctx.run_cached(("session-lineage-owners", agent_id), lambda: lineage_owners(conn))
+    owner = owners.get(session_id)
+    key = owner or recovered_key(agent_id, session_id)
     conn.execute(
-        "INSERT INTO sessions(session_id, session_key, session_scope, created_at, updated_at) VALUES (?, NULL, 'conversation', ?, ?)"
-        " ON CONFLICT(session_id) DO NOTHING",
-        (session_id, at_ms, at_ms),
+        "INSERT INTO sessions(session_id, session_key, session_scope, created_at, updated_at) VALUES (?, ?, 'conversation', ?, ?)",
+        (session_id, key, at_ms, updated_ms),
     )
+    if owner is not None:
+        return
+    entry = js_stringify({"sessionId": session_id, "updatedAt": updated_ms, "archivedAt": updated_ms or 1})
+    conn.execute(
+        "INSERT INTO session_entries(session_key, session_id, entry_json, updated_at) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT(session_key) DO NOTHING",
+        (key, session_id, entry, updated_ms),
+    )
+    conn.execute(
+        "INSERT INTO session_routes(session_key, session_id, updated_at) VALUES (?, ?, ?) ON CONFLICT(session_key) DO NOTHING",
+        (key, session_id, updated_ms),
+    )
+
+
+def session_exists(conn: Any, session_id: str) -> bool:
+    return conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)).fetchone() is not None
+
+
+def claim_recovered(conn: Any, agent_id: str, session_id: str) -> None:
+    """An index now lists ``session_id``: drop the recovered entry and route an earlier import gave it."""
+    key = recovered_key(agent_id, session_id)
+    conn.execute("DELETE FROM session_entries WHERE session_key = ? AND session_id = ?", (key, session_id))
+    conn.execute("DELETE FROM session_routes WHERE session_key = ? AND session_id = ?", (key, session_id))
 
 
 class TranscriptRows:
@@ -82,8 +119,7 @@ class TranscriptRows:
                     self.seen_keys.add(key)
             parent = event.get("parentId")
             self.identities.append(
-                (self.session_id, event_id, seq, event.get("type"), 1 if "parentId" in event else 0,
-                 parent if isinstance(parent, str) else None, key, event_ms)
+                (self.session_id, event_id, seq, event.get("type"), parent if isinstance(parent, str) else None, key, event_ms)
             )
         if len(self.events) >= BATCH or self.pending_bytes >= BATCH_BYTES:
             self.flush()
@@ -95,10 +131,10 @@ class TranscriptRows:
             self.events.clear()
         if self.identities:
             self.conn.executemany(
-                "INSERT INTO transcript_event_identities(session_id, event_id, seq, event_type, has_parent, parent_id,"
-                " message_idempotency_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                "INSERT INTO transcript_event_identities(session_id, event_id, seq, event_type, parent_id,"
+                " message_idempotency_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT(session_id, event_id) DO UPDATE SET seq = excluded.seq, event_type = excluded.event_type,"
-                " has_parent = excluded.has_parent, parent_id = excluded.parent_id,"
+                " parent_id = excluded.parent_id,"
                 " message_idempotency_key = excluded.message_idempotency_key, created_at = excluded.created_at",
                 self.identities,
             )
@@ -278,7 +314,7 @@ class TranscriptReader(Reader):
             raise SourceError(source.rel, "cannot tell which agent owns this transcript")
         conn = ctx.agent_db(agent_id)
         try:
-            fallback_ms = int(os.stat(source.path).st_mtime * 1000)
+            fallback_ms = os.stat(source.path).st_mtime_ns // 1_000_000  # Math.floor(mtimeMs), as OpenClaw reads it
         except OSError:
             fallback_ms = ctx.now_ms
         scan = _Scan(source, handle)
@@ -290,7 +326,7 @@ class TranscriptReader(Reader):
         v1_ids = self._v1_ids(source) if version < 2 else None
         header_ms = parse_iso_ms(header.get("timestamp")) if header else None
 
-        ensure_session_row(conn, session_id, header_ms or fallback_ms)
+        ensure_session_row(conn, ctx, agent_id, session_id, header_ms or fallback_ms, fallback_ms)
         conn.execute("DELETE FROM transcript_event_identities WHERE session_id = ?", (session_id,))
         conn.execute("DELETE FROM transcript_events WHERE session_id = ?", (session_id,))
 
@@ -313,7 +349,6 @@ class TranscriptReader(Reader):
             rows.add(number, seq, js_stringify(event) if changed else line.decode("utf-8"), event, event_ms)
             seq += 1
         rows.flush()
-        conn.execute("UPDATE sessions SET updated_at = ? WHERE session_id = ? AND session_key IS NULL AND updated_at < ?", (last_ms, session_id, last_ms))
         result = WriteResult(records=seq, notices=notices)
         if scan.torn is not None:
             result.warnings.append(

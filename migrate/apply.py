@@ -148,6 +148,7 @@ class Migration:
         self.agent_conns: dict[str, sqlite3.Connection] = {}
         self.receipts: dict[str, Receipt] = {}
         self.config: dict[str, Any] = {}
+        self.run_cache: dict[Any, Any] = {}  # ImportContext.run_cached: facts read once per run
 
     # -- databases ----------------------------------------------------------
 
@@ -267,7 +268,7 @@ class Migration:
         assert self.global_conn is not None and planned.reader is not None and planned.sha256 is not None
         reader = planned.reader
         source = Source(self.state_dir, planned.rel, planned.agent_id)
-        ctx = ImportContext(self.state_dir, self.run_id, now_ms(), self.global_conn, self.agent_conn, self.config)
+        ctx = ImportContext(self.state_dir, self.run_id, now_ms(), self.global_conn, self.agent_conn, self.config, self.run_cache)
         try:
             with open_regular_file(source.path) as raw:
                 hashing = HashingReader(raw)

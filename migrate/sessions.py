@@ -48,6 +48,7 @@ from typing import Any
 
 import zstandard
 
+from legacy_readers.session_family import family_of
 from statekit import __version__
 from statekit.db import open_rw, read_only_view, table_columns, table_names
 from statekit.errors import StatekitError, UsageError, VerificationError
@@ -127,41 +128,6 @@ _SAFE_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$", re.I)
 
 
 # --- families -----------------------------------------------------------------
-
-
-def _text_id(value: Any) -> str | None:
-    if isinstance(value, str) and value.strip():
-        return value.strip()
-    return None
-
-
-def family_of(entry: Any, session_id: str | None = None) -> list[str]:
-    """The artifact family of one entry, deduplicated in a stable order (current session first)."""
-    ids: list[str] = []
-
-    def add(value: Any) -> None:
-        text = _text_id(value)
-        if text is not None and text not in ids:
-            ids.append(text)
-
-    add(session_id)
-    if not isinstance(entry, dict):
-        return ids
-    add(entry.get("sessionId"))
-    checkpoints = entry.get("compactionCheckpoints")
-    if isinstance(checkpoints, list):
-        for checkpoint in checkpoints:
-            if not isinstance(checkpoint, dict):
-                continue
-            for side in ("preCompaction", "postCompaction"):
-                part = checkpoint.get(side)
-                if isinstance(part, dict):
-                    add(part.get("sessionId"))
-    usage = entry.get("usageFamilySessionIds")
-    if isinstance(usage, list):
-        for value in usage:
-            add(value)
-    return ids
 
 
 @dataclass

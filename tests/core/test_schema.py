@@ -11,19 +11,14 @@ from helpers import db_dump, extract_corpus_tree
 from statekit.errors import SchemaError
 from statekit.schema import declared_tables, open_agent, open_global
 
-GLOBAL_TABLES = """schema_meta agent_databases migration_runs migration_sources backup_runs state_leases
-exec_approvals_config task_runs task_delivery_state flow_runs subagent_runs current_conversation_bindings
-plugin_binding_approvals tui_last_sessions plugin_state_entries plugin_blob_entries media_blobs skill_uploads
-web_push_subscriptions web_push_vapid_keys apns_registrations node_host_config device_identities device_auth_tokens
-macos_port_guardian_records workspace_setup_state native_hook_relay_bridges model_capability_cache agent_model_catalogs
-managed_outgoing_image_records gateway_restart_sentinel channel_pairing_requests channel_pairing_allow_entries
-voicewake_triggers voicewake_routing_config voicewake_routing_routes update_check_state config_health_entries
-sandbox_registry_entries cron_jobs cron_run_logs delivery_queue_entries commitments auth_profile_stores
-auth_profile_state device_pairing_pending device_pairing_paired device_bootstrap_tokens installed_plugin_index
-acp_replay_sessions acp_replay_events""".split()
-AGENT_TABLES = """schema_meta sessions conversations session_conversations session_routes session_entries transcript_events
-transcript_event_identities transcript_snapshots vfs_entries tool_artifacts run_artifacts trajectory_runtime_events
-memory_index_meta memory_index_sources memory_index_chunks memory_embedding_cache memory_index_state cache_entries""".split()
+# The release part: the 74 tables OpenClaw 2026.7.35 creates (tests/core/test_canonical_schema.py diffs
+# their definitions against a database that release wrote); a few statekit writes into, by name.
+SOME_GLOBAL_TABLES = """schema_meta agent_databases migration_runs migration_sources backup_runs cron_jobs cron_run_logs
+auth_profile_stores device_pairing_paired task_runs commitments installed_plugin_index acp_replay_events""".split()
+AGENT_TABLES = """schema_meta cache_entries auth_profile_store auth_profile_state memory_index_meta memory_index_sources
+memory_index_chunks memory_embedding_cache memory_index_state sessions conversations session_conversations session_routes
+session_entries transcript_events transcript_event_identities transcript_snapshots vfs_entries tool_artifacts run_artifacts
+trajectory_runtime_events""".split()
 
 
 def _tables(conn: sqlite3.Connection) -> set[str]:
@@ -34,7 +29,8 @@ def test_global_and_agent_databases_are_created_as_the_contract_says(tmp_path: P
     state = tmp_path / ".openclaw"
     state.mkdir()
     conn, report = open_global(state)
-    assert set(GLOBAL_TABLES) <= _tables(conn) and sorted(declared_tables("global")) == sorted(GLOBAL_TABLES)
+    assert len(declared_tables("global")) == 74 and set(SOME_GLOBAL_TABLES) <= set(declared_tables("global"))
+    assert set(declared_tables("global")) <= _tables(conn)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
@@ -42,6 +38,9 @@ def test_global_and_agent_databases_are_created_as_the_contract_says(tmp_path: P
     agent, _ = open_agent(state, "work", conn)
     assert set(AGENT_TABLES) <= _tables(agent) and sorted(declared_tables("agent")) == sorted(AGENT_TABLES)
     assert agent.execute("SELECT role, agent_id FROM schema_meta").fetchone() == ("agent", "work")
+    # the release's seed row and triggers come with the tables
+    assert agent.execute("SELECT id, revision FROM memory_index_state").fetchall() == [(1, 0)]
+    assert agent.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").fetchone()[0] == 6
     registered = conn.execute("SELECT agent_id, path, schema_version FROM agent_databases").fetchall()
     assert registered == [("work", str(state / "agents/work/agent/openclaw-agent.sqlite"), 1)]
     for path in (state / "state", state / "agents/work/agent", state / "agents/work", state / "agents"):
@@ -58,17 +57,23 @@ def test_constraints_hold(tmp_path: Path) -> None:
     conn, _ = open_global(state)
     agent, _ = open_agent(state, "main", conn)
     with pytest.raises(sqlite3.IntegrityError):
-        agent.execute("INSERT INTO sessions(session_id, session_scope, created_at, updated_at) VALUES ('s', 'weird', 0, 0)")
+        agent.execute("INSERT INTO sessions(session_id, session_key, session_scope, created_at, updated_at) VALUES ('s', 'k', 'weird', 0, 0)")
+    with pytest.raises(sqlite3.IntegrityError):  # OpenClaw 2026.9.6's upgrade refuses a session without a key
+        agent.execute("INSERT INTO sessions(session_id, created_at, updated_at) VALUES ('s', 0, 0)")
     with pytest.raises(sqlite3.IntegrityError):
         agent.execute("INSERT INTO transcript_events(session_id, seq, event_json, created_at) VALUES ('missing', 0, '{}', 0)")
-    agent.execute("INSERT INTO sessions(session_id, created_at, updated_at) VALUES ('s1', 0, 0)")
+    agent.execute("INSERT INTO sessions(session_id, session_key, created_at, updated_at) VALUES ('s1', 'agent:main:main', 0, 0)")
     agent.execute("INSERT INTO transcript_events VALUES ('s1', 0, '{}', 0)")
     agent.execute("INSERT INTO transcript_event_identities(session_id, event_id, seq, created_at, message_idempotency_key) VALUES ('s1', 'e', 0, 0, 'k')")
     with pytest.raises(sqlite3.IntegrityError):
         agent.execute("INSERT INTO transcript_event_identities(session_id, event_id, seq, created_at, message_idempotency_key) VALUES ('s1', 'f', 0, 0, 'k')")
+    agent.execute("INSERT INTO trajectory_runtime_events(session_id, seq, run_id, event_json, created_at) VALUES ('s1', 1, 'r', '{}', 0)")
+    with pytest.raises(sqlite3.IntegrityError):  # one seq per session, whatever the run (9.6's key)
+        agent.execute("INSERT INTO trajectory_runtime_events(session_id, seq, run_id, event_json, created_at) VALUES ('s1', 1, 'other', '{}', 0)")
     agent.execute("DELETE FROM sessions WHERE session_id = 's1'")
     assert agent.execute("SELECT count(*) FROM transcript_events").fetchone()[0] == 0
     assert agent.execute("SELECT count(*) FROM transcript_event_identities").fetchone()[0] == 0
+    assert agent.execute("SELECT count(*) FROM trajectory_runtime_events").fetchone()[0] == 0
 
 
 def test_newer_user_version_is_refused_and_left_untouched(tmp_path: Path) -> None:

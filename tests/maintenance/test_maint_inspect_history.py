@@ -48,7 +48,7 @@ def test_orphans_and_legacy_files_are_findings(tmp_path: Path) -> None:
         conn.execute("INSERT INTO transcript_events(session_id, seq, event_json, created_at) VALUES ('ghost', 0, '{}', 1)")
         conn.execute("INSERT INTO session_routes(session_key, session_id, updated_at) VALUES ('agent:main:lost', 'gone', 1)")
         conn.execute("DELETE FROM transcript_events WHERE session_id = 's2' AND seq = 1")
-        conn.execute("INSERT INTO sessions(session_id, created_at, updated_at) VALUES ('empty', 1, 1)")
+        conn.execute("INSERT INTO sessions(session_id, session_key, created_at, updated_at) VALUES ('empty', 'agent:main:empty', 1, 1)")
     conn.close()
     (state / "agents/main/sessions").mkdir(parents=True, exist_ok=True)
     (state / "agents/main/sessions/s9.jsonl").write_text(transcript("s9", 1))

@@ -42,13 +42,25 @@ def test_invalid_json5_index_stays_and_others_import(tmp_path: Path) -> None:
     bad = "agents/main/sessions/sessions.json"
     state = make_state(tmp_path, {bad: "{ main: { sessionId: 'a', updatedAt: 1 ", "agents/main/sessions/good-1.jsonl": transcript("good-1")})
     before = (state / bad).read_bytes()
+    mtime = (state / "agents/main/sessions/good-1.jsonl").stat().st_mtime_ns // 1_000_000
     code, _, err = migrate_cli(state)
     assert code == 3
     assert_one_line_about(err, bad)
     assert "invalid JSON5" in err
     assert (state / bad).read_bytes() == before
     assert rows(agent_db(state), "SELECT count(*) FROM transcript_events WHERE session_id='good-1'") == [(3,)]
-    assert rows(agent_db(state), "SELECT session_key FROM sessions WHERE session_id='good-1'") == [(None,)]
+    # no index lists it yet: recovered history, keyed and archived as OpenClaw keys it
+    assert rows(agent_db(state), "SELECT session_key FROM sessions WHERE session_id='good-1'") == [("agent:main:recovered:good-1",)]
+    ((entry,),) = rows(agent_db(state), "SELECT entry_json FROM session_entries WHERE session_key = 'agent:main:recovered:good-1'")
+    assert json.loads(entry) == {"sessionId": "good-1", "updatedAt": mtime, "archivedAt": mtime}
+    # the index, repaired, claims the session: its key wins and the recovered entry and route go
+    (state / bad).write_text(json.dumps({"agent:main:main": {"sessionId": "good-1", "updatedAt": 5}}))
+    code, _, err = migrate_cli(state)
+    assert code == 0, err
+    assert rows(agent_db(state), "SELECT session_key FROM sessions WHERE session_id='good-1'") == [("agent:main:main",)]
+    assert rows(agent_db(state), "SELECT session_key FROM session_entries UNION ALL SELECT session_key FROM session_routes") == [
+        ("agent:main:main",), ("agent:main:main",)
+    ]
 
 
 def test_malformed_middle_line_names_file_and_line(tmp_path: Path) -> None:

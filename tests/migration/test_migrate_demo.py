@@ -92,10 +92,10 @@ def test_transcript_events_match_the_files(migrated) -> None:
 def test_v3_event_identities_and_idempotency_keys(migrated) -> None:
     state, _, _ = migrated
     db = agent_db(state, "main")
-    ident = rows(db, "SELECT event_id, seq, event_type, has_parent, parent_id, message_idempotency_key FROM transcript_event_identities WHERE session_id = ? ORDER BY seq", (MAIN + "02",))
-    assert ident[0][:4] == (MAIN + "02", 0, "session", 0)
-    assert ident[1][2:] == ("message", 1, None, f"idem-{MAIN}02-0")
-    assert ident[2][4] == ident[1][0]
+    ident = rows(db, "SELECT event_id, seq, event_type, parent_id, message_idempotency_key FROM transcript_event_identities WHERE session_id = ? ORDER BY seq", (MAIN + "02",))
+    assert ident[0][:4] == (MAIN + "02", 0, "session", None)
+    assert ident[1][2:] == ("message", None, f"idem-{MAIN}02-0")
+    assert ident[2][3] == ident[1][0]
 
 
 def test_v1_transcript_is_upgraded_with_deterministic_ids(migrated) -> None:

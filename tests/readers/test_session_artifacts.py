@@ -63,20 +63,22 @@ def one_line_naming(stderr: str, rel: str) -> list[str]:
 
 
 def test_trajectory_round_trip(tmp_path: Path) -> None:
-    files = fixture_files("s-traj.trajectory.jsonl", "s-traj.trajectory-path.json")
+    files = fixture_files("s-traj.jsonl", "s-traj.trajectory.jsonl", "s-traj.trajectory-path.json")
     state = build(tmp_path, files)
     report = migrate(state, MigrateOptions(backup=False))
     assert report.status == "completed", report.warnings
 
     db = agent_db(state)
-    got = rows(db, "SELECT session_id, run_id, seq, event_json, created_at FROM trajectory_runtime_events ORDER BY created_at, run_id, seq")
+    got = rows(db, "SELECT session_id, run_id, seq, event_json, created_at FROM trajectory_runtime_events ORDER BY seq")
+    # seq is the line's position in the file: unique per session, as OpenClaw 2026.9.6's key
+    # (session_id, seq) requires; the line's own per-run "seq" stays in event_json
     assert [(r[0], r[1], r[2]) for r in got] == [
         ("s-traj", "run-a", 1),
         ("s-traj", "run-a", 2),
         ("s-traj", "run-a", 3),
-        ("s-traj", "run-b", 1),
-        ("s-traj", "run-b", 2),  # the file repeats seq 1 inside run-b: numbered after the run's last seq
-        ("s-traj", "", 1),  # no runId, no seq
+        ("s-traj", "run-b", 4),
+        ("s-traj", "run-b", 5),
+        ("s-traj", None, 6),  # no runId
     ]
     lines = files[TRAJ].decode().splitlines()
     first = json.loads(lines[0])
@@ -89,13 +91,11 @@ def test_trajectory_round_trip(tmp_path: Path) -> None:
     assert got[4][3] == lines[4]  # (including its \u escapes)
     assert all("sessionFile" not in r[3] for r in got)
     assert [r[4] for r in got] == [1772359200000, 1772359200100, 1772359201000, 1772362800000, 1772362800500, 1772362802000]
-    # the FK root is a minimal sessions row, as the transcript reader makes it
-    assert rows(db, "SELECT session_id, session_key, session_scope, created_at, updated_at FROM sessions") == [
-        ("s-traj", None, "conversation", 1772359200000, 1772359200000)
-    ]
+    # the trajectory belongs to the session its transcript made; it makes no session of its own
+    assert rows(db, "SELECT session_id, session_key FROM sessions") == [("s-traj", "agent:main:recovered:s-traj")]
 
     traj_report = assert_retired(state, TRAJ, files[TRAJ])
-    assert traj_report["events"] == 6 and traj_report["runs"] == 3 and traj_report["renumbered_lines"] == 2
+    assert traj_report["events"] == 6 and traj_report["runs"] == 3
     assert traj_report["file_era_fields_stripped"] == 2
     assert traj_report["pointer"] == {
         "path": POINTER,
@@ -113,7 +113,7 @@ def test_trajectory_round_trip(tmp_path: Path) -> None:
 
 
 def test_trajectory_reimport_replaces_its_rows(tmp_path: Path) -> None:
-    files = fixture_files("s-traj.trajectory.jsonl")
+    files = fixture_files("s-traj.jsonl", "s-traj.trajectory.jsonl")
     state = build(tmp_path, files)
     assert migrate(state, MigrateOptions(backup=False)).status == "completed"
     shorter = b"\n".join(files[TRAJ].splitlines()[:2]) + b"\n"
@@ -123,9 +123,34 @@ def test_trajectory_reimport_replaces_its_rows(tmp_path: Path) -> None:
 
 
 def test_trajectory_in_flat_sessions_dir_belongs_to_main(tmp_path: Path) -> None:
-    state = build(tmp_path, fixture_files("s-traj.trajectory.jsonl", into="sessions"))
+    state = build(tmp_path, fixture_files("s-traj.jsonl", "s-traj.trajectory.jsonl", into="sessions"))
     assert migrate(state, MigrateOptions(backup=False)).status == "completed"
     assert rows(agent_db(state), "SELECT count(*) FROM trajectory_runtime_events WHERE session_id = 's-traj'") == [(6,)]
+
+
+def test_trajectory_without_an_imported_session_stays_in_place(tmp_path: Path) -> None:
+    files = fixture_files("s-traj.trajectory.jsonl")
+    state = build(tmp_path, files)
+    result = run_cli("migrate", "--state-dir", state, "--yes", "--no-backup")
+    assert result.returncode == 3
+    assert "no imported session 's-traj' owns this trajectory" in one_line_naming(result.stderr, TRAJ)[0]
+    assert (state / TRAJ).read_bytes() == files[TRAJ]
+    assert rows(agent_db(state), "SELECT count(*) FROM sessions") == [(0,)]
+    # once its transcript is there, the sidecar imports (a failure is retried when asked)
+    build(tmp_path, fixture_files("s-traj.jsonl"))
+    result = run_cli("migrate", "--state-dir", state, "--yes", "--no-backup", "--retry-failed")
+    assert result.returncode == 0, result.stderr
+    assert rows(agent_db(state), "SELECT count(*) FROM trajectory_runtime_events WHERE session_id = 's-traj'") == [(6,)]
+
+
+def test_topic_trajectory_belongs_to_the_session_of_its_topic_transcript(tmp_path: Path) -> None:
+    topic = f"{SESSIONS}/s-traj-topic-review-7"
+    files = {f"{topic}.jsonl": (FIX / "s-traj.jsonl").read_bytes(), f"{topic}.trajectory.jsonl": (FIX / "s-traj.trajectory.jsonl").read_bytes()}
+    state = build(tmp_path, files)
+    assert migrate(state, MigrateOptions(backup=False)).status == "completed"
+    db = agent_db(state)
+    assert rows(db, "SELECT session_id FROM sessions") == [("s-traj",)]
+    assert rows(db, "SELECT DISTINCT session_id FROM trajectory_runtime_events") == [("s-traj",)]
 
 
 def test_trajectory_bad_middle_line_stays_in_place(tmp_path: Path) -> None:
@@ -142,7 +167,7 @@ def test_trajectory_bad_middle_line_stays_in_place(tmp_path: Path) -> None:
 
 def test_trajectory_torn_last_line_imports_the_rest(tmp_path: Path) -> None:
     data = (FIX / "s-traj.trajectory.jsonl").read_bytes() + b'{"traceSchema":"openclaw-traj'
-    state = build(tmp_path, {TRAJ: data})
+    state = build(tmp_path, {**fixture_files("s-traj.jsonl"), TRAJ: data})
     report = migrate(state, MigrateOptions(backup=False))
     assert report.exit_code == 3
     assert any(f"{TRAJ}:7: torn last line" in w for w in report.warnings)
@@ -193,10 +218,10 @@ def test_checkpoints_prefix_and_divergent_copy(tmp_path: Path) -> None:
     assert copy_meta["storage"] == "copy" and copy_meta["eventsSessionId"] == copy_id and copy_meta["leafId"] == "e0000002"
     copy_lines = files[CP_COPY].decode().splitlines()
     assert rows(db, "SELECT seq, event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (copy_id,)) == list(enumerate(copy_lines))
-    assert rows(db, "SELECT event_id, seq, has_parent, parent_id FROM transcript_event_identities WHERE session_id = ? ORDER BY seq", (copy_id,)) == [
-        ("s-live", 0, 0, None),
-        ("e0000001", 1, 1, None),
-        ("e0000002", 2, 1, "e0000001"),
+    assert rows(db, "SELECT event_id, seq, parent_id FROM transcript_event_identities WHERE session_id = ? ORDER BY seq", (copy_id,)) == [
+        ("s-live", 0, None),
+        ("e0000001", 1, None),
+        ("e0000002", 2, "e0000001"),
     ]
     # the prefix checkpoint stored no copy of its events
     assert rows(db, "SELECT count(*) FROM sessions WHERE session_id LIKE ?", (f"%{CP_PREFIX_ID}",)) == [(0,)]
@@ -214,7 +239,10 @@ def test_checkpoint_without_live_transcript_is_stored_as_a_copy(tmp_path: Path) 
     assert rows(db, "SELECT count(*) FROM transcript_events WHERE session_id = ?", (copy_id,)) == [(4,)]
     assert rows(db, "SELECT count(*) FROM transcript_events WHERE session_id = 's-live'") == [(0,)]
     assert rows(db, "SELECT session_id, snapshot_id, event_count FROM transcript_snapshots") == [("s-live", CP_PREFIX_ID, 4)]
-    assert rows(db, "SELECT session_id, session_key FROM sessions ORDER BY session_id") == [("s-live", None), (copy_id, None)]
+    assert rows(db, "SELECT session_id, session_key FROM sessions ORDER BY session_id") == [
+        ("s-live", "agent:main:recovered:s-live"),
+        (copy_id, f"agent:main:recovered:{copy_id}"),
+    ]
 
 
 def test_checkpoint_reimport_as_prefix_removes_the_old_copy(tmp_path: Path) -> None:
@@ -302,7 +330,7 @@ def test_skills_prompt_round_trip_and_corrupt_entry(tmp_path: Path) -> None:
 
 
 def test_rerun_changes_nothing(tmp_path: Path) -> None:
-    files = fixture_files("s-traj.trajectory.jsonl", "s-live.jsonl", Path(CP_COPY).name)
+    files = fixture_files("s-traj.jsonl", "s-traj.trajectory.jsonl", "s-live.jsonl", Path(CP_COPY).name)
     state = build(tmp_path, files)
     assert migrate(state, MigrateOptions(backup=False)).status == "completed"
     before = rows(agent_db(state), "SELECT * FROM trajectory_runtime_events") + rows(agent_db(state), "SELECT * FROM transcript_snapshots")

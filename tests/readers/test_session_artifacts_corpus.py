@@ -40,8 +40,10 @@ def check_trajectories(state: Path, originals: dict[str, bytes]) -> int:
         agent = rel.split("/")[1]
         session_id = rel.rsplit("/", 1)[-1][: -len(".trajectory.jsonl")]
         lines = [json.loads(line) for line in data.splitlines() if line.strip()]
-        got = rows(agent_db(state, agent), "SELECT run_id, seq, event_json FROM trajectory_runtime_events WHERE session_id = ? ORDER BY rowid", (session_id,))
-        assert [(r[0], r[1]) for r in got] == [(line["runId"], line["seq"]) for line in lines], rel
+        got = rows(agent_db(state, agent), "SELECT run_id, seq, event_json FROM trajectory_runtime_events WHERE session_id = ? ORDER BY seq", (session_id,))
+        # one row per line in file order (seq = position); the line's own runId and per-run seq are kept
+        assert [r[1] for r in got] == list(range(1, len(lines) + 1)), rel
+        assert [(r[0], json.loads(r[2]).get("seq")) for r in got] == [(line.get("runId") or None, line.get("seq")) for line in lines], rel
         assert all("sessionFile" not in r[2] for r in got), rel
         ((status, removed, run_id),) = rows(global_db(state), "SELECT status, removed_source, last_run_id FROM migration_sources WHERE source_path = ?", (rel,))
         assert (status, removed) == ("completed", 1)
@@ -72,8 +74,8 @@ def test_smoke_trajectories_pointers_and_prompts(smoke) -> None:
 def test_hybrid_trajectory_with_truncated_run_keeps_its_seq(hybrid) -> None:
     state, originals, _report = hybrid
     assert check_trajectories(state, originals) == 9
-    # this sidecar starts in the middle of a run (seq 4..7): the file's own seq numbers are kept
-    got = rows(agent_db(state), "SELECT seq FROM trajectory_runtime_events WHERE session_id = 'f4c0901d-2801-4e08-9928-92b6f7ac5b1c' AND run_id = 'chatcmpl_e3942d13-a6a7-4e42-86c0-b988547f574a' ORDER BY seq")
+    # this sidecar starts in the middle of a run (seq 4..7): the file's own seq numbers are kept in the events
+    got = rows(agent_db(state), "SELECT json_extract(event_json, '$.seq') FROM trajectory_runtime_events WHERE session_id = 'f4c0901d-2801-4e08-9928-92b6f7ac5b1c' AND run_id = 'chatcmpl_e3942d13-a6a7-4e42-86c0-b988547f574a' ORDER BY seq")
     assert [r[0] for r in got] == [4, 5, 6, 7]
 
 

@@ -1,0 +1,86 @@
+"""statekit's schema data against what real OpenClaw releases wrote (docs/schema.md).
+
+The release parts of statekit/schema/global.sql and agent.sql must create
+exactly the tables, indexes and triggers OpenClaw 2026.7.35 (the last release
+writing schema version 1) left in the databases of the corpus tree it wrote;
+the session part must hold only unique indexes OpenClaw 2026.9.6 knows
+(9.6 refuses any other). Skipped without ../shared/corpus.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from helpers import extract_corpus_tree
+from scripts.canonical_schema import release_statements
+from statekit.schema import _split_sql, declared_tables
+from importlib import resources
+
+HYBRID = "legacy-2026.7.35-std"
+
+
+def _objects(conn: sqlite3.Connection) -> dict[tuple[str, str], tuple[str, str]]:
+    """(type, name) -> (table, sql) of every user schema object."""
+    return {
+        (kind, name): (table, sql)
+        for kind, name, table, sql in conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'")
+    }
+
+
+def _created(role: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(resources.files("statekit.schema").joinpath(f"{role}.sql").read_text(encoding="utf-8"))
+    return conn
+
+
+@pytest.fixture(scope="module")
+def release_dbs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    state = extract_corpus_tree(HYBRID, tmp_path_factory.mktemp("release"))
+    return {"global": state / "state/openclaw.sqlite", "agent": state / "agents/main/agent/openclaw-agent.sqlite"}
+
+
+@pytest.mark.parametrize("role", ["global", "agent"])
+def test_release_part_is_exactly_what_the_release_wrote(release_dbs: dict[str, Path], role: str) -> None:
+    release = sqlite3.connect(f"file:{release_dbs[role]}?mode=ro&immutable=1", uri=True)
+    written = _objects(release)
+    ours = _objects(_created(role))
+    ours_release = {k: v for k, v in ours.items() if v[0] in {t for _, (t, _) in written.items()}}
+    assert ours_release == written
+    # statekit's file holds the release's statements verbatim, in the release's order
+    text = resources.files("statekit.schema").joinpath(f"{role}.sql").read_text(encoding="utf-8")
+    statements = [s + ";" for s in _split_sql(text)]
+    release_text = release_statements(release_dbs[role])
+    assert [s for s in statements if s in release_text] == release_text
+
+
+def test_global_schema_is_the_release_and_nothing_else(release_dbs: dict[str, Path]) -> None:
+    release = sqlite3.connect(f"file:{release_dbs['global']}?mode=ro&immutable=1", uri=True)
+    tables = {r[0] for r in release.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+    assert set(declared_tables("global")) == tables
+
+
+# Unique indexes OpenClaw 2026.9.6's canonical agent schema declares on the tables statekit's session
+# part creates (name and columns as 9.6 writes them; any other unique index is refused by its preflight).
+OPENCLAW_96_UNIQUE_INDEXES = {
+    "idx_agent_conversations_identity": ("conversations", ["channel", "account_id", "kind", "peer_id", None, None]),
+    "idx_agent_transcript_message_idempotency": ("transcript_event_identities", ["session_id", "message_idempotency_key"]),
+}
+
+
+def test_session_part_has_only_unique_indexes_openclaw_knows() -> None:
+    conn = _created("agent")
+    found = {}
+    for (kind, name), (table, _sql) in _objects(conn).items():
+        if kind != "index":
+            continue
+        unique = conn.execute(f"SELECT \"unique\" FROM pragma_index_list('{table}') WHERE name = ?", (name,)).fetchone()[0]
+        if unique:
+            found[name] = (table, [r[2] for r in conn.execute(f"PRAGMA index_info('{name}')")])
+    assert found == OPENCLAW_96_UNIQUE_INDEXES
+    # and no column OpenClaw 2026.9.6 does not know on the tables it rebuilds as STRICT
+    assert "has_parent" not in [r[1] for r in conn.execute("PRAGMA table_info(transcript_event_identities)")]
+    pk = [r[1] for r in sorted(conn.execute("PRAGMA table_info(trajectory_runtime_events)"), key=lambda r: r[5]) if r[5]]
+    assert pk == ["session_id", "seq"]
