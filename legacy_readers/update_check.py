@@ -1,14 +1,14 @@
 """``update-check.json``: update-notifier state -> ``global.update_check_state``.
 
-One row, ``state_key = 'default'`` (the key OpenClaw uses). The file holds
-strings: versions, tags, an install id and ISO-8601 instants
-(``lastCheckedAt``, ``autoFirstSeenAt``, ``autoLastAttemptAt``,
-``autoLastSuccessAt``). statekit's own table declares the ``*_at`` columns
-INTEGER, so instants are stored as epoch ms there; OpenClaw 2026.7 databases
-declare them TEXT and get the ISO string as written (the value always
-follows the existing column's declared type). A numeric instant (ms) is
-accepted too. ``updated_at_ms`` is the file's mtime; a database row with a
-newer ``updated_at_ms`` is kept.
+One row, ``state_key = 'default'``, as OpenClaw 2026.7.35 imported the file:
+every field a TEXT column holding the string as written (a blank or
+non-string field NULL), the ISO-8601 instants (``lastCheckedAt``,
+``autoFirstSeenAt``, ``autoLastAttemptAt``, ``autoLastSuccessAt``) included,
+and ``updated_at_ms`` = the import time. statekit is stricter and kinder in
+two places: an instant that is not ISO-8601 is refused (the file stays), and
+a numeric instant (epoch ms, which the release would drop) is stored in the
+release's ``toISOString`` form. A row already in the database is kept (the
+release keeps it too); the file is retired with a notice.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from typing import Any, BinaryIO
 
 from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
-from legacy_readers.devices import column_types, fetch_row, file_mtime_ms, load_object, ms, parse_iso_ms, write_row
+from legacy_readers.devices import fetch_row, load_object, ms, parse_iso_ms, write_row
 from statekit.errors import SourceError
 
 FAMILY = "update-check"
@@ -48,18 +48,18 @@ def iso_from_ms(value: int) -> str:
     return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
 
 
-def instant(value: Any, as_text: bool, rel: str, field: str) -> int | str | None:
+def instant(value: Any, rel: str, field: str) -> str | None:
+    """The ISO string as written (the release's value), a numeric ms instant in ``toISOString`` form."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, str):
-        parsed = parse_iso_ms(value)
-        if parsed is None:
+        if parse_iso_ms(value) is None:
             raise SourceError(rel, "is not an ISO-8601 date-time", json_path=f"$.{field}")
-        return value if as_text else parsed
+        return value
     number = ms(value)
     if number is None:
         raise SourceError(rel, "expected an ISO-8601 string or epoch milliseconds", json_path=f"$.{field}")
-    return iso_from_ms(number) if as_text else number
+    return iso_from_ms(number)
 
 
 class UpdateCheckReader(Reader):
@@ -78,26 +78,25 @@ class UpdateCheckReader(Reader):
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
         document = load_object(handle, source.rel, self.schema_name)
         for field in INSTANT_FIELDS:
-            instant(document.get(field), False, source.rel, field)
+            instant(document.get(field), source.rel, field)
         return Inspection(record_count=1)
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = load_object(handle, source.rel, self.schema_name)
         conn = ctx.global_db
-        types = column_types(conn, TABLE)
-        mtime = file_mtime_ms(source, ctx.now_ms)
         row: dict[str, Any] = {"state_key": STATE_KEY}
         for field, column in STRING_FIELDS.items():
             value = document.get(field)
             row[column] = value if isinstance(value, str) and value.strip() else None
         for field, column in INSTANT_FIELDS.items():
-            row[column] = instant(document.get(field), "TEXT" in types.get(column, "INTEGER"), source.rel, field)
-        row["updated_at_ms"] = mtime
+            row[column] = instant(document.get(field), source.rel, field)
+        row["updated_at_ms"] = ctx.now_ms
         existing = fetch_row(conn, TABLE, "state_key = ?", (STATE_KEY,))
         result = WriteResult(records=1)
-        if existing is not None and (existing.get("updated_at_ms") or 0) > mtime:
-            decision = "kept newer database row"
-            result.notices.append(f"{source.rel}: kept the newer update-check state already in the database; file retired")
+        if existing is not None:
+            decision = "kept database row"
+            if any(existing.get(k) != v for k, v in row.items() if k != "updated_at_ms"):
+                result.notices.append(f"{source.rel}: kept the update-check state already in the database; file retired")
         else:
             write_row(conn, TABLE, row, ("state_key",))
             decision = "imported"
@@ -105,6 +104,5 @@ class UpdateCheckReader(Reader):
         if extra:
             result.notices.append(f"{source.rel}: field(s) without a column kept only in the retired copy: {', '.join(extra)}")
         result.expect("global", TABLE, "state_key = ?", (STATE_KEY,), 1)
-        result.report.update({"decision": decision, "instants_as": "text" if "TEXT" in types.get("last_checked_at", "") else "epoch-ms",
-                              "fields_without_column": extra})
+        result.report.update({"decision": decision, "fields_without_column": extra})
         return result
