@@ -7,16 +7,19 @@ content: discovery does not walk them, it probes these two paths
 (``workspace_patterns``). Each file holds ``{version, bootstrapSeededAt?,
 setupCompletedAt?}`` (ISO-8601 times).
 
-One row per workspace, keyed like OpenClaw keys it: ``workspace_key`` =
-sha256 (hex) of the workspace's absolute path (where the workspace is now,
-``path.resolve`` semantics, symlinks not resolved); ``workspace_path`` = that
-path; ``version``; the two milestones; ``updated_at`` = the file's mtime.
+One row per workspace, keyed like OpenClaw 9.6 keys it: ``workspace_key`` =
+sha256 (hex) of the workspace's canonical path (where the workspace is now,
+symlinks resolved, Unicode NFC, as 9.6's workspace identity resolves it);
+``workspace_path`` = that path; ``version``; the two milestones;
+``updated_at`` = the file's mtime.
 Milestones merge like OpenClaw's ``mergeWorkspaceSetupStateRecords``: the
 later time wins against a row already there (so both legacy files of one
 workspace, in any order, converge).
 
-Times are stored in the column's own convention: epoch ms in statekit's
-INTEGER columns, the original ISO text in OpenClaw 2026.7's TEXT columns.
+The milestones are the release's TEXT columns in ``Date#toISOString`` form
+(``2026-03-01T08:00:00.000Z``): 9.6 refuses any other spelling ("workspace
+bootstrap seeded timestamp is invalid"), so a file's ``...Z`` without
+milliseconds or with an offset is stored normalised.
 
 Action ``import+archive``: after the import the file is moved, byte-exact,
 into ``.statekit/migrated/<run>/`` (OpenClaw archives it next to itself as
@@ -26,9 +29,11 @@ into ``.statekit/migrated/<run>/`` (OpenClaw archives it next to itself as
 from __future__ import annotations
 
 import hashlib
+import os
+import unicodedata
 from typing import Any, BinaryIO
 
-from legacy_readers._small_stores import file_mtime_ms, iso_to_ms, load_document, ms_to_iso, timestamp_for, workspace_path
+from legacy_readers._small_stores import file_mtime_ms, iso_to_ms, load_document, ms_to_iso
 from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, upsert
 from statekit.errors import SourceError
 
@@ -49,12 +54,21 @@ def workspace_key(path: str) -> str:
     return hashlib.sha256(path.encode("utf-8")).hexdigest()
 
 
+def canonical_workspace_path(source: Source, workspace_rel: str) -> str:
+    """The workspace's path as 9.6's workspace identity resolves it: absolute, symlinks resolved, NFC."""
+    return unicodedata.normalize("NFC", os.path.realpath(source.state_dir / workspace_rel))
+
+
 def _existing_ms(value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return int(value)
     return iso_to_ms(value)
+
+
+def _iso(ms: int | None) -> str | None:
+    return None if ms is None else ms_to_iso(ms)
 
 
 class WorkspaceSetupStateReader(Reader):
@@ -90,7 +104,7 @@ class WorkspaceSetupStateReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document, times = self._load(source, handle)
-        path = workspace_path(source, workspace_rel_of(source.rel))
+        path = canonical_workspace_path(source, workspace_rel_of(source.rel))
         key = workspace_key(path)
         conn = ctx.global_db
         existing = conn.execute(f"SELECT version, bootstrap_seeded_at, setup_completed_at FROM {TABLE} WHERE workspace_key = ?", (key,)).fetchone()
@@ -104,8 +118,8 @@ class WorkspaceSetupStateReader(Reader):
             "workspace_key": key,
             "workspace_path": path,
             "version": version,
-            "bootstrap_seeded_at": timestamp_for(conn, TABLE, "bootstrap_seeded_at", merged["bootstrap_seeded_at"]),
-            "setup_completed_at": timestamp_for(conn, TABLE, "setup_completed_at", merged["setup_completed_at"]),
+            "bootstrap_seeded_at": _iso(merged["bootstrap_seeded_at"]),
+            "setup_completed_at": _iso(merged["setup_completed_at"]),
             "updated_at": file_mtime_ms(source, ctx.now_ms),
         }
         upsert(conn, TABLE, row, ("workspace_key",))
@@ -115,7 +129,7 @@ class WorkspaceSetupStateReader(Reader):
             {
                 "workspace": workspace_rel_of(source.rel),
                 "workspace_key": key,
-                **{column: (ms_to_iso(value) if value is not None else None) for column, value in merged.items()},
+                **{column: _iso(value) for column, value in merged.items()},
             }
         )
         return result

@@ -5,14 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import tarfile
 from pathlib import Path
 
 import pytest
 
 from b2_harness import MTIME, assert_failed_in_place, assert_imported, new_state, query, run
-from helpers import FIXTURES, corpus_or_skip, global_db
+from helpers import FIXTURES, corpus_or_skip
 from legacy_readers import reader_for
 from migrate.discover import discover
 
@@ -22,7 +21,7 @@ OLD = "workspace/.openclaw/workspace-state.json"
 
 
 def _key(state: Path, ws: str) -> tuple[str, str]:
-    path = os.path.abspath(state / ws)
+    path = os.path.realpath(state / ws)
     return hashlib.sha256(path.encode()).hexdigest(), path
 
 
@@ -41,7 +40,8 @@ def test_round_trip(tmp_path: Path):
     assert_imported(state, report, NEW, originals[NEW], records=1)
     key, path = _key(state, "workspace")
     assert query(state, "SELECT * FROM workspace_setup_state") == [
-        {"workspace_key": key, "workspace_path": path, "version": 1, "bootstrap_seeded_at": 1772352000000, "setup_completed_at": 1772357400000, "updated_at": MTIME}
+        {"workspace_key": key, "workspace_path": path, "version": 1, "bootstrap_seeded_at": "2026-03-01T08:00:00.000Z",
+         "setup_completed_at": "2026-03-01T09:30:00.000Z", "updated_at": MTIME}
     ]
     assert (state / "workspace" / "AGENTS.md").read_text() == "# keep me"
 
@@ -56,32 +56,34 @@ def test_two_legacy_files_of_one_workspace_merge_later_wins(tmp_path: Path):
     )
     assert run(state).status == "completed"
     row = query(state, "SELECT bootstrap_seeded_at, setup_completed_at FROM workspace_setup_state")[0]
-    assert row == {"bootstrap_seeded_at": 1772524800000, "setup_completed_at": 1772409600000}
+    assert row == {"bootstrap_seeded_at": "2026-03-03T08:00:00.000Z", "setup_completed_at": "2026-03-02T00:00:00.000Z"}
 
 
-def test_openclaw_text_columns_get_iso_text(tmp_path: Path):
-    state, originals = new_state(tmp_path, {NEW: (FIX / "workspace-state.json").read_bytes()})
-    db = global_db(state)
-    db.parent.mkdir(parents=True)
-    conn = sqlite3.connect(db)
-    conn.execute(
-        "CREATE TABLE workspace_setup_state (workspace_key TEXT NOT NULL PRIMARY KEY, workspace_path TEXT NOT NULL, version INTEGER NOT NULL,"
-        " bootstrap_seeded_at TEXT, setup_completed_at TEXT, updated_at INTEGER NOT NULL)"
-    )
-    conn.execute("PRAGMA user_version = 1")
-    conn.commit()
-    conn.close()
-    report = run(state)
-    assert_imported(state, report, NEW, originals[NEW])
+def test_times_are_stored_in_the_canonical_iso_form_9_6_requires(tmp_path: Path):
+    """An offset or a missing millisecond part is stored as Date#toISOString writes it (9.6 refuses anything else)."""
+    state, _ = new_state(tmp_path, {NEW: {"version": 1, "bootstrapSeededAt": "2026-03-01T10:00:00+02:00", "setupCompletedAt": "2026-03-01T09:30:00.5Z"}})
+    assert run(state).status == "completed"
     assert query(state, "SELECT bootstrap_seeded_at, setup_completed_at FROM workspace_setup_state") == [
-        {"bootstrap_seeded_at": "2026-03-01T08:00:00.000Z", "setup_completed_at": "2026-03-01T09:30:00.000Z"}
+        {"bootstrap_seeded_at": "2026-03-01T08:00:00.000Z", "setup_completed_at": "2026-03-01T09:30:00.500Z"}
     ]
+
+
+def test_state_dir_reached_through_a_symlink_is_keyed_by_the_real_path(tmp_path: Path):
+    state, _ = new_state(tmp_path, {NEW: {"version": 1, "bootstrapSeededAt": "2026-03-01T08:00:00.000Z"}})
+    link = tmp_path / "link-to-state"
+    link.symlink_to(state)
+    report = run(link)
+    assert report.status == "completed", report.warnings
+    key, path = _key(state, "workspace")
+    assert path != os.path.abspath(link / "workspace")
+    assert query(state, "SELECT workspace_key, workspace_path FROM workspace_setup_state") == [{"workspace_key": key, "workspace_path": path}]
 
 
 @pytest.mark.parametrize(
     ("content", "needle"),
     [({"bootstrapSeededAt": "2026-01-01T00:00:00Z"}, "missing required property"), ({"version": 1, "setupCompletedAt": "tuesday"}, "$.setupCompletedAt: not an ISO-8601 time")],
 )
+
 def test_malformed_file_stays_in_place(tmp_path: Path, content, needle: str):
     state, originals = new_state(tmp_path, {OLD: content})
     assert_failed_in_place(state, run(state), OLD, originals[OLD], needle)
