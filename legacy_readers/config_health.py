@@ -3,11 +3,14 @@
 Shape: ``{entries: {<absolute config path>: {lastKnownGood?, lastPromotedGood?,
 lastObservedSuspiciousSignature?}}}``; the two snapshots are objects (hash,
 bytes, mtimeMs, ctimeMs, dev, ino, mode, nlink, uid, gid, hasMeta,
-gatewayMode, observedAt) stored as compact JSON. One row per config path,
-upsert by ``config_path``; ``updated_at_ms`` is the file's mtime and a
-database row with a newer ``updated_at_ms`` is kept. The config path is kept
-as recorded, even when the state dir has moved since (OpenClaw then simply
-starts a fresh entry for the new path).
+gatewayMode, observedAt) stored as ``JSON.stringify`` writes them. As
+OpenClaw 2026.7.35 imports the file: one row per config path with at least
+one of the three values (an empty entry or a blank path is skipped, with a
+notice), ``updated_at_ms`` = the import time; a path already in the database
+keeps its values and only gets the snapshots it lacks (then ``updated_at_ms``
+moves to the import time). The config path is kept as recorded, even when the
+state dir has moved since (OpenClaw then simply starts a fresh entry for the
+new path).
 """
 
 from __future__ import annotations
@@ -15,11 +18,31 @@ from __future__ import annotations
 from typing import Any, BinaryIO
 
 from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
-from legacy_readers.devices import expect_keys, fetch_row, file_mtime_ms, json_col, load_object, unmapped_fields, write_row
+from legacy_readers._jsjson import js_stringify
+from legacy_readers.devices import expect_keys, fetch_row, load_object, unmapped_fields, write_row
 
 FAMILY = "config-health"
 TABLE = "config_health_entries"
 ENTRY_FIELDS = ("lastKnownGood", "lastPromotedGood", "lastObservedSuspiciousSignature")
+
+
+def _snapshot(value: Any) -> str | None:
+    return js_stringify(value) if isinstance(value, dict) else None
+
+
+def entry_row(path: str, entry: dict[str, Any], now_ms: int) -> dict[str, Any] | None:
+    """The release's row for one entry; None for a blank path or an entry without any value."""
+    signature = entry.get("lastObservedSuspiciousSignature")
+    row = {
+        "config_path": path,
+        "last_known_good_json": _snapshot(entry.get("lastKnownGood")),
+        "last_promoted_good_json": _snapshot(entry.get("lastPromotedGood")),
+        "last_observed_suspicious_signature": signature if isinstance(signature, str) else None,
+        "updated_at_ms": now_ms,
+    }
+    if not path.strip() or all(row[c] is None for c in ("last_known_good_json", "last_promoted_good_json", "last_observed_suspicious_signature")):
+        return None
+    return row
 
 
 class ConfigHealthReader(Reader):
@@ -43,28 +66,33 @@ class ConfigHealthReader(Reader):
         document = load_object(handle, source.rel, self.schema_name)
         entries: dict[str, Any] = document.get("entries") or {}
         conn = ctx.global_db
-        mtime = file_mtime_ms(source, ctx.now_ms)
-        kept = 0
+        kept = skipped = 0
+        imported: dict[str, Any] = {}
         for path, entry in entries.items():
-            signature = entry.get("lastObservedSuspiciousSignature")
-            row = {
-                "config_path": path,
-                "last_known_good_json": json_col(entry.get("lastKnownGood")),
-                "last_promoted_good_json": json_col(entry.get("lastPromotedGood")),
-                "last_observed_suspicious_signature": signature if isinstance(signature, str) else None,
-                "updated_at_ms": mtime,
-            }
+            row = entry_row(path, entry, ctx.now_ms)
+            if row is None:
+                skipped += 1
+                continue
+            imported[path] = entry
             existing = fetch_row(conn, TABLE, "config_path = ?", (path,))
-            if existing is not None and (existing.get("updated_at_ms") or 0) > mtime:
-                kept += 1
-            else:
+            if existing is None:
                 write_row(conn, TABLE, row, ("config_path",))
-        result = WriteResult(records=len(entries))
+                continue
+            kept += 1
+            filled = {c: existing[c] if existing[c] is not None else row[c] for c in ("last_known_good_json", "last_promoted_good_json")}
+            if any(filled[c] != existing[c] for c in filled):
+                conn.execute(
+                    f"UPDATE {TABLE} SET last_known_good_json = ?, last_promoted_good_json = ?, updated_at_ms = ? WHERE config_path = ?",
+                    (filled["last_known_good_json"], filled["last_promoted_good_json"], ctx.now_ms, path),
+                )
+        result = WriteResult(records=len(imported))
         if kept:
-            result.notices.append(f"{source.rel}: kept {kept} newer entr(y/ies) already in the database")
+            result.notices.append(f"{source.rel}: kept {kept} entr(y/ies) already in the database (missing snapshots filled in)")
+        if skipped:
+            result.notices.append(f"{source.rel}: skipped {skipped} entr(y/ies) without a path or any value")
         extra = unmapped_fields(entries.values(), ENTRY_FIELDS) + sorted(f"$.{k}" for k in document if k != "entries")
         if extra:
             result.notices.append(f"{source.rel}: field(s) without a column kept only in the retired copy: {', '.join(extra)}")
-        expect_keys(result, TABLE, "config_path", entries)
-        result.report.update({"entries": len(entries), "kept_newer_database_rows": kept, "fields_without_column": extra})
+        expect_keys(result, TABLE, "config_path", imported)
+        result.report.update({"entries": len(entries), "kept_database_rows": kept, "skipped": skipped, "fields_without_column": extra})
         return result

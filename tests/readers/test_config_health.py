@@ -7,8 +7,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from freezegun import freeze_time
 
-from helpers import global_db
+from helpers import FIXTURES, global_db
 from test_devices_harness import (
     MTIME,
     assert_left_in_place,
@@ -23,11 +24,13 @@ from test_devices_harness import (
 )
 
 REL = "logs/config-health.json"
+NOW = 1_780_315_200_000  # 2026-06-01T12:00:00Z: the frozen import time
 
 
 def test_round_trip(state: Path) -> None:
     original = place_fixture(state, "config-health/config-health.json", REL)
-    report = run(state)
+    with freeze_time("2026-06-01T12:00:00Z"):
+        report = run(state)
     assert report.exit_code == 0, report.to_json()
     row = assert_retired(state, report, REL, original)
     assert row["target_table"] == "global.config_health_entries"
@@ -39,33 +42,48 @@ def test_round_trip(state: Path) -> None:
             "last_known_good_json": json.dumps(source["/home/user/.openclaw/openclaw.json"]["lastKnownGood"], separators=(",", ":")),
             "last_promoted_good_json": json.dumps(source["/home/user/.openclaw/openclaw.json"]["lastPromotedGood"], separators=(",", ":")),
             "last_observed_suspicious_signature": None,
-            "updated_at_ms": MTIME,
+            "updated_at_ms": NOW,
         },
         {
             "config_path": "/srv/openclaw/openclaw.json",
             "last_known_good_json": json.dumps(source["/srv/openclaw/openclaw.json"]["lastKnownGood"], separators=(",", ":")),
             "last_promoted_good_json": None,
             "last_observed_suspicious_signature": "size-drop:2213->12",
-            "updated_at_ms": MTIME,
+            "updated_at_ms": NOW,
         },
     ]
     assert json.loads(got[0]["last_known_good_json"])["mtimeMs"] == 1790000000000.5571  # fractional ms kept
 
 
-def test_newer_database_entry_is_kept(state: Path) -> None:
+def test_database_entry_is_kept_and_only_gets_missing_snapshots(state: Path) -> None:
+    """As the release merges: a path already in the database keeps its values, a NULL snapshot is filled in."""
     place_fixture(state, "config-health/config-health.json", REL)
-    run(state)
+    with freeze_time("2026-05-01T12:00:00Z"):
+        run(state)
     conn = sqlite3.connect(global_db(state))
-    conn.execute("UPDATE config_health_entries SET last_observed_suspicious_signature = 'newer', updated_at_ms = ? WHERE config_path = '/srv/openclaw/openclaw.json'", (MTIME + 10**6,))
+    conn.execute("UPDATE config_health_entries SET last_observed_suspicious_signature = 'newer', last_known_good_json = NULL, updated_at_ms = 5"
+                 " WHERE config_path = '/srv/openclaw/openclaw.json'")  # fmt: skip
+    conn.execute("UPDATE config_health_entries SET last_known_good_json = '{\"hash\":\"db\"}', updated_at_ms = 6 WHERE config_path = '/home/user/.openclaw/openclaw.json'")
     conn.commit()
     conn.close()
-    original = place_fixture(state, "config-health/config-health.json", REL, MTIME + 10)
+    doc = json.loads((FIXTURES / "readers" / "config-health" / "config-health.json").read_text())
+    doc["entries"]["/c/openclaw.json"] = {"lastObservedSuspiciousSignature": "new"}
+    original = place(state, REL, doc, MTIME + 10)
+    with freeze_time("2026-06-01T12:00:00Z"):
+        report = run(state)
+    assert assert_retired(state, report, REL, original)["report"]["kept_database_rows"] == 2
+    srv = one(state, "SELECT * FROM config_health_entries WHERE config_path = '/srv/openclaw/openclaw.json'")
+    source = json.loads(original)["entries"]["/srv/openclaw/openclaw.json"]
+    assert (srv["last_observed_suspicious_signature"], json.loads(srv["last_known_good_json"]), srv["updated_at_ms"]) == ("newer", source["lastKnownGood"], NOW)
+    home = one(state, "SELECT last_known_good_json, updated_at_ms FROM config_health_entries WHERE config_path = '/home/user/.openclaw/openclaw.json'")
+    assert home == {"last_known_good_json": '{"hash":"db"}', "updated_at_ms": 6}
+
+
+def test_entry_without_any_value_is_skipped(state: Path) -> None:
+    place(state, REL, {"entries": {"/a/openclaw.json": {}, "/b/openclaw.json": {"lastObservedSuspiciousSignature": "x"}}})
     report = run(state)
-    assert assert_retired(state, report, REL, original)["report"]["kept_newer_database_rows"] == 1
-    assert one(state, "SELECT last_observed_suspicious_signature FROM config_health_entries WHERE config_path = '/srv/openclaw/openclaw.json'") == {
-        "last_observed_suspicious_signature": "newer"
-    }
-    assert one(state, "SELECT updated_at_ms FROM config_health_entries WHERE config_path = '/home/user/.openclaw/openclaw.json'")["updated_at_ms"] == MTIME + 10
+    assert any("skipped 1 entr(y/ies) without a path or any value" in n for n in report.notices)
+    assert rows(state, "SELECT config_path FROM config_health_entries") == [{"config_path": "/b/openclaw.json"}]
 
 
 @pytest.mark.parametrize(
