@@ -1,9 +1,16 @@
 """Auth profile stores: ``auth-profiles.json``, ``auth-state.json``, ``auth.json``, ``credentials/oauth.json``.
 
-All of them land in the global database, one row per agent:
-``auth_profile_stores(store_key='agent:<agentId>', store_json={version, profiles})``
-and ``auth_profile_state(store_key='agent:<agentId>', state_json={version, order?,
-lastGood?, usageStats?})``.
+Every agent's store lands in that agent's own database
+(``agents/<id>/agent/openclaw-agent.sqlite``), as OpenClaw 2026.7.35 (the last
+release writing schema version 1) kept it:
+``auth_profile_store(store_key='primary', store_json={version: 1, profiles})``
+and ``auth_profile_state(state_key='primary', state_json={version: 1, order?,
+lastGood?, usageStats?})``. OpenClaw 2026.9.6's own upgrade then moves the
+``main`` agent's rows into its shared store (``config_machine_state``
+``authProfiles.store`` / ``authProfiles.state``) and leaves every other agent's
+rows where they are -- the same rows its own ``doctor --fix`` produces from the
+legacy files. (The global tables ``auth_profile_stores`` / ``auth_profile_state``
+are never written: 9.6's consolidation keeps only their ``shared`` row.)
 
 Sources, in plan order:
 
@@ -13,20 +20,28 @@ Sources, in plan order:
   file's receipt), it is retired with nothing written; otherwise it is reported
   and left in place for review.
 * ``agents/<id>/agent/auth-profiles.json`` (50) and the pre-multi-agent
-  ``agent/auth-profiles.json`` (the default agent): ``{version, profiles,
-  order?, lastGood?, usageStats?}`` or the older flat map
+  ``agent/auth-profiles.json`` (the configured default agent): ``{version,
+  profiles, order?, lastGood?, usageStats?}`` or the older flat map
   ``{<provider>: {apiKey, baseUrl?}}`` (becomes ``<provider>:default``).
   Runtime fields (``order``, ``lastGood``, ``usageStats``) go to the state row.
 * ``agents/<id>/agent/auth-state.json`` (51): the split-off runtime state.
 * ``agents/<id>/agent/auth.json`` (52): PI's credential cache
-  ``{<provider>: {type|mode, key|apiKey|access|refresh|expires...}}``.
+  ``{<provider>: {type|mode, key|apiKey|token|access|refresh|expires...}}``.
 * ``credentials/oauth.json`` (53): legacy OAuth map ``{<provider>: {access,
-  refresh, expires, ...}}`` for the default agent.
+  refresh, expires, ...}}``; OpenClaw imports it into the shared-main owner,
+  the ``main`` agent.
 
-Merge rule (upsert by key = store_key + profile id): the per-agent
+Every credential and state entry is normalised the way OpenClaw's loader does
+(``normalize_credential``, ``normalize_state``): known types only (``api_key``,
+``token``, ``oauth``), their known fields in OpenClaw's order, provider ids
+lower-cased. Fields OpenClaw does not keep are not carried; their names are
+listed in the receipt and a notice, and the original file is retired byte-exact.
+
+Merge rule (upsert by key = agent + profile id): the per-agent
 ``auth-profiles.json`` / ``auth-state.json`` win for the ids and fields they
 hold; the legacy sources (flat ``agent/``, ``auth.json``, ``oauth.json``) only
-fill ids and fields that are still missing. Importing never deletes a
+fill ids and fields that are still missing -- as OpenClaw's doctor merges
+``auth.json`` under ``auth-profiles.json``. Importing never deletes a
 credential. Receipts carry fingerprints of each credential, never a value.
 Details: docs/readers/auth.md.
 """
@@ -34,17 +49,21 @@ Details: docs/readers/auth.md.
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
+import sqlite3
+from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
+from legacy_readers._jsjson import js_stringify
 from legacy_readers.base import (
     ImportContext,
     Inspection,
     Reader,
     Source,
     WriteResult,
-    compact_json,
     fingerprint,
     parse_json5_document,
     upsert,
@@ -55,17 +74,392 @@ from statekit.fsutil import open_regular_file
 from statekit.layout import DEFAULT_AGENT_ID, is_valid_agent_id, normalize_agent_id
 
 STORE_VERSION = 1
+STORE_TABLE = "auth_profile_store"
+STATE_TABLE = "auth_profile_state"
+PRIMARY_KEY = "primary"
+SHARED_MAIN_AGENT_ID = "main"  # OpenClaw's shared-main auth owner: agents/main/agent
 STATE_FIELDS = ("order", "lastGood", "usageStats")
 SECRET_FIELDS = frozenset({
     "key", "apiKey", "api_key", "token", "access", "refresh", "accessToken", "access_token", "refreshToken",
     "refresh_token", "idToken", "id_token", "secret", "clientSecret", "client_secret", "password", "sessionKey",
     "session_key", "cookie",
 })
-LEGACY_DROPPED_FIELDS = ("baseUrl",)  # endpoint config, not a credential (it belongs to models.providers in the config)
+CREDENTIAL_TYPES = ("api_key", "token", "oauth")
+# Provider-owned OAuth fields OpenClaw keeps with the OAuth material, in its order.
+OAUTH_METADATA_FIELDS = (
+    "idToken", "clientId", "enterpriseUrl", "projectId", "accountId", "chatgptPlanType", "subscriptionType",
+    "rateLimitTier", "tokenEndpoint", "deviceAuthorizationEndpoint", "issuer", "authFlow",
+)
+UNSAFE_PROVIDER_KEYS = frozenset({"__proto__", "constructor", "prototype"})
+AUTH_FAILURE_REASONS = (
+    "auth", "auth_permanent", "format", "overloaded", "rate_limit", "billing", "timeout", "model_not_found",
+    "session_expired", "empty_response", "no_error_details", "unclassified", "unknown",
+)
+AUTH_COOLDOWN_CLASSIFICATIONS = {"wham_token_expired": "auth", "wham_account_dead": "auth_permanent"}
+AUTH_BLOCKED_REASONS = ("subscription_limit",)
+AUTH_BLOCKED_SOURCES = ("codex_rate_limits", "wham")
+_ENV_TEMPLATE = re.compile(r"^\$\{([A-Z][A-Z0-9_]{0,127})\}$|^\$([A-Z][A-Z0-9_]{0,127})$")
+_LEGACY_OAUTH_REF_ID = re.compile(r"^[a-f0-9]{32}$")
+_SECRET_SOURCES = ("env", "file", "exec", "store")
 
 
-def store_key(agent_id: str) -> str:
-    return f"agent:{agent_id}"
+# --- OpenClaw's value rules ---------------------------------------------------------
+
+
+def _non_blank(value: Any) -> str | None:
+    """A string that is not blank, kept as written (OpenClaw's ``readNonBlankString``)."""
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _trimmed(value: Any) -> str | None:
+    return value.strip() or None if isinstance(value, str) else None
+
+
+def normalize_provider(value: Any) -> str:
+    """Trimmed and lower-cased; ``""`` when absent."""
+    trimmed = _trimmed(value)
+    return trimmed.lower() if trimmed else ""
+
+
+def _finite(value: Any) -> int | float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def secret_ref(value: Any) -> dict[str, str] | None:
+    """A SecretRef ``{source, provider, id}`` (also the provider-less legacy form and ``${ENV}`` text), else None."""
+    if isinstance(value, dict):
+        source, provider, ref_id = value.get("source"), value.get("provider"), value.get("id")
+        if source not in _SECRET_SOURCES or not isinstance(ref_id, str) or not ref_id.strip():
+            return None
+        if len(value) == 3 and isinstance(provider, str) and provider.strip():
+            return {"source": source, "provider": provider, "id": ref_id}
+        if "provider" not in value:
+            return {"source": source, "provider": "default", "id": ref_id}
+        return None
+    if isinstance(value, str):
+        match = _ENV_TEMPLATE.match(value.strip())
+        if match:
+            return {"source": "env", "provider": "default", "id": match.group(1) or match.group(2)}
+    return None
+
+
+def _expires(value: Any) -> int | float | None:
+    """Absent stays absent; a finite positive number is kept; anything else becomes 0."""
+    number = _finite(value)
+    return number if number is not None and number > 0 else 0
+
+
+def _is_legacy_oauth_ref(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and value.get("source") == "openclaw-credentials"
+        and value.get("provider") == "openai-codex"
+        and isinstance(value.get("id"), str)
+        and bool(_LEGACY_OAUTH_REF_ID.match(value["id"]))
+    )
+
+
+def _setup(value: Any) -> dict[str, Any] | None:
+    if not isinstance(value, dict) or not isinstance(value.get("replacement"), bool):
+        return None
+    model_ref, config_json = _non_blank(value.get("modelRef")), _non_blank(value.get("configJson"))
+    if not model_ref or not config_json:
+        return None
+    setup: dict[str, Any] = {"replacement": value["replacement"], "modelRef": model_ref, "configJson": config_json}
+    if value.get("apiKeyHeader") is True:
+        setup["apiKeyHeader"] = True
+    for name in ("agentRuntimeId", "authChoice", "pluginId"):
+        if _non_blank(value.get(name)):
+            setup[name] = value[name]
+    return setup
+
+
+def _common_fields(entry: dict[str, Any]) -> dict[str, Any]:
+    common: dict[str, Any] = {"provider": normalize_provider(entry.get("provider")) if isinstance(entry.get("provider"), str) else ""}
+    setup = _setup(entry.get("setup"))
+    if setup:
+        common["setup"] = setup
+    if isinstance(entry.get("copyToAgents"), bool):
+        common["copyToAgents"] = entry["copyToAgents"]
+    for name in ("email", "displayName"):
+        if _non_blank(entry.get(name)) is not None:
+            common[name] = entry[name]
+    return common
+
+
+def _typed_credential(raw: dict[str, Any]) -> dict[str, Any]:
+    """OpenClaw's per-type normalisation of one credential record (other types come back unchanged)."""
+    entry = dict(raw)
+    if "type" not in entry and isinstance(entry.get("mode"), str):
+        entry["type"] = entry["mode"]
+    if entry.get("type") == "apiKey":
+        entry["type"] = "api_key"
+    if "key" not in entry and not secret_ref(entry.get("keyRef")) and isinstance(entry.get("apiKey"), str):
+        entry["key"] = entry["apiKey"]
+    for value_field, ref_field in (("key", "keyRef"), ("token", "tokenRef")):
+        value = entry.get(value_field)
+        if value is None or isinstance(value, str):
+            continue
+        ref = secret_ref(value)
+        if ref and not secret_ref(entry.get(ref_field)):
+            entry[ref_field] = ref
+        del entry[value_field]
+    kind = entry.get("type")
+    if kind == "api_key":
+        out = {"type": "api_key", **_common_fields(entry)}
+        key_ref = secret_ref(entry.get("keyRef"))
+        if key_ref:
+            out["keyRef"] = key_ref
+        elif _non_blank(entry.get("key")) is not None:
+            out["key"] = entry["key"]
+        metadata = {k: v for k, v in entry["metadata"].items() if isinstance(v, str)} if isinstance(entry.get("metadata"), dict) else {}
+        if metadata:
+            out["metadata"] = metadata
+        return out
+    if kind == "token":
+        out = {"type": "token", **_common_fields(entry)}
+        if _non_blank(entry.get("token")) is not None:
+            out["token"] = entry["token"]
+        token_ref = secret_ref(entry.get("tokenRef"))
+        if token_ref:
+            out["tokenRef"] = token_ref
+        if "expires" in entry:
+            out["expires"] = _expires(entry["expires"])
+        return out
+    if kind == "oauth":
+        out = {"type": "oauth", **_common_fields(entry)}
+        if _is_legacy_oauth_ref(entry.get("oauthRef")):
+            out["oauthRef"] = dict(entry["oauthRef"])
+        for name in ("access", "refresh", *OAUTH_METADATA_FIELDS):
+            if _non_blank(entry.get(name)) is not None:
+                out[name] = entry[name]
+        if "expires" in entry:
+            out["expires"] = _expires(entry["expires"])
+        return out
+    return entry
+
+
+def normalize_credential(raw: Any, fallback_provider: str | None = None) -> tuple[dict[str, Any] | None, list[str]]:
+    """One credential as OpenClaw stores it, and the names of the fields it does not keep.
+
+    None when OpenClaw would reject the entry (not an object, a type other than
+    ``api_key``/``token``/``oauth``, or no provider).
+    """
+    if not isinstance(raw, dict):
+        return None, []
+    typed = _typed_credential(raw)
+    if typed.get("type") not in CREDENTIAL_TYPES:
+        return None, []
+    provider = normalize_provider(typed.get("provider") or fallback_provider)
+    if not provider:
+        return None, []
+    credential = {**typed, "provider": provider}
+    if credential["type"] == "token" and "tokenRef" in credential and "token" in credential:
+        del credential["token"]  # a ref wins over a resolved literal (OpenClaw persists the ref only)
+    kept = set(credential)
+    if "type" not in raw:
+        kept.add("mode")  # read as the type
+    if "key" not in raw and "key" in credential:
+        kept.add("apiKey")  # read as the key
+    if "keyRef" in credential:
+        kept.add("key")  # a SecretRef given as the value
+    if "tokenRef" in credential:
+        kept.add("token")
+    return credential, sorted(name for name in raw if name not in kept)
+
+
+def has_usable_credential(credential: dict[str, Any]) -> bool:
+    if credential["type"] == "api_key":
+        return _non_blank(credential.get("key")) is not None or "keyRef" in credential
+    if credential["type"] == "token":
+        return _non_blank(credential.get("token")) is not None or "tokenRef" in credential
+    return (
+        _non_blank(credential.get("access")) is not None
+        and _non_blank(credential.get("refresh")) is not None
+        and _finite(credential.get("expires")) is not None
+    )
+
+
+def _flat_credential_type(raw: dict[str, Any]) -> str | None:
+    explicit = _non_blank(raw.get("type")) or _non_blank(raw.get("mode"))
+    if explicit in CREDENTIAL_TYPES:
+        return explicit
+    if _non_blank(raw.get("key")) or _non_blank(raw.get("apiKey")) or secret_ref(raw.get("keyRef")):
+        return "api_key"
+    if _non_blank(raw.get("token")) or secret_ref(raw.get("tokenRef")):
+        return "token"
+    if _non_blank(raw.get("access")) and _non_blank(raw.get("refresh")) and _finite(raw.get("expires")) is not None:
+        return "oauth"
+    return None
+
+
+def flat_credential(provider_id: str, raw: Any) -> tuple[dict[str, Any] | None, list[str]]:
+    """An entry of the older flat ``auth-profiles.json`` map: the type is inferred from the fields it has."""
+    if not isinstance(raw, dict):
+        return None, []
+    kind = _flat_credential_type(raw)
+    if kind is None:
+        return None, []
+    provider = _non_blank(raw.get("provider")) or provider_id
+    credential, dropped = normalize_credential({**raw, "type": kind, "provider": provider}, provider_id)
+    if credential is None or not has_usable_credential(credential):
+        return None, dropped
+    return credential, [name for name in dropped if name != "type"]
+
+
+def _usage_entry(raw: Any) -> dict[str, Any] | None:
+    if not isinstance(raw, dict):
+        return None
+
+    def enum(value: Any, allowed: tuple[str, ...]) -> str | None:
+        return value if isinstance(value, str) and value in allowed else None
+
+    failure_counts: dict[str, int] = {}
+    if isinstance(raw.get("failureCounts"), dict):
+        for reason, count in raw["failureCounts"].items():
+            number = _finite(count)
+            if reason in AUTH_FAILURE_REASONS and number is not None and number > 0:
+                failure_counts[reason] = math.trunc(number)
+    cooldown_reason = enum(raw.get("cooldownReason"), AUTH_FAILURE_REASONS)
+    classification = raw.get("cooldownClassification")
+    stats = {
+        "lastUsed": _finite(raw.get("lastUsed")),
+        "blockedUntil": _finite(raw.get("blockedUntil")),
+        "blockedReason": enum(raw.get("blockedReason"), AUTH_BLOCKED_REASONS),
+        "blockedSource": enum(raw.get("blockedSource"), AUTH_BLOCKED_SOURCES),
+        "blockedModel": _trimmed(raw.get("blockedModel")),
+        "blockedScope": "model" if raw.get("blockedScope") == "model" else None,
+        "cooldownUntil": _finite(raw.get("cooldownUntil")),
+        "cooldownReason": cooldown_reason,
+        "cooldownClassification": (
+            classification
+            if isinstance(classification, str) and AUTH_COOLDOWN_CLASSIFICATIONS.get(classification) == cooldown_reason and cooldown_reason
+            else None
+        ),
+        "cooldownModel": _trimmed(raw.get("cooldownModel")),
+        "disabledUntil": _finite(raw.get("disabledUntil")),
+        "disabledReason": enum(raw.get("disabledReason"), AUTH_FAILURE_REASONS),
+        "errorCount": _finite(raw.get("errorCount")),
+        "failureCounts": failure_counts or None,
+        "lastFailureAt": _finite(raw.get("lastFailureAt")),
+        "lastProbeAt": _finite(raw.get("lastProbeAt")),
+    }
+    kept = {name: value for name, value in stats.items() if value is not None}
+    return kept or None
+
+
+def normalize_state(raw: Any) -> dict[str, dict[str, Any]]:
+    """``{order?, lastGood?, usageStats?}`` as OpenClaw's state loader keeps them (empty maps left out)."""
+    if not isinstance(raw, dict):
+        return {}
+    state: dict[str, dict[str, Any]] = {}
+    if isinstance(raw.get("order"), dict):
+        order: dict[str, Any] = {}
+        for provider, ids in raw["order"].items():
+            key = normalize_provider(provider)
+            if not isinstance(ids, list) or not key:
+                continue
+            kept = [s.strip() for s in ids if isinstance(s, str) and s.strip()]
+            if kept:
+                order[key] = kept
+        if order:
+            state["order"] = order
+    if isinstance(raw.get("lastGood"), dict):
+        last_good = {}
+        for provider, profile_id in raw["lastGood"].items():
+            key, value = normalize_provider(provider), _trimmed(profile_id)
+            if key and value:
+                last_good[key] = value
+        if last_good:
+            state["lastGood"] = last_good
+    if isinstance(raw.get("usageStats"), dict):
+        usage = {}
+        for profile_id, entry in raw["usageStats"].items():
+            key, stats = _trimmed(profile_id), _usage_entry(entry)
+            if key and stats:
+                usage[key] = stats
+        if usage:
+            state["usageStats"] = usage
+    return state
+
+
+# --- reading the sources -------------------------------------------------------------
+
+
+class Parsed:
+    """What one source contributes to an agent's store: profiles, runtime state and what was not carried."""
+
+    def __init__(self, fmt: str) -> None:
+        self.format = fmt
+        self.profiles: dict[str, dict[str, Any]] = {}
+        self.state: dict[str, dict[str, Any]] = {}
+        self.warnings: list[str] = []
+        self.dropped: list[str] = []  # "<profile id>.<field>" or top-level key names, never values
+
+    def add(self, profile_id: str, credential: dict[str, Any] | None, dropped: list[str], rel: str, label: str) -> None:
+        self.dropped.extend(f"{profile_id}.{name}" for name in dropped)
+        if credential is None:
+            self.warnings.append(f"{rel}: {label} holds no credential OpenClaw can use; skipped (kept in the retired copy)")
+            return
+        self.profiles[profile_id] = credential
+
+
+def parse_auth_profiles(document: dict[str, Any], rel: str) -> Parsed:
+    if "profiles" in document:
+        parsed = Parsed("canonical")
+        for profile_id, raw in document["profiles"].items():
+            credential, dropped = normalize_credential(_with_api_key_alias(raw))
+            parsed.add(profile_id, credential, dropped, rel, f"profile {profile_id!r}")
+        parsed.state = normalize_state(document)
+        parsed.dropped.extend(sorted(k for k in document if k not in ("version", "profiles", *STATE_FIELDS)))
+        return parsed
+    parsed = Parsed("legacy-flat")
+    for key, raw in document.items():
+        provider = key.strip()
+        if not provider or provider in UNSAFE_PROVIDER_KEYS:
+            parsed.warnings.append(f"{rel}: entry {key!r} is not a provider id; skipped (kept in the retired copy)")
+            continue
+        credential, dropped = flat_credential(provider, raw)
+        parsed.add(f"{provider}:default", credential, dropped, rel, f"entry {provider!r}")
+    return parsed
+
+
+def _with_api_key_alias(raw: Any) -> Any:
+    """OpenClaw's import reads an ``api_key`` profile's snake_case ``api_key`` field as its key."""
+    if not isinstance(raw, dict) or (_non_blank(raw.get("type")) or _non_blank(raw.get("mode"))) != "api_key":
+        return raw
+    if _non_blank(raw.get("key")) is not None or secret_ref(raw.get("keyRef")) or "api_key" not in raw:
+        return raw
+    return {**raw, "key": raw["api_key"]}
+
+
+def parse_auth_json(document: dict[str, Any], rel: str) -> Parsed:
+    """PI's ``auth.json``: each entry needs its own ``type``/``mode`` (nothing is inferred)."""
+    parsed = Parsed("provider-map")
+    for provider, raw in document.items():
+        credential, dropped = normalize_credential(raw, provider)
+        parsed.add(f"{provider}:default", credential, dropped, rel, f"entry {provider!r}")
+    return parsed
+
+
+def parse_oauth_json(document: dict[str, Any], rel: str) -> Parsed:
+    """``credentials/oauth.json``: every entry is an OAuth credential of its key's provider."""
+    parsed = Parsed("oauth-map")
+    for provider, raw in document.items():
+        if not isinstance(raw, dict):
+            parsed.warnings.append(f"{rel}: entry {provider!r} is not an object; skipped (kept in the retired copy)")
+            continue
+        credential, dropped = normalize_credential({**raw, "type": "oauth", "provider": provider}, provider)
+        parsed.add(f"{provider}:default", credential, [n for n in dropped if n not in ("type", "provider")], rel, f"entry {provider!r}")
+    return parsed
+
+
+def _load(source: Source, handle: BinaryIO, schema: str) -> dict[str, Any]:
+    document = parse_json5_document(handle.read(), source.rel)
+    validate(document, schema, source.rel)
+    return document
 
 
 def default_agent_id(config: Any) -> str:
@@ -81,53 +475,17 @@ def default_agent_id(config: Any) -> str:
     return DEFAULT_AGENT_ID
 
 
-def credential_fingerprints(profile: dict[str, Any]) -> dict[str, str]:
-    return {name: fingerprint(value) for name, value in sorted(profile.items()) if name in SECRET_FIELDS and isinstance(value, str) and value}
+def owner_agent(source: Source, config: Any) -> str:
+    """The agent whose store a file feeds: ``agents/<id>/...``, or the configured default agent for the
+    pre-multi-agent ``agent/`` dir (OpenClaw moved that dir to the default agent's dir)."""
+    if source.rel.startswith("agent/"):
+        return default_agent_id(config)
+    if source.agent_id is None:
+        raise SourceError(source.rel, "cannot tell which agent owns this auth store")
+    return source.agent_id
 
 
-def profile_summary(profile_id: str, profile: dict[str, Any]) -> dict[str, Any]:
-    summary: dict[str, Any] = {"id": profile_id, "fingerprints": credential_fingerprints(profile)}
-    for name in ("type", "provider"):
-        if isinstance(profile.get(name), str):
-            summary[name] = profile[name]
-    return summary
-
-
-def legacy_entry_to_profile(provider: str, entry: dict[str, Any], *, oauth: bool = False) -> tuple[dict[str, Any] | None, list[str]]:
-    """A ``{provider: {...}}`` legacy entry as a canonical credential (None when it holds no credential)."""
-    declared = entry.get("type") if isinstance(entry.get("type"), str) else entry.get("mode")
-    declared = declared if isinstance(declared, str) and declared else None
-    if declared in ("apiKey", "api-key"):
-        declared = "api_key"
-    if oauth or declared == "oauth" or (declared is None and ("access" in entry or "refresh" in entry)):
-        kind = "oauth"
-    elif declared == "token" or (declared is None and "token" in entry):
-        kind = "token"
-    elif declared == "api_key" or (declared is None and ("apiKey" in entry or "key" in entry)):
-        kind = "api_key"
-    else:
-        kind = declared
-    dropped: list[str] = []
-    if kind is None:
-        return None, dropped
-    profile: dict[str, Any] = {"type": kind, "provider": provider}
-    for name, value in entry.items():
-        if name in ("type", "mode", "provider"):
-            continue
-        if name in LEGACY_DROPPED_FIELDS:
-            dropped.append(name)
-            continue
-        if name == "apiKey" and kind == "api_key":
-            if "key" not in entry:
-                profile["key"] = value
-            else:
-                dropped.append(name)
-            continue
-        profile[name] = value
-    has_secret = any(isinstance(profile.get(n), str) and profile[n] for n in ("key", "token", "access", "refresh"))
-    if kind in ("api_key", "token", "oauth") and not has_secret:
-        return None, dropped
-    return profile, dropped
+# --- writing the agent database's rows ------------------------------------------------
 
 
 def _mtime_ms(source: Source, fallback: int) -> int:
@@ -137,33 +495,26 @@ def _mtime_ms(source: Source, fallback: int) -> int:
         return fallback
 
 
-def _load_row(conn: Any, table: str, column: str, key: str, rel: str) -> tuple[dict[str, Any] | None, int]:
-    row = conn.execute(f"SELECT {column}, updated_at FROM {table} WHERE store_key = ?", (key,)).fetchone()
+def _load_row(conn: sqlite3.Connection, table: str, key_column: str, json_column: str, rel: str) -> tuple[dict[str, Any] | None, int]:
+    row = conn.execute(f"SELECT {json_column}, updated_at FROM {table} WHERE {key_column} = ?", (PRIMARY_KEY,)).fetchone()
     if row is None:
         return None, 0
     try:
         value = json.loads(row[0])
     except (TypeError, ValueError):
-        raise SourceError(rel, f"existing {table} row {key!r} is not valid JSON; left unchanged") from None
-    if not isinstance(value, dict):
-        raise SourceError(rel, f"existing {table} row {key!r} is not a JSON object; left unchanged")
+        raise SourceError(rel, f"existing {table} row {PRIMARY_KEY!r} is not valid JSON; left unchanged") from None
+    if not isinstance(value, dict) or (table == STORE_TABLE and not isinstance(value.get("profiles", {}), dict)):
+        raise SourceError(rel, f"existing {table} row {PRIMARY_KEY!r} is not a JSON object with profiles; left unchanged")
     return value, int(row[1] or 0)
 
 
 def merge_store(
-    conn: Any,
-    key: str,
-    profiles: dict[str, dict[str, Any]],
-    extras: dict[str, Any],
-    version: Any,
-    updated_at: int,
-    authoritative: bool,
-    rel: str,
+    conn: sqlite3.Connection, profiles: dict[str, dict[str, Any]], updated_at: int, authoritative: bool, rel: str
 ) -> dict[str, int]:
-    """Upsert ``profiles`` into the store row by profile id; returns counts (added/replaced/kept)."""
-    existing, existing_at = _load_row(conn, "auth_profile_stores", "store_json", key, rel)
+    """Upsert ``profiles`` into the agent's store row by profile id; returns counts (added/replaced/kept/unchanged)."""
+    existing, existing_at = _load_row(conn, STORE_TABLE, "store_key", "store_json", rel)
     current = dict(existing) if existing else {}
-    merged = dict(current.get("profiles")) if isinstance(current.get("profiles"), dict) else {}
+    merged = dict(current.get("profiles") or {})
     counts = {"added": 0, "replaced": 0, "kept_existing": 0, "unchanged": 0}
     for profile_id, profile in profiles.items():
         if profile_id not in merged:
@@ -176,117 +527,111 @@ def merge_store(
             counts["replaced"] += 1
         else:
             counts["kept_existing"] += 1
-    document: dict[str, Any] = {}
-    for name, value in current.items():
-        if name not in ("version", "profiles"):
-            document[name] = value
-    for name, value in extras.items():
-        if authoritative or name not in document:
-            document[name] = value
-    if isinstance(version, int) and not isinstance(version, bool) and (authoritative or "version" not in current):
-        document_version = version
-    else:
-        document_version = current.get("version", STORE_VERSION)
-    store = {"version": document_version, "profiles": merged, **document}
+    others = {name: value for name, value in current.items() if name not in ("version", "profiles")}
+    store = {"version": current.get("version", STORE_VERSION), "profiles": merged, **others}
     upsert(
         conn,
-        "auth_profile_stores",
-        {"store_key": key, "store_json": compact_json(store), "updated_at": max(updated_at, existing_at)},
+        STORE_TABLE,
+        {"store_key": PRIMARY_KEY, "store_json": js_stringify(store), "updated_at": max(updated_at, existing_at)},
         ("store_key",),
     )
     return counts
 
 
-def merge_state(conn: Any, key: str, state: dict[str, Any], updated_at: int, authoritative: bool, rel: str) -> None:
-    """Merge runtime state two levels deep (per top-level field, then per provider / profile id)."""
-    existing, existing_at = _load_row(conn, "auth_profile_state", "state_json", key, rel)
-    merged: dict[str, Any] = dict(existing) if existing else {}
-    for name, value in state.items():
-        if name == "version":
-            continue
-        old = merged.get(name)
-        if isinstance(old, dict) and isinstance(value, dict):
-            combined = dict(old)
-            for inner, inner_value in value.items():
-                if authoritative or inner not in combined:
-                    combined[inner] = inner_value
-            merged[name] = combined
-        elif authoritative or name not in merged:
-            merged[name] = value
-    version = state.get("version")
-    if isinstance(version, int) and not isinstance(version, bool) and (authoritative or "version" not in merged):
-        merged["version"] = version
-    merged.setdefault("version", STORE_VERSION)
-    ordered = {"version": merged.pop("version"), **merged}
+def ensure_store_row(conn: sqlite3.Connection, updated_at: int) -> None:
+    """An empty store row when none exists: OpenClaw reads an agent's state only together with its store."""
     upsert(
         conn,
-        "auth_profile_state",
-        {"store_key": key, "state_json": compact_json(ordered), "updated_at": max(updated_at, existing_at)},
+        STORE_TABLE,
+        {"store_key": PRIMARY_KEY, "store_json": js_stringify({"version": STORE_VERSION, "profiles": {}}), "updated_at": updated_at},
         ("store_key",),
+        update=False,
     )
 
 
-def _expect_profiles(result: WriteResult, key: str, profile_ids: list[str]) -> None:
-    result.expect("global", "auth_profile_stores", "store_key = ?", (key,), 1)
-    for profile_id in profile_ids:
-        if '"' not in profile_id and "\\" not in profile_id:
-            result.expect(
-                "global", "auth_profile_stores", "store_key = ? AND json_type(store_json, ?) = 'object'", (key, f'$.profiles."{profile_id}"'), 1
-            )
-
-
-def parse_auth_profiles(document: dict[str, Any], rel: str) -> tuple[str, dict[str, dict[str, Any]], dict[str, Any], dict[str, Any], Any, list[str], list[str]]:
-    """(format, profiles, state, extras, version, warnings, dropped field names) of an auth-profiles.json document."""
-    warnings: list[str] = []
-    dropped: list[str] = []
-    if "profiles" in document:
-        profiles = {pid: dict(p) for pid, p in document["profiles"].items()}
-        state = {name: document[name] for name in STATE_FIELDS if name in document}
-        extras = {k: v for k, v in document.items() if k not in ("version", "profiles", *STATE_FIELDS)}
-        return "canonical", profiles, state, extras, document.get("version"), warnings, dropped
-    profiles = {}
-    for provider, entry in document.items():
-        profile, lost = legacy_entry_to_profile(provider, entry)
-        dropped.extend(f"{provider}.{name}" for name in lost)
-        if profile is None:
-            warnings.append(f"{rel}: entry {provider!r} holds no credential; skipped (kept in the retired copy)")
+def merge_state(conn: sqlite3.Connection, state: dict[str, dict[str, Any]], updated_at: int, authoritative: bool, rel: str) -> None:
+    """Merge runtime state per field, then per provider / profile id (an entry is replaced whole)."""
+    existing, existing_at = _load_row(conn, STATE_TABLE, "state_key", "state_json", rel)
+    merged: dict[str, Any] = {name: value for name, value in (existing or {}).items() if name != "version"}
+    for name in STATE_FIELDS:
+        incoming = state.get(name)
+        if not incoming:
             continue
-        profiles[f"{provider}:default"] = profile
-    return "legacy-flat", profiles, {}, {}, None, warnings, dropped
+        old = merged.get(name)
+        combined = dict(old) if isinstance(old, dict) else {}
+        for inner, value in incoming.items():
+            if authoritative or inner not in combined:
+                combined[inner] = value
+        merged[name] = combined
+    version = (existing or {}).get("version", STORE_VERSION)
+    ordered = {"version": version, **{n: merged[n] for n in STATE_FIELDS if n in merged}, **{n: v for n, v in merged.items() if n not in STATE_FIELDS}}
+    upsert(
+        conn,
+        STATE_TABLE,
+        {"state_key": PRIMARY_KEY, "state_json": js_stringify(ordered), "updated_at": max(updated_at, existing_at)},
+        ("state_key",),
+    )
 
 
-def convert_provider_map(document: dict[str, Any], rel: str, *, oauth: bool) -> tuple[dict[str, dict[str, Any]], list[str], list[str]]:
-    profiles: dict[str, dict[str, Any]] = {}
-    warnings: list[str] = []
-    dropped: list[str] = []
-    for provider, entry in document.items():
-        profile, lost = legacy_entry_to_profile(provider, entry, oauth=oauth)
-        dropped.extend(f"{provider}.{name}" for name in lost)
-        if profile is None:
-            warnings.append(f"{rel}: entry {provider!r} holds no credential; skipped (kept in the retired copy)")
-            continue
-        profiles[f"{provider}:default"] = profile
-    return profiles, warnings, dropped
+def credential_fingerprints(profile: dict[str, Any]) -> dict[str, str]:
+    return {name: fingerprint(value) for name, value in sorted(profile.items()) if name in SECRET_FIELDS and isinstance(value, str) and value}
 
 
-def _load(source: Source, handle: BinaryIO, schema: str) -> dict[str, Any]:
-    document = parse_json5_document(handle.read(), source.rel)
-    validate(document, schema, source.rel)
-    return document
-
-
-def owner_agent(source: Source, config: Any) -> str:
-    """The agent whose store a file feeds: ``agents/<id>/...``, or the configured default agent for the
-    pre-multi-agent ``agent/`` dir (OpenClaw moved that dir to the default agent's dir)."""
-    if source.rel.startswith("agent/"):
-        return default_agent_id(config)
-    if source.agent_id is None:
-        raise SourceError(source.rel, "cannot tell which agent owns this auth store")
-    return source.agent_id
+def profile_summary(profile_id: str, profile: dict[str, Any]) -> dict[str, Any]:
+    summary: dict[str, Any] = {"id": profile_id, "fingerprints": credential_fingerprints(profile)}
+    for name in ("type", "provider"):
+        if isinstance(profile.get(name), str):
+            summary[name] = profile[name]
+    return summary
 
 
 def _fingerprint_map(profiles: dict[str, dict[str, Any]]) -> dict[str, dict[str, str]]:
     return {pid: credential_fingerprints(p) for pid, p in sorted(profiles.items())}
+
+
+def _db(agent: str) -> str:
+    return f"agent:{agent}"
+
+
+def _expect_profiles(result: WriteResult, agent: str, profile_ids: list[str]) -> None:
+    result.expect(_db(agent), STORE_TABLE, "store_key = ?", (PRIMARY_KEY,), 1)
+    for profile_id in profile_ids:
+        if '"' not in profile_id and "\\" not in profile_id:
+            result.expect(
+                _db(agent), STORE_TABLE, "store_key = ? AND json_type(store_json, ?) = 'object'", (PRIMARY_KEY, f'$.profiles."{profile_id}"'), 1
+            )
+
+
+def _report_target(agent: str) -> dict[str, Any]:
+    return {"agent_id": agent, "target": f"agents/{agent}/agent/openclaw-agent.sqlite", "store_key": PRIMARY_KEY}
+
+
+def _import_store(source: Source, ctx: ImportContext, agent: str, parsed: Parsed, authoritative: bool, fill_note: str) -> WriteResult:
+    conn = ctx.agent_db(agent)
+    updated = _mtime_ms(source, ctx.now_ms)
+    counts = merge_store(conn, parsed.profiles, updated, authoritative, source.rel)
+    if parsed.state:
+        merge_state(conn, parsed.state, updated, authoritative, source.rel)
+    notices = []
+    if counts["kept_existing"]:
+        notices.append(f"{source.rel}: {counts['kept_existing']} profile(s) already in agent {agent!r}'s store were kept ({fill_note})")
+    if parsed.dropped:
+        notices.append(f"{source.rel}: field(s) OpenClaw does not keep were not carried: {', '.join(sorted(parsed.dropped))}")
+    result = WriteResult(records=len(parsed.profiles), notices=notices, warnings=list(parsed.warnings))
+    _expect_profiles(result, agent, list(parsed.profiles))
+    if parsed.state:
+        result.expect(_db(agent), STATE_TABLE, "state_key = ?", (PRIMARY_KEY,), 1)
+    result.report.update({
+        **_report_target(agent),
+        "format": parsed.format,
+        "authoritative": authoritative,
+        "profiles": [profile_summary(pid, p) for pid, p in sorted(parsed.profiles.items())],
+        "credential_fingerprints": _fingerprint_map(parsed.profiles),
+        "state_fields": sorted(parsed.state),
+        "dropped_fields": sorted(parsed.dropped),
+        **counts,
+    })
+    return result
 
 
 class AuthProfilesReader(Reader):
@@ -295,45 +640,19 @@ class AuthProfilesReader(Reader):
     description = "Auth profile store auth-profiles.json (per agent, or the pre-multi-agent agent/ dir)"
     patterns = ("agents/*/agent/auth-profiles.json", "agent/auth-profiles.json")
     schema_name = "auth-profiles"
-    target_tables = ("global.auth_profile_stores", "global.auth_profile_state")
+    target_tables = ("agent.auth_profile_store", "agent.auth_profile_state")
     action = "import"
     order = 50
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
-        document = _load(source, handle, self.schema_name or "")
-        fmt, profiles, _state, _extras, _version, warnings, _dropped = parse_auth_profiles(document, source.rel)
-        return Inspection(record_count=len(profiles), warnings=warnings, details={"format": fmt})
+        parsed = parse_auth_profiles(_load(source, handle, self.schema_name or ""), source.rel)
+        return Inspection(record_count=len(parsed.profiles), warnings=parsed.warnings, details={"format": parsed.format})
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         agent = owner_agent(source, dict(ctx.config))
-        document = _load(source, handle, self.schema_name or "")
-        fmt, profiles, state, extras, version, warnings, dropped = parse_auth_profiles(document, source.rel)
+        parsed = parse_auth_profiles(_load(source, handle, self.schema_name or ""), source.rel)
         authoritative = source.rel.startswith("agents/")
-        key = store_key(agent)
-        updated = _mtime_ms(source, ctx.now_ms)
-        counts = merge_store(ctx.global_db, key, profiles, extras, version, updated, authoritative, source.rel)
-        if state:
-            merge_state(ctx.global_db, key, state, updated, authoritative, source.rel)
-        notices = []
-        if counts["kept_existing"]:
-            notices.append(f"{source.rel}: {counts['kept_existing']} profile(s) already in {key!r} from the agent's own store were kept")
-        if dropped:
-            notices.append(f"{source.rel}: legacy field(s) not carried into the store: {', '.join(sorted(dropped))}")
-        result = WriteResult(records=len(profiles), notices=notices, warnings=warnings)
-        _expect_profiles(result, key, list(profiles))
-        if state:
-            result.expect("global", "auth_profile_state", "store_key = ?", (key,), 1)
-        result.report.update({
-            "store_key": key,
-            "format": fmt,
-            "authoritative": authoritative,
-            "profiles": [profile_summary(pid, p) for pid, p in sorted(profiles.items())],
-            "credential_fingerprints": _fingerprint_map(profiles),
-            "state_fields": sorted(state),
-            "dropped_fields": sorted(dropped),
-            **counts,
-        })
-        return result
+        return _import_store(source, ctx, agent, parsed, authoritative, "the agent's own auth-profiles.json wins")
 
 
 class AuthStateReader(Reader):
@@ -342,27 +661,33 @@ class AuthStateReader(Reader):
     description = "Auth profile runtime state auth-state.json (order, lastGood, usageStats)"
     patterns = ("agents/*/agent/auth-state.json", "agent/auth-state.json")
     schema_name = "auth-state"
-    target_tables = ("global.auth_profile_state",)
+    target_tables = ("agent.auth_profile_state",)
     action = "import"
     order = 51
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
         document = _load(source, handle, self.schema_name or "")
-        return Inspection(record_count=1, details={"fields": sorted(k for k in document if k != "version")})
+        return Inspection(record_count=1, details={"fields": sorted(normalize_state(document))})
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         agent = owner_agent(source, dict(ctx.config))
         document = _load(source, handle, self.schema_name or "")
-        key = store_key(agent)
+        state = normalize_state(document)
         authoritative = source.rel.startswith("agents/")
-        merge_state(ctx.global_db, key, document, _mtime_ms(source, ctx.now_ms), authoritative, source.rel)
-        result = WriteResult(records=1)
-        result.expect("global", "auth_profile_state", "store_key = ?", (key,), 1)
-        usage = document.get("usageStats") if isinstance(document.get("usageStats"), dict) else {}
+        updated = _mtime_ms(source, ctx.now_ms)
+        result = WriteResult(records=1 if state else 0)
+        if state:
+            conn = ctx.agent_db(agent)
+            ensure_store_row(conn, updated)
+            merge_state(conn, state, updated, authoritative, source.rel)
+            result.expect(_db(agent), STATE_TABLE, "state_key = ?", (PRIMARY_KEY,), 1)
+        else:
+            result.notices.append(f"{source.rel}: no runtime state OpenClaw keeps (order, lastGood, usageStats); nothing written")
+        usage = state.get("usageStats", {})
         result.report.update({
-            "store_key": key,
+            **_report_target(agent),
             "authoritative": authoritative,
-            "fields": sorted(k for k in document if k != "version"),
+            "fields": sorted(state),
             "usage_stats_profiles": sorted(usage),
         })
         return result
@@ -371,40 +696,19 @@ class AuthStateReader(Reader):
 class _ProviderMapReader(Reader):
     """``{<provider>: {...credential}}`` maps (``auth.json``, ``credentials/oauth.json``): fill-only."""
 
-    oauth: bool = False
+    parse: Callable[[dict[str, Any], str], Parsed] = staticmethod(parse_auth_json)
 
     def _agent(self, source: Source, ctx: ImportContext) -> str:
         return owner_agent(source, dict(ctx.config))
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
-        document = _load(source, handle, self.schema_name or "")
-        profiles, warnings, _dropped = convert_provider_map(document, source.rel, oauth=self.oauth)
-        return Inspection(record_count=len(profiles), warnings=warnings)
+        parsed = self.parse(_load(source, handle, self.schema_name or ""), source.rel)
+        return Inspection(record_count=len(parsed.profiles), warnings=parsed.warnings)
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         agent = self._agent(source, ctx)
-        document = _load(source, handle, self.schema_name or "")
-        profiles, warnings, dropped = convert_provider_map(document, source.rel, oauth=self.oauth)
-        key = store_key(agent)
-        counts = merge_store(ctx.global_db, key, profiles, {}, None, _mtime_ms(source, ctx.now_ms), False, source.rel)
-        notices = []
-        if counts["kept_existing"]:
-            notices.append(
-                f"{source.rel}: {counts['kept_existing']} profile(s) already in {key!r} were kept (auth-profiles.json wins over this legacy file)"
-            )
-        if dropped:
-            notices.append(f"{source.rel}: legacy field(s) not carried into the store: {', '.join(sorted(dropped))}")
-        result = WriteResult(records=len(profiles), notices=notices, warnings=warnings)
-        _expect_profiles(result, key, list(profiles))
-        result.report.update({
-            "store_key": key,
-            "format": "provider-map",
-            "profiles": [profile_summary(pid, p) for pid, p in sorted(profiles.items())],
-            "credential_fingerprints": _fingerprint_map(profiles),
-            "dropped_fields": sorted(dropped),
-            **counts,
-        })
-        return result
+        parsed = self.parse(_load(source, handle, self.schema_name or ""), source.rel)
+        return _import_store(source, ctx, agent, parsed, False, "auth-profiles.json wins over this legacy file")
 
 
 class AuthJsonReader(_ProviderMapReader):
@@ -413,7 +717,7 @@ class AuthJsonReader(_ProviderMapReader):
     description = "PI runtime credential cache agents/<id>/agent/auth.json"
     patterns = ("agents/*/agent/auth.json", "agent/auth.json")
     schema_name = "auth-json"
-    target_tables = ("global.auth_profile_stores",)
+    target_tables = ("agent.auth_profile_store",)
     action = "import"
     order = 52
 
@@ -421,16 +725,19 @@ class AuthJsonReader(_ProviderMapReader):
 class OAuthJsonReader(_ProviderMapReader):
     kind = "oauth-json"
     family = "auth"
-    description = "Legacy shared OAuth credentials credentials/oauth.json (default agent)"
+    description = "Legacy shared OAuth credentials credentials/oauth.json (the shared-main agent, main)"
     patterns = ("credentials/oauth.json",)
     schema_name = "oauth-json"
-    target_tables = ("global.auth_profile_stores",)
+    target_tables = ("agent.auth_profile_store",)
     action = "import"
     order = 53
-    oauth = True
+    parse = staticmethod(parse_oauth_json)
 
     def _agent(self, source: Source, ctx: ImportContext) -> str:
-        return default_agent_id(dict(ctx.config))
+        return SHARED_MAIN_AGENT_ID
+
+    def agent_for(self, rel: str) -> str | None:
+        return SHARED_MAIN_AGENT_ID
 
 
 # --- leftover atomic-write temp files -------------------------------------------------
@@ -443,8 +750,8 @@ def _profiles_of(document: Any, live_name: str, rel: str) -> dict[str, dict[str,
     schema = "auth-profiles" if live_name == "auth-profiles.json" else "auth-json"
     validate(document, schema, rel)
     if live_name == "auth-profiles.json":
-        return parse_auth_profiles(document, rel)[1]
-    return convert_provider_map(document, rel, oauth=False)[0]
+        return parse_auth_profiles(document, rel).profiles
+    return parse_auth_json(document, rel).profiles
 
 
 class AuthTempFileReader(Reader):
