@@ -20,8 +20,8 @@
   key ``default``, the document as value.
 
 All rows use ``config_key = 'default'`` (the Gateway keeps one global Voice
-Wake config) and ``updated_at_ms`` = the file's ``updatedAtMs`` when positive,
-else its mtime. Re-import converges: the config's trigger/route rows are
+Wake config) and ``updated_at_ms`` = the import time, as OpenClaw 2026.7.35's
+own import writes it (9.6 carries it into ``voicewake.*`` state). Re-import converges: the config's trigger/route rows are
 deleted and written again, the config row is upserted.
 """
 
@@ -31,7 +31,7 @@ import re
 import unicodedata
 from typing import Any, BinaryIO
 
-from legacy_readers._small_stores import file_mtime_ms, integer, load_document, put_plugin_state, text
+from legacy_readers._small_stores import file_mtime_ms, load_document, put_plugin_state, text
 from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, insert_many, upsert
 
 CONFIG_KEY = "default"
@@ -94,8 +94,8 @@ def target_columns(target: dict[str, str]) -> tuple[str, str | None, str | None]
 
 
 def _updated_at(document: Any, source: Source, ctx: ImportContext) -> int:
-    stamp = integer(document.get("updatedAtMs")) if isinstance(document, dict) else None
-    return stamp if stamp is not None and stamp > 0 else file_mtime_ms(source, ctx.now_ms)
+    """The import time: the release stamps its voice wake rows with ``Date.now()``."""
+    return ctx.now_ms
 
 
 class VoiceWakeTriggersReader(Reader):

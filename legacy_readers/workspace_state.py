@@ -11,7 +11,7 @@ One row per workspace, keyed like OpenClaw 9.6 keys it: ``workspace_key`` =
 sha256 (hex) of the workspace's canonical path (where the workspace is now,
 symlinks resolved, Unicode NFC, as 9.6's workspace identity resolves it);
 ``workspace_path`` = that path; ``version``; the two milestones;
-``updated_at`` = the file's mtime.
+``updated_at`` = the import time (as 9.6's own import stamps it).
 Milestones merge like OpenClaw's ``mergeWorkspaceSetupStateRecords``: the
 later time wins against a row already there (so both legacy files of one
 workspace, in any order, converge).
@@ -33,7 +33,7 @@ import os
 import unicodedata
 from typing import Any, BinaryIO
 
-from legacy_readers._small_stores import file_mtime_ms, iso_to_ms, load_document, ms_to_iso
+from legacy_readers._small_stores import iso_to_ms, load_document, ms_to_iso
 from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, upsert
 from statekit.errors import SourceError
 
@@ -120,7 +120,7 @@ class WorkspaceSetupStateReader(Reader):
             "version": version,
             "bootstrap_seeded_at": _iso(merged["bootstrap_seeded_at"]),
             "setup_completed_at": _iso(merged["setup_completed_at"]),
-            "updated_at": file_mtime_ms(source, ctx.now_ms),
+            "updated_at": ctx.now_ms,
         }
         upsert(conn, TABLE, row, ("workspace_key",))
         result = WriteResult(records=1)

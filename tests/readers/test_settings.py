@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from b2_harness import MTIME, assert_failed_in_place, assert_imported, new_state, place, query, run
+from b2_harness import MTIME, NOW, assert_failed_in_place, assert_imported, new_state, place, query, run
 from helpers import FIXTURES
 from legacy_readers import reader_for
 from legacy_readers.settings import normalize_trigger_word
@@ -38,12 +38,12 @@ def test_round_trip(tmp_path: Path):
     assert_imported(state, report, ROUTING, originals[ROUTING], records=4)
     assert_imported(state, report, TTS, originals[TTS], records=1)
     assert query(state, "SELECT * FROM voicewake_triggers ORDER BY position") == [
-        {"config_key": "default", "position": 0, "trigger": "wake", "updated_at_ms": 1774100000000},
-        {"config_key": "default", "position": 1, "trigger": "there", "updated_at_ms": 1774100000000},
+        {"config_key": "default", "position": 0, "trigger": "wake", "updated_at_ms": NOW},
+        {"config_key": "default", "position": 1, "trigger": "there", "updated_at_ms": NOW},
     ]
     assert query(state, "SELECT * FROM voicewake_routing_config") == [
         {"config_key": "default", "version": 1, "default_target_mode": "agent", "default_target_agent_id": "main-agent",
-         "default_target_session_key": None, "updated_at_ms": MTIME}
+         "default_target_session_key": None, "updated_at_ms": NOW}
     ]  # fmt: skip
     assert query(state, "SELECT position, trigger, target_mode, target_agent_id, target_session_key FROM voicewake_routing_routes ORDER BY position") == [
         {"position": 0, "trigger": "robot wake", "target_mode": "agent", "target_agent_id": "ops-bot", "target_session_key": None},
@@ -62,7 +62,7 @@ def test_reimport_replaces_triggers_and_routes(tmp_path: Path):
     place(state, TRIGGERS, {"triggers": ["z"]}, MTIME + 1)
     place(state, ROUTING, {"defaultTarget": {"sessionKey": "agent:main:main"}, "routes": []}, MTIME + 1)
     assert run(state).status == "completed"
-    assert query(state, "SELECT trigger, updated_at_ms FROM voicewake_triggers") == [{"trigger": "z", "updated_at_ms": MTIME + 1}]
+    assert query(state, "SELECT trigger, updated_at_ms FROM voicewake_triggers") == [{"trigger": "z", "updated_at_ms": NOW}]
     assert query(state, "SELECT count(*) AS n FROM voicewake_routing_routes") == [{"n": 0}]
     assert query(state, "SELECT default_target_mode, default_target_session_key FROM voicewake_routing_config") == [
         {"default_target_mode": "session", "default_target_session_key": "agent:main:main"}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from b2_harness import MTIME, assert_failed_in_place, assert_imported, new_state, query, run
+from b2_harness import NOW, assert_failed_in_place, assert_imported, new_state, query, run
 from helpers import FIXTURES, corpus_or_skip
 from legacy_readers import reader_for
 from migrate.discover import discover
@@ -41,7 +41,7 @@ def test_round_trip(tmp_path: Path):
     key, path = _key(state, "workspace")
     assert query(state, "SELECT * FROM workspace_setup_state") == [
         {"workspace_key": key, "workspace_path": path, "version": 1, "bootstrap_seeded_at": "2026-03-01T08:00:00.000Z",
-         "setup_completed_at": "2026-03-01T09:30:00.000Z", "updated_at": MTIME}
+         "setup_completed_at": "2026-03-01T09:30:00.000Z", "updated_at": NOW}
     ]
     assert (state / "workspace" / "AGENTS.md").read_text() == "# keep me"
 
