@@ -14,24 +14,31 @@ Four readers, one family (``docs/readers/cron.md`` has the full contract):
 * ``cron-jobs-backup`` (order 33): OpenClaw's own ``jobs.json.bak`` copies,
   retained in place.
 
-Rows use ``store_key = "default"`` for the default store ``<state>/cron``: the
-key OpenClaw's current ``resolveCronStoreKey()`` returns, so OpenClaw finds
-the imported jobs where it looks for them.
+Rows are keyed by ``store_key`` = the absolute path of the store's
+``jobs.json`` (``<state dir>/cron/jobs.json``): what every release with a
+SQLite cron store uses (``cronStoreKey(storePath) = path.resolve(storePath)``
+in 2026.7.35 and 2026.9.6), so OpenClaw finds the imported jobs where it
+looks for them. Columns and value formats are those of 2026.7.35's
+``bindCronJobRow`` / ``bindCronRunLogRow`` (see docs/readers/cron.md).
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
+import json
 import math
+import os
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
+
+from legacy_readers._jsjson import js_stringify
 
 from legacy_readers.base import (
     ImportContext,
@@ -53,8 +60,7 @@ from statekit.errors import SchemaError, SourceError
 from statekit.fsutil import iter_lines
 
 FAMILY = "cron"
-DEFAULT_STORE_DIR = "cron"
-DEFAULT_STORE_KEY = "default"
+STORE_FILE = "jobs.json"
 JOBS_TABLE = "cron_jobs"
 RUNS_TABLE = "cron_run_logs"
 JOB_KEY = ("store_key", "job_id")
@@ -246,14 +252,26 @@ def store_dir_of(rel: str) -> str:
     return "/".join(parts[:-1])
 
 
-def store_key_for(rel: str) -> str:
-    """``"default"`` for the default store ``<state>/cron``; ``"cron:<dir>"`` for any other store dir.
+def store_key_for(rel: str, state_dir: Path | str) -> str:
+    """The store key of the store a claimed file belongs to: the absolute path of its ``jobs.json``.
 
-    OpenClaw's current ``resolveCronStoreKey()`` returns ``"default"`` (2026.6-2026.7
-    releases used the absolute path of ``jobs.json`` instead; see docs/readers/cron.md).
+    OpenClaw keys every cron row by ``path.resolve(storePath)``; the state dir is
+    made absolute the way ``path.resolve`` does it (no symlink resolution), so a
+    state dir reached through a symlink keeps the path OpenClaw is given.
     """
     directory = store_dir_of(rel)
-    return DEFAULT_STORE_KEY if directory == DEFAULT_STORE_DIR else f"cron:{directory}"
+    parts = [p for p in PurePosixPath(directory).parts if p]
+    return os.path.join(os.path.abspath(os.fspath(state_dir)), *parts, STORE_FILE)
+
+
+def source_store_key(source: Source) -> str:
+    return store_key_for(source.rel, source.state_dir)
+
+
+def store_rel(rel: str) -> str:
+    """The store's ``jobs.json`` relative to the state dir (receipts carry this, never an absolute path)."""
+    directory = store_dir_of(rel)
+    return f"{directory}/{STORE_FILE}" if directory else STORE_FILE
 
 
 @contextmanager
@@ -715,18 +733,106 @@ def _infer_name(schedule: Mapping[str, Any], payload: Mapping[str, Any]) -> str:
     return f"cron {kind} {detail}".strip()
 
 
-def _job_row(store_key: str, repaired: RepairedJob, fallback_ms: int) -> dict[str, Any]:
+def _schedule_number(value: Any) -> float | int | None:
+    """``coerceFiniteScheduleNumber``: a finite number, or a string that is one (JS ``Number()`` rules, roughly)."""
+    number = finite_number(value)
+    if number is not None:
+        return number
+    if isinstance(value, str) and value.strip():
+        try:
+            parsed = float(value.strip())
+        except ValueError:
+            return None
+        return int(parsed) if math.isfinite(parsed) and parsed.is_integer() else (parsed if math.isfinite(parsed) else None)
+    return None
+
+
+def _stagger(value: Any) -> int | None:
+    """``normalizeCronStaggerMs``: max(0, floor(n)) of a number or a non-negative integer string."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return max(0, math.floor(value)) if math.isfinite(value) else None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def schedule_identity(job: Mapping[str, Any]) -> str | None:
+    """``tryCronScheduleIdentity`` of OpenClaw 2026.7.35 (schema version 1): the scheduling inputs as JSON.
+
+    ``{"version":1,"enabled":..,"schedule":{kind, expr, tz, staggerMs | everyMs, anchorMs | at}}``;
+    absent values are left out, as ``JSON.stringify`` leaves out ``undefined``.
+    """
+    raw = job.get("schedule")
+    if not isinstance(raw, dict):
+        return None
+    kind_raw = _trimmed(raw.get("kind"))
+    kind = kind_raw.lower() if kind_raw else None
+    expr, at = _trimmed(raw.get("expr")), _trimmed(raw.get("at"))
+    every, anchor = _schedule_number(raw.get("everyMs")), _schedule_number(raw.get("anchorMs"))
+    if kind not in SCHEDULE_KINDS:
+        kind = "at" if at else "every" if every is not None else "cron" if expr else None
+    schedule: dict[str, Any]
+    if kind == "at" and at:
+        schedule = {"kind": "at", "at": at}
+    elif kind == "every" and every is not None:
+        schedule = {"kind": "every", "everyMs": every}
+        if anchor is not None:
+            schedule["anchorMs"] = anchor
+    elif kind == "cron" and expr:
+        schedule = {"kind": "cron", "expr": expr}
+        tz, stagger = _trimmed(raw.get("tz")), _stagger(raw.get("staggerMs"))
+        if tz:
+            schedule["tz"] = tz
+        if stagger is not None:
+            schedule["staggerMs"] = stagger
+    else:
+        return None
+    enabled = job.get("enabled") if isinstance(job.get("enabled"), bool) else True
+    return js_stringify({"version": 1, "enabled": enabled, "schedule": schedule})
+
+
+def _thread_id(value: Any) -> tuple[str | None, str | None]:
+    """``String(threadId)`` and ``typeof threadId`` (``delivery_thread_id`` / ``delivery_thread_id_type``)."""
+    if isinstance(value, str):
+        return value, "string"
+    if finite_number(value) is not None:
+        return _js_number_text(value), "number"
+    return None, None
+
+
+def _destination_field(destination: Any, name: str) -> str | None:
+    """``bindFailureDestinationField``: NULL when the key is absent, ``""`` for an explicit null (a cleared override)."""
+    if not isinstance(destination, dict) or name not in destination:
+        return None
+    value = destination[name]
+    return "" if value is None else _text(value)
+
+
+def _job_row(store_key: str, repaired: RepairedJob) -> dict[str, Any]:
+    """One ``cron_jobs`` row as 2026.7.35's ``bindCronJobRow`` writes it (every column of the v1 table)."""
     job = repaired.job
     schedule = job["schedule"]
     payload = job["payload"]
     delivery = job.get("delivery") if isinstance(job.get("delivery"), dict) else {}
-    failure_destination = delivery.get("failureDestination") if isinstance(delivery.get("failureDestination"), dict) else {}
+    failure_destination = delivery.get("failureDestination")
+    completion = delivery.get("completionDestination") if isinstance(delivery.get("completionDestination"), dict) else {}
     alert = job.get("failureAlert")
+    owner = job.get("owner") if isinstance(job.get("owner"), dict) else {}
+    trigger = job.get("trigger") if isinstance(job.get("trigger"), dict) else {}
     agent_turn = payload["kind"] == "agentTurn"
-    thread = delivery.get("threadId")
+    tools_allow = payload.get("toolsAllow") if agent_turn else None
+    thread, thread_type = _thread_id(delivery.get("threadId"))
+    kind = schedule["kind"]
+    updated = repaired.updated_at_ms if repaired.updated_at_ms is not None else repaired.created_at_ms
     row: dict[str, Any] = {
         "store_key": store_key,
         "job_id": repaired.job_id,
+        "declaration_key": _text(job.get("declarationKey")),
+        "display_name": _text(job.get("displayName")),
+        "owner_agent_id": _text(owner.get("agentId")),
+        "owner_session_key": _text(owner.get("sessionKey")),
         "name": job["name"],
         "description": _text(job.get("description")),
         "enabled": 1 if job["enabled"] else 0,
@@ -734,15 +840,17 @@ def _job_row(store_key: str, repaired: RepairedJob, fallback_ms: int) -> dict[st
         "created_at_ms": repaired.created_at_ms,
         "agent_id": _text(job.get("agentId")),
         "session_key": _text(job.get("sessionKey")),
-        "schedule_kind": schedule["kind"],
-        "schedule_expr": schedule.get("expr") if schedule["kind"] == "cron" else None,
-        "schedule_tz": _text(schedule.get("tz")) if schedule["kind"] == "cron" else None,
-        "every_ms": schedule.get("everyMs") if schedule["kind"] == "every" else None,
-        "anchor_ms": _int(schedule.get("anchorMs")) if schedule["kind"] == "every" else None,
-        "at": schedule.get("at") if schedule["kind"] == "at" else None,
-        "stagger_ms": _int(schedule.get("staggerMs")) if schedule["kind"] == "cron" else None,
+        "schedule_kind": kind,
+        "schedule_expr": schedule.get("expr") if kind == "cron" else None,
+        "schedule_tz": _text(schedule.get("tz")) if kind == "cron" else None,
+        "every_ms": schedule.get("everyMs") if kind == "every" else None,
+        "anchor_ms": _int(schedule.get("anchorMs")) if kind == "every" else None,
+        "at": schedule.get("at") if kind == "at" else None,
+        "stagger_ms": _int(schedule.get("staggerMs")) if kind == "cron" else None,
         "session_target": job["sessionTarget"],
         "wake_mode": job["wakeMode"],
+        "trigger_script": _text(trigger.get("script")),
+        "trigger_once": _flag(trigger.get("once")),
         "payload_kind": payload["kind"],
         "payload_message": payload["message"] if agent_turn else payload["text"],
         "payload_model": _text(payload.get("model")) if agent_turn else None,
@@ -752,17 +860,21 @@ def _job_row(store_key: str, repaired: RepairedJob, fallback_ms: int) -> dict[st
         "payload_allow_unsafe_external_content": _flag(payload.get("allowUnsafeExternalContent")) if agent_turn else None,
         "payload_external_content_source_json": _json_or_none(payload.get("externalContentSource")) if agent_turn else None,
         "payload_light_context": _flag(payload.get("lightContext")) if agent_turn else None,
-        "payload_tools_allow_json": _json_or_none(payload.get("toolsAllow")) if agent_turn else None,
+        "payload_tools_allow_json": _json_or_none(tools_allow),
+        "payload_tools_allow_is_default": _flag(payload.get("toolsAllowIsDefault")) if tools_allow else None,
         "delivery_mode": _text(delivery.get("mode")),
         "delivery_channel": _text(delivery.get("channel")),
         "delivery_to": _text(delivery.get("to")),
-        "delivery_thread_id": thread if isinstance(thread, str) else (_js_number_text(thread) if finite_number(thread) is not None else None),
+        "delivery_thread_id": thread,
+        "delivery_thread_id_type": thread_type,
         "delivery_account_id": _text(delivery.get("accountId")),
         "delivery_best_effort": _flag(delivery.get("bestEffort")),
-        "failure_delivery_mode": _text(failure_destination.get("mode")),
-        "failure_delivery_channel": _text(failure_destination.get("channel")),
-        "failure_delivery_to": _text(failure_destination.get("to")),
-        "failure_delivery_account_id": _text(failure_destination.get("accountId")),
+        "delivery_completion_mode": _text(completion.get("mode")),
+        "delivery_completion_to": _text(completion.get("to")),
+        "failure_delivery_mode": _destination_field(failure_destination, "mode"),
+        "failure_delivery_channel": _destination_field(failure_destination, "channel"),
+        "failure_delivery_to": _destination_field(failure_destination, "to"),
+        "failure_delivery_account_id": _destination_field(failure_destination, "accountId"),
     }
     if alert is False:
         row.update(failure_alert_disabled=1, failure_alert_after=None, failure_alert_channel=None, failure_alert_to=None,
@@ -784,10 +896,11 @@ def _job_row(store_key: str, repaired: RepairedJob, fallback_ms: int) -> dict[st
     row.update(
         job_json=compact_json(job),
         state_json=compact_json(repaired.state),
-        runtime_updated_at_ms=repaired.updated_at_ms,
-        schedule_identity=None,
+        # The release backfills a missing updatedAtMs with createdAtMs and writes it to both clocks.
+        runtime_updated_at_ms=updated,
+        schedule_identity=schedule_identity(job),
         sort_order=repaired.index,
-        updated_at=repaired.updated_at_ms if repaired.updated_at_ms is not None else fallback_ms,
+        updated_at=updated,
     )
     return row
 
@@ -879,7 +992,7 @@ class CronJobsReader(Reader):
             record_count=store.total,
             warnings=store.notices,
             details={
-                "store_key": store_key_for(source.rel),
+                "store": store_rel(source.rel),
                 "jobs": len(store.jobs),
                 "duplicates": [loser.job_id for loser, _ in store.dropped],
             },
@@ -889,10 +1002,16 @@ class CronJobsReader(Reader):
         rel = source.rel
         fallback_ms = _mtime_ms(source, ctx.now_ms)
         store = parse_store(handle.read(), rel, fallback_ms, _webhook(ctx.config))
-        store_key = store_key_for(rel)
+        store_key = source_store_key(source)
         conn = ctx.global_db
         result = WriteResult(records=0, notices=list(store.notices))
-        rows = [_job_row(store_key, job, fallback_ms) for job in store.jobs]
+        configured = _configured_store(ctx.config)
+        if configured is not None and configured != store_key:
+            result.notices.append(
+                f"{rel}: the config sets cron.store to another file; OpenClaw reads that store, "
+                "these jobs are imported under this file's own store key"
+            )
+        rows = [_job_row(store_key, job) for job in store.jobs]
         written: list[str] = []
         kept_newer: list[str] = []
         if rows:
@@ -901,8 +1020,8 @@ class CronJobsReader(Reader):
                 others = conn.execute(f"SELECT count(*) FROM {JOBS_TABLE} WHERE store_key <> ?", (store_key,)).fetchone()[0]
                 if others:
                     result.notices.append(
-                        f"{rel}: global cron_jobs already holds {others} row(s) under other store keys "
-                        f"(OpenClaw 2026.6-2026.7 keyed rows by the jobs.json path); imported jobs use store key {store_key!r}"
+                        f"{rel}: global cron_jobs already holds {others} row(s) under other store keys (another jobs.json path); "
+                        "they were left as they are"
                     )
                 existing = _existing_rows(conn, store_key, [r["job_id"] for r in rows], ("updated_at",))
                 for row, job in zip(rows, store.jobs):
@@ -911,13 +1030,13 @@ class CronJobsReader(Reader):
                         kept_newer.append(row["job_id"])
                         result.notices.append(f"{rel}: job {row['job_id']}: the database row is newer; kept it")
                         continue
-                    update = [c for c in row if c not in JOB_KEY and c != "schedule_identity"]
+                    update = [c for c in row if c not in JOB_KEY]
                     if not job.state:
                         # Split-era files carry "state": {}; the runtime state lives in the
                         # sidecar or the database and must not be wiped by a definition import.
                         update = [c for c in update if c not in STATE_COLUMNS and c != "state_json"]
                     if job.updated_at_ms is None:
-                        update = [c for c in update if c != "runtime_updated_at_ms"]
+                        update = [c for c in update if c not in ("runtime_updated_at_ms", "updated_at")]
                     try:
                         upsert(conn, JOBS_TABLE, row, JOB_KEY, update=update)
                     except sqlite3.IntegrityError as exc:
@@ -926,7 +1045,7 @@ class CronJobsReader(Reader):
         result.records = len(written)
         _expect_jobs(result, store_key, [r["job_id"] for r in rows])
         result.report = {
-            "store_key": store_key,
+            "store": store_rel(rel),
             "jobs_in_file": store.total,
             "jobs_written": len(written),
             "kept_newer_database_rows": kept_newer,
@@ -937,6 +1056,13 @@ class CronJobsReader(Reader):
             "bare_array": store.bare_array,
         }
         return result
+
+
+def _configured_store(config: Mapping[str, Any]) -> str | None:
+    """``cron.store`` from the config as OpenClaw resolves it (``~`` expanded, made absolute), if set."""
+    cron = config.get("cron") if isinstance(config, Mapping) else None
+    raw = _trimmed(cron.get("store")) if isinstance(cron, Mapping) else None
+    return os.path.abspath(os.path.expanduser(raw)) if raw else None
 
 
 # --- jobs-state.json ---------------------------------------------------------------
@@ -967,27 +1093,27 @@ class CronStateReader(Reader):
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
         entries, notices = parse_state(handle.read(), source.rel)
-        return Inspection(record_count=len(entries), warnings=notices, details={"store_key": store_key_for(source.rel)})
+        return Inspection(record_count=len(entries), warnings=notices, details={"store": store_rel(source.rel)})
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         rel = source.rel
         entries, notices = parse_state(handle.read(), rel)
-        store_dir = store_dir_of(rel)
-        jobs_rel = f"{store_dir}/jobs.json" if store_dir else "jobs.json"
+        jobs_rel = store_rel(rel)
         if ctx.dependency_pending(jobs_rel):
             # The definitions import runs first (order 30); if this version of jobs.json
             # has no completed receipt, that import failed or was skipped.
             raise SourceError(rel, f"left in place: {jobs_rel} has not been imported yet (its jobs must exist first)")
-        store_key = store_key_for(rel)
+        store_key = source_store_key(source)
         conn = ctx.global_db
         result = WriteResult(records=0, notices=list(notices))
-        columns = ("state_json", *STATE_COLUMNS, "runtime_updated_at_ms", "schedule_identity", "updated_at")
-        require_columns(conn, JOBS_TABLE, (*JOB_KEY, *columns))
+        columns = ("state_json", *STATE_COLUMNS, "runtime_updated_at_ms", "updated_at")
+        require_columns(conn, JOBS_TABLE, (*JOB_KEY, *columns, "job_json"))
         applied: list[str] = []
         orphans: list[str] = []
         kept_newer: list[str] = []
+        stale: list[str] = []
         with _savepoint(conn, "statekit_cron_state"):
-            existing = _existing_rows(conn, store_key, list(entries), ("runtime_updated_at_ms", "updated_at"))
+            existing = _existing_rows(conn, store_key, list(entries), ("runtime_updated_at_ms", "job_json"))
             for job_id, entry in entries.items():
                 current = existing.get(job_id)
                 if current is None:
@@ -997,31 +1123,47 @@ class CronStateReader(Reader):
                     )
                     continue
                 entry_updated = _int(entry.get("updatedAtMs"))
-                current_runtime, current_updated = current
+                current_runtime, job_json = current
                 if entry_updated is not None and current_runtime is not None and entry_updated < current_runtime:
                     kept_newer.append(job_id)
                     result.notices.append(f"{rel}: job {job_id}: the database holds newer runtime state; kept it")
                     continue
-                state = entry.get("state") if isinstance(entry.get("state"), dict) else {}
-                values = state_columns(state)
-                identity = entry.get("scheduleIdentity") if isinstance(entry.get("scheduleIdentity"), str) else None
+                state = dict(entry["state"]) if isinstance(entry.get("state"), dict) else {}
+                recorded = entry.get("scheduleIdentity")
+                if isinstance(recorded, str) and "nextRunAtMs" in state and recorded != schedule_identity(_json_object(job_json)):
+                    # As OpenClaw's merge of the sidecar: a next run computed for other scheduling
+                    # inputs is dropped, so the scheduler computes it afresh.
+                    del state["nextRunAtMs"]
+                    stale.append(job_id)
+                # updatedAtMs of the entry, else the job's own clock (already in the row), as resolveUpdatedAtMs.
                 runtime = entry_updated if entry_updated is not None else current_runtime
-                clocks = [v for v in (current_updated, entry_updated) if v is not None]
-                updated = max(clocks) if clocks else ctx.now_ms
                 sets = ", ".join(f"{c} = ?" for c in columns)
-                params = (compact_json(state), *values.values(), runtime, identity, updated, store_key, job_id)
+                params = (compact_json(state), *state_columns(state).values(), runtime, runtime, store_key, job_id)
                 conn.execute(f"UPDATE {JOBS_TABLE} SET {sets} WHERE store_key = ? AND job_id = ?", params)
                 applied.append(job_id)
         result.records = len(applied)
+        if stale:
+            result.notices.append(
+                f"{rel}: {len(stale)} job(s) had a next run computed for an older schedule; dropped it (OpenClaw computes it again)"
+            )
         _expect_jobs(result, store_key, applied + kept_newer)
         result.report = {
-            "store_key": store_key,
+            "store": jobs_rel,
             "entries_in_file": len(entries),
             "applied": len(applied),
             "orphan_job_ids": orphans,
             "kept_newer_database_state": kept_newer,
+            "stale_next_run_dropped": stale,
         }
         return result
+
+
+def _json_object(text: Any) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 # --- runs/<jobId>.jsonl --------------------------------------------------------------
@@ -1049,51 +1191,73 @@ def _run_entries(handle: BinaryIO, rel: str) -> Iterator[tuple[int, str, dict[st
         yield number, raw.decode("utf-8"), entry
 
 
-def _first_int(value: Any, fallback: int) -> int:
-    number = _int(value)
-    return fallback if number is None else number
+MAX_DATE_MS = 8_640_000_000_000_000  # the largest instant a JavaScript Date holds
+
+# Why OpenClaw's run-log parser (parseCronRunLogEntryObject, 2026.7.35 and 2026.9.6) skips a line.
+SKIP_REASONS = {
+    "action": "not a finished run (action is not \"finished\")",
+    "jobId": "no jobId",
+    "otherJob": "names another jobId",
+    "ts": "no integer ts (epoch ms)",
+}
 
 
-def _run_row(store_key: str, job_id: str, seq: int, text: str, entry: Mapping[str, Any], fallback_ms: int) -> tuple[Any, ...]:
+def skip_reason(entry: Mapping[str, Any], job_id: str) -> str | None:
+    """The key of ``SKIP_REASONS`` when OpenClaw would not keep this line, else None."""
+    if entry.get("action") != "finished":
+        return "action"
+    named = entry.get("jobId")
+    if not isinstance(named, str) or not named.strip():
+        return "jobId"
+    if named != job_id:
+        return "otherJob"
+    ts = entry.get("ts")
+    if finite_number(ts) is None or not float(ts).is_integer() or not 0 <= ts <= MAX_DATE_MS:
+        return "ts"
+    return None
+
+
+def _run_row(store_key: str, job_id: str, seq: int, text: str, entry: Mapping[str, Any]) -> tuple[Any, ...]:
+    """One ``cron_run_logs`` row as 2026.7.35's ``bindCronRunLogRow`` projects an entry; ``entry_json`` is the line itself."""
     usage = entry.get("usage") if isinstance(entry.get("usage"), dict) else {}
     diagnostics = entry.get("diagnostics") if isinstance(entry.get("diagnostics"), dict) else {}
-    ts = _int(entry.get("ts"))
-    total_tokens = _int(usage.get("total_tokens"))
-    if total_tokens is None:
-        total_tokens = _int(usage.get("totalTokens"))
-    if total_tokens is None:
-        total_tokens = _int(entry.get("totalTokens"))
+    ts = int(entry["ts"])
     row = {
         "store_key": store_key,
         "job_id": job_id,
         "seq": seq,
-        "ts": ts if ts is not None else _first_int(entry.get("runAtMs"), fallback_ms),
+        "ts": ts,
         "status": _text(entry.get("status")),
         "error": _text(entry.get("error")),
         "summary": _text(entry.get("summary")),
-        "diagnostics_summary": _text(entry.get("diagnosticsSummary")) or _text(diagnostics.get("summary")),
+        "diagnostics_summary": _text(diagnostics.get("summary")),
         "delivery_status": _text(entry.get("deliveryStatus")),
         "delivery_error": _text(entry.get("deliveryError")),
         "delivered": _flag(entry.get("delivered")),
-        "session_id": _text(entry.get("sessionId")),
-        "session_key": _text(entry.get("sessionKey")),
-        "run_id": _text(entry.get("runId")),
+        "session_id": _trimmed(entry.get("sessionId")) and _text(entry.get("sessionId")),
+        "session_key": _trimmed(entry.get("sessionKey")) and _text(entry.get("sessionKey")),
+        "run_id": _trimmed(entry.get("runId")) and _text(entry.get("runId")),
         "run_at_ms": _int(entry.get("runAtMs")),
         "duration_ms": _int(entry.get("durationMs")),
         "next_run_at_ms": _int(entry.get("nextRunAtMs")),
-        "model": _text(entry.get("model")),
-        "provider": _text(entry.get("provider")),
-        "total_tokens": total_tokens,
+        "model": _trimmed(entry.get("model")) and _text(entry.get("model")),
+        "provider": _trimmed(entry.get("provider")) and _text(entry.get("provider")),
+        "total_tokens": _int(usage.get("total_tokens")),
         "entry_json": text,
-        "created_at": ts if ts is not None else fallback_ms,
+        "created_at": ts,
     }
     return tuple(row[c] for c in RUN_COLUMNS)
+
+
+def _skip_notice(rel: str, skipped: Counter[str]) -> str:
+    parts = ", ".join(f"{count} {SKIP_REASONS[key]}" for key, count in sorted(skipped.items()))
+    return f"{rel}: {sum(skipped.values())} line(s) not imported, as OpenClaw skips them ({parts}); the retired copy keeps them"
 
 
 class CronRunsReader(Reader):
     kind = "cron-runs"
     family = FAMILY
-    description = "Cron run history (cron/runs/<jobId>.jsonl), one row per line"
+    description = "Cron run history (cron/runs/<jobId>.jsonl), one row per finished run"
     patterns = ("cron/runs/*.jsonl",)
     schema_name = "cron-run-entry"
     target_tables = ("global.cron_run_logs",)
@@ -1106,30 +1270,34 @@ class CronRunsReader(Reader):
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
         job_id = run_log_job_id(source.rel)
         count = 0
-        other = 0
+        skipped: Counter[str] = Counter()
         for _, _, entry in _run_entries(handle, source.rel):
-            count += 1
-            if isinstance(entry.get("jobId"), str) and entry["jobId"] != job_id:
-                other += 1
-        warnings = [f"{source.rel}: {other} line(s) name another jobId; imported under {job_id}"] if other else []
-        return Inspection(record_count=count, warnings=warnings, details={"store_key": store_key_for(source.rel), "job_id": job_id})
+            reason = skip_reason(entry, job_id)
+            if reason is None:
+                count += 1
+            else:
+                skipped[reason] += 1
+        warnings = [_skip_notice(source.rel, skipped)] if skipped else []
+        return Inspection(record_count=count, warnings=warnings, details={"store": store_rel(source.rel), "job_id": job_id})
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         rel = source.rel
         job_id = run_log_job_id(rel)
-        store_key = store_key_for(rel)
-        fallback_ms = _mtime_ms(source, ctx.now_ms)
+        store_key = source_store_key(source)
         conn = ctx.global_db
         require_columns(conn, RUNS_TABLE, RUN_COLUMNS)
-        counts = {"rows": 0, "other_job": 0}
+        counts = {"rows": 0}
+        skipped: Counter[str] = Counter()
 
         def rows() -> Iterator[tuple[Any, ...]]:
             for _, text, entry in _run_entries(handle, rel):
+                reason = skip_reason(entry, job_id)
+                if reason is not None:
+                    skipped[reason] += 1
+                    continue
                 counts["rows"] += 1
-                if isinstance(entry.get("jobId"), str) and entry["jobId"] != job_id:
-                    counts["other_job"] += 1
                 # seq starts at 1, as OpenClaw numbers run-log rows (MAX(seq) + 1).
-                yield _run_row(store_key, job_id, counts["rows"], text, entry, fallback_ms)
+                yield _run_row(store_key, job_id, counts["rows"], text, entry)
 
         with _savepoint(conn, "statekit_cron_runs"):
             replaced = conn.execute(f"DELETE FROM {RUNS_TABLE} WHERE store_key = ? AND job_id = ?", (store_key, job_id)).rowcount
@@ -1138,15 +1306,16 @@ class CronRunsReader(Reader):
             except sqlite3.IntegrityError as exc:
                 raise _explain_integrity(exc, RUNS_TABLE) from None
         result = WriteResult(records=counts["rows"])
-        if counts["other_job"]:
-            result.notices.append(f"{rel}: {counts['other_job']} line(s) name another jobId; imported under {job_id}")
+        if skipped:
+            result.notices.append(_skip_notice(rel, skipped))
         known = conn.execute(f"SELECT 1 FROM {JOBS_TABLE} WHERE store_key = ? AND job_id = ?", (store_key, job_id)).fetchone()
         if counts["rows"]:
             result.expect("global", RUNS_TABLE, "store_key = ? AND job_id = ?", (store_key, job_id), counts["rows"])
         result.report = {
-            "store_key": store_key,
+            "store": store_rel(rel),
             "job_id": job_id,
             "rows": counts["rows"],
+            "skipped_lines": dict(skipped),
             "replaced_rows": replaced,
             "job_known": known is not None,
         }

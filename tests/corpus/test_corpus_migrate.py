@@ -63,7 +63,7 @@ def test_plan_migrate_rerun(tree: str, tmp_path: Path) -> None:
         got = rows(db, "SELECT seq FROM transcript_events WHERE session_id = ? ORDER BY seq", (session_id,))
         assert [r[0] for r in got] == list(range(count)), (agent, session_id)
     if job_ids:
-        assert {r[0] for r in rows(global_db(state), "SELECT job_id FROM cron_jobs WHERE store_key = 'default'")} == job_ids
+        assert {r[0] for r in rows(global_db(state), "SELECT job_id FROM cron_jobs WHERE store_key = ?", (f"{state}/cron/jobs.json",))} == job_ids
     receipts = {r[0]: r[1:] for r in rows(global_db(state), "SELECT source_path, status, removed_source, last_run_id FROM migration_sources")}
     for path, data in originals.items():
         rel = path.relative_to(state).as_posix()

@@ -21,11 +21,11 @@ import legacy_readers
 from helpers import FIXTURES, db_dump, global_db, make_state, rows, run_cli, tree_digest, write_files
 from legacy_readers.base import ImportContext, Reader, Source, WriteResult, forget_columns
 from legacy_readers.cron import (
-    DEFAULT_STORE_KEY,
     CronJobsBackupReader,
     CronJobsReader,
     CronRunsReader,
     CronStateReader,
+    schedule_identity,
     store_key_for,
 )
 from statekit.errors import SchemaError, SourceError
@@ -81,10 +81,25 @@ class Env:
         """What the apply loop does after a successful commit."""
         (self.state / rel).rename(self.state / f"{rel}.retired")
 
+    @property
+    def store_key(self) -> str:
+        return store_key_for("cron/jobs.json", self.state)
+
     def job(self, job_id: str) -> dict[str, Any]:
-        row = self.conn.execute("SELECT * FROM cron_jobs WHERE store_key = ? AND job_id = ?", (DEFAULT_STORE_KEY, job_id)).fetchone()
+        row = self.conn.execute("SELECT * FROM cron_jobs WHERE store_key = ? AND job_id = ?", (self.store_key, job_id)).fetchone()
         assert row is not None, job_id
         return dict(row)
+
+    def insert_job(self, job_id: str, name: str, updated_at: int, store_key: str | None = None) -> None:
+        """A row as OpenClaw itself writes one (every NOT NULL column of the canonical table filled)."""
+        job = {"id": job_id, "name": name, "enabled": True, "createdAtMs": 1, "schedule": {"kind": "cron", "expr": "0 * * * *"},
+               "sessionTarget": "main", "wakeMode": "now", "payload": {"kind": "systemEvent", "text": "x"}, "state": {}}  # fmt: skip
+        self.conn.execute(
+            "INSERT INTO cron_jobs(store_key, job_id, name, enabled, created_at_ms, schedule_kind, schedule_expr, session_target, "
+            "wake_mode, payload_kind, payload_message, job_json, state_json, updated_at) "
+            "VALUES (?, ?, ?, 1, 1, 'cron', '0 * * * *', 'main', 'now', 'systemEvent', 'x', ?, '{}', ?)",
+            (store_key or self.store_key, job_id, name, json.dumps(job), updated_at),
+        )
 
     def count(self, table: str) -> int:
         return self.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
@@ -154,12 +169,20 @@ def test_registry_claims_and_order():
     assert JOBS.schema()["$schema"].endswith("2020-12/schema")
 
 
-def test_store_keys():
-    assert store_key_for("cron/jobs.json") == DEFAULT_STORE_KEY == "default"
-    assert store_key_for("cron/jobs-state.json") == "default"
-    assert store_key_for(f"cron/runs/{JOB1}.jsonl") == "default"
-    assert store_key_for("custom/cron-store/jobs.json") == "cron:custom/cron-store"
-    assert store_key_for("custom/cron-store/runs/a.jsonl") == "cron:custom/cron-store"
+def test_store_keys(tmp_path: Path):
+    """The absolute path of jobs.json, as OpenClaw's cronStoreKey(storePath) = path.resolve(storePath)."""
+    state = tmp_path / "home" / ".openclaw"
+    expected = f"{tmp_path}/home/.openclaw/cron/jobs.json"
+    assert store_key_for("cron/jobs.json", state) == expected
+    assert store_key_for("cron/jobs-state.json", state) == expected
+    assert store_key_for(f"cron/runs/{JOB1}.jsonl", state) == expected
+    assert store_key_for("custom/cron-store/runs/a.jsonl", state) == f"{tmp_path}/home/.openclaw/custom/cron-store/jobs.json"
+    # Made absolute without resolving symlinks (path.resolve does not follow them either).
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert store_key_for("cron/jobs.json", tmp_path / "link") == f"{tmp_path}/link/cron/jobs.json"
+    relative = Path(os.path.relpath(state))
+    assert store_key_for("cron/jobs.json", relative) == expected
 
 
 # --- jobs.json ---------------------------------------------------------------------
@@ -175,8 +198,12 @@ def test_jobs_rows_column_by_column(env: Env, state: Path):
 
     one = env.job(JOB1)
     assert {k: one[k] for k in one if k not in ("job_json",)} == {
-        "store_key": "default",
+        "store_key": f"{state}/cron/jobs.json",
         "job_id": JOB1,
+        "declaration_key": None,
+        "display_name": None,
+        "owner_agent_id": None,
+        "owner_session_key": None,
         "name": "daily-digest",
         "description": "Morning digest",
         "enabled": 1,
@@ -193,6 +220,8 @@ def test_jobs_rows_column_by_column(env: Env, state: Path):
         "stagger_ms": 30000,
         "session_target": "isolated",
         "wake_mode": "now",
+        "trigger_script": None,
+        "trigger_once": None,
         "payload_kind": "agentTurn",
         "payload_message": "Summarise yesterday's messages",
         "payload_model": "anthropic/claude-sonnet-4",
@@ -203,12 +232,16 @@ def test_jobs_rows_column_by_column(env: Env, state: Path):
         "payload_external_content_source_json": '"gmail"',
         "payload_light_context": 1,
         "payload_tools_allow_json": '["read","web_search"]',
+        "payload_tools_allow_is_default": None,  # toolsAllowIsDefault absent: NULL, as booleanToInteger(undefined)
         "delivery_mode": "announce",
         "delivery_channel": "telegram",
         "delivery_to": "1001",
         "delivery_thread_id": "42",
+        "delivery_thread_id_type": "number",  # typeof threadId: read back as the number 42
         "delivery_account_id": "default",
         "delivery_best_effort": 1,
+        "delivery_completion_mode": None,
+        "delivery_completion_to": None,
         "failure_delivery_mode": "announce",
         "failure_delivery_channel": "telegram",
         "failure_delivery_to": "1002",
@@ -239,7 +272,7 @@ def test_jobs_rows_column_by_column(env: Env, state: Path):
         '"lastDeliveryStatus":"not-delivered","lastDeliveryError":"chat not found","lastDelivered":false,'
         '"lastFailureAlertAtMs":1772100000500}',
         "runtime_updated_at_ms": 1772100000000,
-        "schedule_identity": None,
+        "schedule_identity": '{"version":1,"enabled":true,"schedule":{"kind":"cron","expr":"0 9 * * 1-5","tz":"Europe/Paris","staggerMs":30000}}',
         "sort_order": 0,
         "updated_at": 1772100000000,
     }
@@ -259,9 +292,59 @@ def test_jobs_rows_column_by_column(env: Env, state: Path):
     assert (three["schedule_kind"], three["at"], three["delete_after_run"]) == ("at", "2026-12-02T09:00:00.000Z", 1)
     assert (three["payload_kind"], three["payload_message"], three["payload_model"]) == ("systemEvent", "Renew the certificate été", None)
     assert (three["session_target"], three["delivery_mode"], three["failure_alert_disabled"]) == ("main", None, None)
-    # No updatedAtMs anywhere: updated_at is the file's mtime, runtime_updated_at_ms stays unknown.
-    assert (three["updated_at"], three["runtime_updated_at_ms"], three["sort_order"]) == (MTIME, None, 2)
+    # No updatedAtMs: both clocks take createdAtMs, as the release backfills it (never the file's mtime).
+    assert (three["updated_at"], three["runtime_updated_at_ms"], three["sort_order"]) == (1772000000000, 1772000000000, 2)
+    assert three["schedule_identity"] == '{"version":1,"enabled":true,"schedule":{"kind":"at","at":"2026-12-02T09:00:00.000Z"}}'
+    assert two["schedule_identity"] == '{"version":1,"enabled":false,"schedule":{"kind":"every","everyMs":3600000,"anchorMs":1772000000000}}'
+    assert (two["delivery_thread_id"], two["delivery_thread_id_type"], two["payload_tools_allow_is_default"]) == (None, None, None)
     assert "été" in three["job_json"]  # non-ASCII kept, not \u-escaped
+
+
+def test_later_job_fields_fill_their_canonical_columns(state: Path):
+    """Fields of 2026.7-era jobs land where 2026.7.35's bindCronJobRow puts them."""
+    environment = Env(state, config={"cron": {"store": "~/elsewhere/jobs.json"}})
+    try:
+        place(state, "cron/jobs.json", {"version": 1, "jobs": [{
+            "id": "newer", "name": "newer", "declarationKey": "heartbeat:main", "displayName": "Heartbeat (main)",
+            "owner": {"agentId": "main", "sessionKey": "agent:main:main"}, "createdAtMs": 5,
+            "schedule": {"kind": "cron", "expr": "0 * * * *", "staggerMs": 250.7}, "trigger": {"script": "check.sh", "once": True},
+            "payload": {"kind": "agentTurn", "message": "m", "toolsAllow": ["read"], "toolsAllowIsDefault": True},
+            "delivery": {"mode": "announce", "threadId": "topic-7", "completionDestination": {"mode": "webhook", "to": "https://hook"},
+                         "failureDestination": {"channel": None, "to": "99"}},
+        }]})  # fmt: skip
+        result = environment.write(JOBS, "cron/jobs.json")
+        row = environment.job("newer")
+        assert {k: row[k] for k in (
+            "declaration_key", "display_name", "owner_agent_id", "owner_session_key", "trigger_script", "trigger_once",
+            "payload_tools_allow_json", "payload_tools_allow_is_default", "delivery_thread_id", "delivery_thread_id_type",
+            "delivery_completion_mode", "delivery_completion_to", "failure_delivery_channel", "failure_delivery_to",
+            "failure_delivery_mode", "stagger_ms", "schedule_identity")} == {
+            "declaration_key": "heartbeat:main", "display_name": "Heartbeat (main)", "owner_agent_id": "main",
+            "owner_session_key": "agent:main:main", "trigger_script": "check.sh", "trigger_once": 1,
+            "payload_tools_allow_json": '["read"]', "payload_tools_allow_is_default": 1, "delivery_thread_id": "topic-7",
+            "delivery_thread_id_type": "string", "delivery_completion_mode": "webhook", "delivery_completion_to": "https://hook",
+            "failure_delivery_channel": "",  # an explicit null is a cleared override: "" (absent would be NULL)
+            "failure_delivery_to": "99", "failure_delivery_mode": None, "stagger_ms": 250,
+            "schedule_identity": '{"version":1,"enabled":true,"schedule":{"kind":"cron","expr":"0 * * * *","staggerMs":250}}',
+        }  # fmt: skip
+        assert json.loads(row["job_json"])["trigger"] == {"script": "check.sh", "once": True}
+        assert any("the config sets cron.store to another file" in line for line in result.notices)
+    finally:
+        environment.close()
+
+
+def test_schedule_identity_matches_what_openclaw_2026_7_35_wrote():
+    """Identities of the four jobs in the 2026.7.35 corpus database, recomputed from their job_json."""
+    corpus = {
+        '{"kind":"cron","expr":"0 9 * * *"}': '{"version":1,"enabled":true,"schedule":{"kind":"cron","expr":"0 9 * * *"}}',
+        '{"kind":"every","everyMs":3600000,"anchorMs":1795997872210}':
+            '{"version":1,"enabled":true,"schedule":{"kind":"every","everyMs":3600000,"anchorMs":1795997872210}}',
+        '{"kind":"at","at":"2026-12-02T09:00:00.000Z"}': '{"version":1,"enabled":true,"schedule":{"kind":"at","at":"2026-12-02T09:00:00.000Z"}}',
+    }  # fmt: skip
+    for schedule, identity in corpus.items():
+        assert schedule_identity({"enabled": True, "schedule": json.loads(schedule)}) == identity
+    assert schedule_identity({"schedule": {"kind": "every", "everyMs": "60000"}}) == '{"version":1,"enabled":true,"schedule":{"kind":"every","everyMs":60000}}'
+    assert schedule_identity({"schedule": "0 * * * *"}) is None
 
 
 def test_jobs_inspect_counts_and_writes_nothing(state: Path):
@@ -270,7 +353,7 @@ def test_jobs_inspect_counts_and_writes_nothing(state: Path):
     inspection = inspect(JOBS, state, "cron/jobs.json")
     assert inspection.record_count == 3
     assert inspection.warnings == []
-    assert inspection.details == {"store_key": "default", "jobs": 3, "duplicates": []}
+    assert inspection.details == {"store": "cron/jobs.json", "jobs": 3, "duplicates": []}
     assert tree_digest(state) == before
     assert not (state / "state").exists()
 
@@ -378,9 +461,7 @@ def test_duplicate_ids_keep_newest(env: Env, state: Path, updated: tuple[int | N
 
 
 def test_reimport_upserts_and_keeps_other_rows(env: Env, state: Path):
-    env.conn.execute(
-        "INSERT INTO cron_jobs(store_key, job_id, name, job_json, state_json, updated_at) VALUES ('default', 'kept-job', 'k', '{}', '{}', 1)"
-    )
+    env.insert_job("kept-job", "k", 1)
     place_fixture(state, "jobs.json", "cron/jobs.json")
     env.write(JOBS, "cron/jobs.json")
     changed = json.loads((CRON_FIXTURES / "jobs.json").read_text())
@@ -413,10 +494,7 @@ def test_definition_reimport_keeps_imported_runtime_state(env: Env, state: Path)
 
 
 def test_newer_database_row_is_kept(env: Env, state: Path):
-    env.conn.execute(
-        "INSERT INTO cron_jobs(store_key, job_id, name, job_json, state_json, updated_at) VALUES ('default', ?, 'live', '{}', '{}', ?)",
-        (JOB1, 1772100000001),
-    )
+    env.insert_job(JOB1, "live", 1772100000001)
     place_fixture(state, "jobs.json", "cron/jobs.json")
     result = env.write(JOBS, "cron/jobs.json")
     assert result.records == 2
@@ -426,9 +504,7 @@ def test_newer_database_row_is_kept(env: Env, state: Path):
 
 
 def test_other_store_keys_are_reported(env: Env, state: Path):
-    env.conn.execute(
-        "INSERT INTO cron_jobs(store_key, job_id, name, job_json, state_json, updated_at) VALUES ('/home/u/.openclaw/cron/jobs.json', 'x', 'x', '{}', '{}', 1)"
-    )
+    env.insert_job("x", "x", 1, store_key="/home/u/.openclaw/cron/jobs.json")
     place_fixture(state, "jobs.json", "cron/jobs.json")
     result = env.write(JOBS, "cron/jobs.json")
     assert any("already holds 1 row(s) under other store keys" in line for line in result.notices)
@@ -520,7 +596,7 @@ def test_foreign_table_missing_a_column_is_refused(tmp_path: Path):
     environment = Env(state)
     try:
         place_fixture(state, "jobs.json", "cron/jobs.json")
-        with pytest.raises(SchemaError, match=r"^existing table cron_jobs lacks column\(s\) name, .* that statekit writes; it was left unaltered$"):
+        with pytest.raises(SchemaError, match=r"^existing table cron_jobs lacks column\(s\) declaration_key, display_name, .*, name, .* that statekit writes; it was left unaltered$"):
             environment.write(JOBS, "cron/jobs.json")
         assert environment.count("cron_jobs") == 0
     finally:
@@ -563,11 +639,12 @@ def test_state_updates_existing_jobs(env: Env, state: Path):
     assert result.records == 2
     assert result.warnings == ["cron/jobs-state.json: state for job deleted-job-0000 not imported: no such job in cron_jobs (the retired file keeps it)"]
     assert result.report == {
-        "store_key": "default",
+        "store": "cron/jobs.json",
         "entries_in_file": 3,
         "applied": 2,
         "orphan_job_ids": ["deleted-job-0000"],
         "kept_newer_database_state": [],
+        "stale_next_run_dropped": [],
     }
     assert env.count("cron_jobs") == 3  # no job invented
 
@@ -587,11 +664,33 @@ def test_state_updates_existing_jobs(env: Env, state: Path):
     assert two["name"] == "hourly-check" and two["enabled"] == 0  # definition columns untouched
 
     three = env.job(JOB3)
-    assert (three["state_json"], three["next_run_at_ms"], three["schedule_identity"]) == ('{"nextRunAtMs":1796202000000}', 1796202000000, None)
-    assert (three["runtime_updated_at_ms"], three["updated_at"]) == (1772000000000, MTIME)  # updated_at never goes back
+    at_identity = '{"version":1,"enabled":true,"schedule":{"kind":"at","at":"2026-12-02T09:00:00.000Z"}}'
+    assert (three["state_json"], three["next_run_at_ms"], three["schedule_identity"]) == ('{"nextRunAtMs":1796202000000}', 1796202000000, at_identity)
+    # Both clocks take the entry's updatedAtMs, as OpenClaw's resolveUpdatedAtMs does.
+    assert (three["runtime_updated_at_ms"], three["updated_at"]) == (1772000000000, 1772000000000)
 
     one = env.job(JOB1)
     assert one["last_error"] == "provider timeout"  # no entry for it: inline state stays
+
+
+def test_state_for_other_scheduling_inputs_drops_the_next_run(env: Env, state: Path):
+    """A sidecar entry written for another schedule (its scheduleIdentity differs): nextRunAtMs is dropped, as OpenClaw does."""
+    place_fixture(state, "jobs.json", "cron/jobs.json")
+    env.write(JOBS, "cron/jobs.json")
+    env.retire("cron/jobs.json")
+    old_identity = '{"version":1,"enabled":false,"schedule":{"kind":"every","everyMs":60000}}'
+    place(state, "cron/jobs-state.json", {"version": 1, "jobs": {
+        JOB2: {"updatedAtMs": 1772200000000, "scheduleIdentity": old_identity, "state": {"nextRunAtMs": 1772200060000, "lastRunStatus": "ok"}},
+        JOB3: {"state": {"nextRunAtMs": 1796202000000}},
+    }})  # fmt: skip
+    result = env.write(STATE, "cron/jobs-state.json")
+    assert result.report["stale_next_run_dropped"] == [JOB2]
+    assert "cron/jobs-state.json: 1 job(s) had a next run computed for an older schedule; dropped it (OpenClaw computes it again)" in result.notices
+    two = env.job(JOB2)
+    assert (two["state_json"], two["next_run_at_ms"], two["last_run_status"]) == ('{"lastRunStatus":"ok"}', None, "ok")
+    assert two["schedule_identity"] == '{"version":1,"enabled":false,"schedule":{"kind":"every","everyMs":3600000,"anchorMs":1772000000000}}'
+    three = env.job(JOB3)  # no updatedAtMs in the entry: the job's own clock (createdAtMs) stays
+    assert (three["next_run_at_ms"], three["runtime_updated_at_ms"], three["updated_at"]) == (1796202000000, 1772000000000, 1772000000000)
 
 
 def test_state_waits_for_pending_jobs_json(env: Env, state: Path):
@@ -647,12 +746,12 @@ def test_run_log_rows_column_by_column(env: Env, state: Path):
     assert inspect(RUNS, state, RUN_LOG).record_count == 3
     result = env.write(RUNS, RUN_LOG)
     assert result.records == 3
-    assert result.expected == [("global", "cron_run_logs", "store_key = ? AND job_id = ?", ("default", JOB1), 3)]
-    assert result.report == {"store_key": "default", "job_id": JOB1, "rows": 3, "replaced_rows": 0, "job_known": False}
+    assert result.expected == [("global", "cron_run_logs", "store_key = ? AND job_id = ?", (env.store_key, JOB1), 3)]
+    assert result.report == {"store": "cron/jobs.json", "job_id": JOB1, "rows": 3, "skipped_lines": {}, "replaced_rows": 0, "job_known": False}
     lines = [line for line in (CRON_FIXTURES / "runs" / f"{JOB1}.jsonl").read_text().splitlines() if line.strip()]
     first, second, third = env.runs(JOB1)
     assert first == {
-        "store_key": "default", "job_id": JOB1, "seq": 1, "ts": 1772013600500, "status": "ok", "error": None, "summary": "Digest sent",
+        "store_key": env.store_key, "job_id": JOB1, "seq": 1, "ts": 1772013600500, "status": "ok", "error": None, "summary": "Digest sent",
         "diagnostics_summary": None, "delivery_status": "delivered", "delivery_error": None, "delivered": 1,
         "session_id": "5e1c0a2e-0000-4000-8000-000000000001",
         "session_key": f"agent:main:cron:{JOB1}:run:5e1c0a2e-0000-4000-8000-000000000001",
@@ -660,8 +759,10 @@ def test_run_log_rows_column_by_column(env: Env, state: Path):
         "model": "claude-sonnet-4", "provider": "anthropic", "total_tokens": 8400, "entry_json": lines[0], "created_at": 1772013600500,
     }  # fmt: skip
     assert (second["seq"], second["status"], second["error"], second["diagnostics_summary"]) == (2, "error", "provider timeout", "1 provider timeout")
-    assert (second["delivery_error"], second["delivered"], second["total_tokens"], second["entry_json"]) == ("chat not found", 0, 77, lines[1])
-    assert (third["seq"], third["diagnostics_summary"], third["total_tokens"], third["run_at_ms"]) == (3, "quiet hours", 5, None)
+    # Only usage.total_tokens and diagnostics.summary are projected, as 2026.7.35's bindCronRunLogRow does;
+    # the other spellings stay in entry_json (the line itself, byte for byte).
+    assert (second["delivery_error"], second["delivered"], second["total_tokens"], second["entry_json"]) == ("chat not found", 0, None, lines[1])
+    assert (third["seq"], third["diagnostics_summary"], third["total_tokens"], third["run_at_ms"], third["entry_json"]) == (3, None, None, None, lines[2])
 
 
 def test_run_log_reimport_replaces_rows_and_knows_the_job(env: Env, state: Path):
@@ -669,26 +770,39 @@ def test_run_log_reimport_replaces_rows_and_knows_the_job(env: Env, state: Path)
     env.write(JOBS, "cron/jobs.json")
     place_fixture(state, f"runs/{JOB1}.jsonl", RUN_LOG)
     env.write(RUNS, RUN_LOG)
-    place(state, RUN_LOG, b'{"ts":5,"jobId":"%s","status":"ok"}\n' % JOB1.encode())
-    place(state, f"cron/runs/{JOB2}.jsonl", b'{"ts":6,"jobId":"%s","status":"ok"}\n' % JOB2.encode())
+    place(state, RUN_LOG, b'{"ts":5,"jobId":"%s","action":"finished","status":"ok"}\n' % JOB1.encode())
+    place(state, f"cron/runs/{JOB2}.jsonl", b'{"ts":6,"jobId":"%s","action":"finished","status":"ok"}\n' % JOB2.encode())
     env.write(RUNS, f"cron/runs/{JOB2}.jsonl")
     result = env.write(RUNS, RUN_LOG)
-    assert result.report == {"store_key": "default", "job_id": JOB1, "rows": 1, "replaced_rows": 3, "job_known": True}
+    assert result.report == {"store": "cron/jobs.json", "job_id": JOB1, "rows": 1, "skipped_lines": {}, "replaced_rows": 3, "job_known": True}
     assert [(r["seq"], r["ts"]) for r in env.runs(JOB1)] == [(1, 5)]
     assert [(r["seq"], r["ts"]) for r in env.runs(JOB2)] == [(1, 6)]  # other jobs' rows untouched
 
 
-def test_run_log_fallbacks_and_other_job_ids(env: Env, state: Path):
-    place(state, "cron/runs/j9.jsonl", b'\xef\xbb\xbf{"jobId":"j9","status":"ok","runAtMs":1000}\r\n{"jobId":"zz","status":"ok"}\r\n\r\n')
+def test_run_log_keeps_only_lines_openclaw_keeps(env: Env, state: Path):
+    """parseCronRunLogEntryObject (2026.7.35, 2026.9.6) drops these lines; 9.6's upgrade would drop such rows."""
+    lines = [
+        b'\xef\xbb\xbf{"ts":1000,"jobId":"j9","action":"finished","status":"ok"}',
+        b'{"jobId":"j9","action":"finished","status":"ok","runAtMs":1000}',  # no ts
+        b'{"ts":1001,"jobId":"zz","action":"finished","status":"ok"}',  # another job
+        b'{"ts":1002,"jobId":"j9","action":"started"}',  # not a finished run
+        b'{"ts":1003,"action":"finished"}',  # no jobId
+        b'{"ts":1004.5,"jobId":"j9","action":"finished"}',  # not epoch ms
+        b'{"ts":1005,"jobId":"j9","action":"finished","status":"error","sessionId":"  ","model":" "}',
+    ]
+    place(state, "cron/runs/j9.jsonl", b"\r\n".join(lines) + b"\r\n\r\n")
+    notice = (
+        "cron/runs/j9.jsonl: 5 line(s) not imported, as OpenClaw skips them (1 not a finished run (action is not \"finished\"), "
+        "1 no jobId, 1 names another jobId, 2 no integer ts (epoch ms)); the retired copy keeps them"
+    )
     inspection = inspect(RUNS, state, "cron/runs/j9.jsonl")
-    assert inspection.record_count == 2
-    assert inspection.warnings == ["cron/runs/j9.jsonl: 1 line(s) name another jobId; imported under j9"]
+    assert (inspection.record_count, inspection.warnings) == (2, [notice])
     result = env.write(RUNS, "cron/runs/j9.jsonl")
-    assert result.notices == ["cron/runs/j9.jsonl: 1 line(s) name another jobId; imported under j9"]
+    assert result.notices == [notice]
+    assert result.report["skipped_lines"] == {"action": 1, "jobId": 1, "otherJob": 1, "ts": 2}
     first, second = env.runs("j9")
-    # No ts: ts falls back to runAtMs, then to the file mtime; created_at to the file mtime.
-    assert (first["ts"], first["created_at"], first["entry_json"]) == (1000, MTIME, '{"jobId":"j9","status":"ok","runAtMs":1000}')
-    assert (second["ts"], second["created_at"], second["entry_json"]) == (MTIME, MTIME, '{"jobId":"zz","status":"ok"}')
+    assert (first["seq"], first["ts"], first["created_at"], first["entry_json"]) == (1, 1000, 1000, lines[0][3:].decode())
+    assert (second["seq"], second["ts"], second["status"], second["session_id"], second["model"]) == (2, 1005, "error", None, None)
 
 
 def test_empty_run_log(env: Env, state: Path):
@@ -710,7 +824,7 @@ BAD_RUN_LOGS = {
 
 @pytest.mark.parametrize("case", sorted(BAD_RUN_LOGS))
 def test_bad_run_log_fails_whole_file_and_keeps_old_rows(env: Env, state: Path, case: str):
-    place(state, "cron/runs/j.jsonl", b'{"ts":9,"jobId":"j","status":"ok"}\n')
+    place(state, "cron/runs/j.jsonl", b'{"ts":9,"jobId":"j","action":"finished","status":"ok"}\n')
     env.write(RUNS, "cron/runs/j.jsonl")
     data, line, needle = BAD_RUN_LOGS[case]
     place(state, "cron/runs/j.jsonl", data)
@@ -752,7 +866,7 @@ class _LinesOnly:
 
 
 def test_run_log_is_streamed(env: Env, state: Path):
-    lines = b"".join(b'{"ts":%d,"jobId":"big","status":"ok","summary":"%s"}\n' % (i, b"x" * 200) for i in range(5000))
+    lines = b"".join(b'{"ts":%d,"jobId":"big","action":"finished","status":"ok","summary":"%s"}\n' % (i, b"x" * 200) for i in range(5000))
     place(state, "cron/runs/big.jsonl", lines)
     source = Source(state, "cron/runs/big.jsonl")
     for step in ("inspect", "write"):
@@ -824,7 +938,8 @@ def test_migrate_end_to_end(tmp_path: Path):
     migrated = state / ".statekit" / "migrated" / report["run_id"] / "cron"
     assert (migrated / "jobs.json").read_bytes() == (CRON_FIXTURES / "jobs.json").read_bytes()
     db = global_db(state)
-    assert rows(db, "SELECT count(*) FROM cron_jobs WHERE store_key = 'default'") == [(3,)]
+    assert rows(db, "SELECT count(*) FROM cron_jobs WHERE store_key = ?", (f"{state}/cron/jobs.json",)) == [(3,)]
+    assert rows(db, "SELECT count(*) FROM cron_run_logs WHERE store_key = ?", (f"{state}/cron/jobs.json",)) == [(3,)]
     assert rows(db, "SELECT next_run_at_ms FROM cron_jobs WHERE job_id = ?", (JOB2,)) == [(1772203600000,)]
     assert rows(db, "SELECT count(*) FROM cron_run_logs WHERE job_id = ?", (JOB1,)) == [(3,)]
     receipts = dict(rows(db, "SELECT source_path, status FROM migration_sources"))
@@ -844,6 +959,7 @@ def test_out_of_range_numbers_do_not_crash_the_import(env: Env, state: Path):
     place(state, "cron/jobs.json", {"jobs": [_job(schedule={"kind": "every", "everyMs": 1e300})]})
     with pytest.raises(SourceError, match=r"\$\.jobs\[0\]\.schedule\.everyMs: every schedule needs a positive everyMs$"):
         env.write(JOBS, "cron/jobs.json")
-    place(state, "cron/runs/big.jsonl", b'{"ts":1e30,"runAtMs":5,"durationMs":-1e300}\n')
-    env.write(RUNS, "cron/runs/big.jsonl")
-    assert [(r["ts"], r["duration_ms"], r["created_at"]) for r in env.runs("big")] == [(5, None, MTIME)]
+    place(state, "cron/runs/big.jsonl", b'{"ts":1e30,"jobId":"big","action":"finished"}\n{"ts":7,"jobId":"big","action":"finished","durationMs":-1e300}\n')
+    result = env.write(RUNS, "cron/runs/big.jsonl")
+    assert result.report["skipped_lines"] == {"ts": 1}  # beyond what a JavaScript Date holds
+    assert [(r["ts"], r["duration_ms"], r["created_at"]) for r in env.runs("big")] == [(7, None, 7)]

@@ -6,8 +6,8 @@
 * generated/legacy-2026.5.28-smoke.tar: jobs.json + jobs-state.json + runs/ as
   the last pure-file release wrote them; cross-checked against the rows
   OpenClaw 2026.7.35 itself wrote for the same four jobs.
-* generated/legacy-2026.7.35-std.tar: a real 2026.7.35 global database whose
-  cron_jobs table has more columns (and NOT NULL ones) than ours.
+* generated/legacy-2026.7.35-std.tar: a real 2026.7.35 global database (the
+  canonical v1 cron tables, already holding rows under that tree's own store key).
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def test_tiimapp_jobs(tmp_path: Path):
     try:
         result = _write(conn, state, JOBS, "cron/jobs.json")
         assert (result.records, result.notices, result.report["repairs"]) == (22, [], {})
-        rows = {r["job_id"]: dict(r) for r in conn.execute("SELECT * FROM cron_jobs WHERE store_key = 'default'")}
+        rows = {r["job_id"]: dict(r) for r in conn.execute("SELECT * FROM cron_jobs WHERE store_key = ?", (f"{state}/cron/jobs.json",))}
         assert len(rows) == 22
         assert Counter(r["schedule_kind"] for r in rows.values()) == {"cron": 10, "at": 9, "every": 3}
         assert Counter(r["payload_kind"] for r in rows.values()) == {"agentTurn": 20, "systemEvent": 2}
@@ -197,12 +197,16 @@ def test_smoke_2026_5_28_matches_what_openclaw_2026_7_35_wrote(tmp_path: Path):
         assert set(json.loads(row["state_json"])) == set(json.loads(other["state_json"]))
         ours_identity, their_identity = json.loads(row["schedule_identity"]), json.loads(other["schedule_identity"])
         assert (ours_identity["version"], ours_identity["schedule"]["kind"]) == (their_identity["version"], their_identity["schedule"]["kind"])
+    # Both keyed by the absolute path of the store's jobs.json (each tree's own path).
+    assert all(r["store_key"] == f"{state}/cron/jobs.json" for r in ours.values())
+    assert {r["store_key"] for r in theirs.values()} == {their_run["store_key"]} and their_run["store_key"].endswith("/.openclaw/cron/jobs.json")
+    assert run["store_key"] == f"{state}/cron/jobs.json"
     assert {c for c, v in run.items() if v is not None} == {c for c, v in their_run.items() if v is not None}
     assert (run["seq"], their_run["seq"]) == (1, 1)  # same numbering as OpenClaw's own run-log rows
 
 
 def test_foreign_2026_7_35_cron_table_accepts_our_rows(tmp_path: Path):
-    """OpenClaw 2026.7.35's cron_jobs has more columns, some NOT NULL: our inserts fill those and succeed."""
+    """A hybrid-era database (2026.7.35 wrote it): our rows join its canonical cron tables, its own rows stay untouched."""
     std = _extract(tmp_path, "legacy-2026.7.35-std")
     corpus = corpus_or_skip()
     state = make_state(tmp_path / "target")
@@ -226,13 +230,14 @@ def test_foreign_2026_7_35_cron_table_accepts_our_rows(tmp_path: Path):
         assert legacy.records == 4
         runs = _write(conn, state, RUNS, "cron/runs/0b7c6c1e-1111-4a4a-9e9e-000000000001.jsonl")
         assert runs.records == 3
-        assert conn.execute("SELECT count(*) FROM cron_jobs WHERE store_key = 'default'").fetchone()[0] == 26
-        assert conn.execute("SELECT count(*) FROM cron_jobs WHERE store_key <> 'default'").fetchone()[0] == path_keyed  # untouched
-        # The foreign table's extra columns stay NULL; its NOT NULL ones are all filled.
+        key = f"{state}/cron/jobs.json"
+        assert conn.execute("SELECT count(*) FROM cron_jobs WHERE store_key = ?", (key,)).fetchone()[0] == 26
+        assert conn.execute("SELECT count(*) FROM cron_jobs WHERE store_key <> ?", (key,)).fetchone()[0] == path_keyed  # untouched
+        # Every NOT NULL column filled; a legacy job has no owner or declaration key.
         row = dict(conn.execute("SELECT * FROM cron_jobs WHERE job_id = '12345'").fetchone())
         assert all(row[c] is not None for c in not_null)
         assert row["owner_agent_id"] is None and row["declaration_key"] is None
-        assert conn.execute("SELECT count(*) FROM cron_run_logs WHERE store_key = 'default'").fetchone()[0] == 3
+        assert conn.execute("SELECT count(*) FROM cron_run_logs WHERE store_key = ?", (key,)).fetchone()[0] == 3
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         forget_columns(conn)
