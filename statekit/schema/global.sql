@@ -1,4 +1,4 @@
--- statekit global (control-plane) database, schema version 1: exactly what OpenClaw
+-- statekit global (control-plane) database, schema version 1. Part 1: exactly what OpenClaw
 -- 2026.7.35 (the last release writing version 1) creates, as it wrote it
 -- (scripts/canonical_schema.py on state/openclaw.sqlite of
 -- corpus/generated/legacy-2026.7.35-std.tar). OpenClaw 2026.9.6 upgrades it to 18 itself.
@@ -1389,3 +1389,13 @@ CREATE TABLE IF NOT EXISTS config_revision_keys (
   id INTEGER PRIMARY KEY CHECK (id = 1),
   hmac_key BLOB NOT NULL CHECK (length(hmac_key) = 32)
 );
+
+-- Part 2, not in version 1: the one table OpenClaw 2026.9.6 keeps state in that statekit must
+-- fill for 9.6 to run in one pass (docs/schema.md). Its definition is exactly 9.6's: 9.6's
+-- upgrade (the v12 fold-in) creates it with IF NOT EXISTS and inserts ON CONFLICT DO NOTHING,
+-- so the rows statekit writes (the shared auth store and its ownership, TUI pointers) are kept.
+CREATE TABLE IF NOT EXISTS config_machine_state (
+  state_key TEXT NOT NULL PRIMARY KEY,
+  value_json TEXT NOT NULL,
+  updated_at_ms INTEGER NOT NULL
+) STRICT;

@@ -56,10 +56,21 @@ def test_release_part_is_exactly_what_the_release_wrote(release_dbs: dict[str, P
     assert [s for s in statements if s in release_text] == release_text
 
 
-def test_global_schema_is_the_release_and_nothing_else(release_dbs: dict[str, Path]) -> None:
+# Beyond version 1, exactly 9.6's definition (docs/schema.md, "Part 2"): its upgrade keeps the table and its rows.
+OPENCLAW_96_GLOBAL_TABLES = {
+    "config_machine_state": "CREATE TABLE config_machine_state ( state_key TEXT NOT NULL PRIMARY KEY, value_json TEXT NOT NULL,"
+    " updated_at_ms INTEGER NOT NULL ) STRICT",
+}
+
+
+def test_global_schema_is_the_release_plus_the_tables_96_keeps(release_dbs: dict[str, Path]) -> None:
     release = sqlite3.connect(f"file:{release_dbs['global']}?mode=ro&immutable=1", uri=True)
     tables = {r[0] for r in release.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
-    assert set(declared_tables("global")) == tables
+    assert set(declared_tables("global")) == tables | set(OPENCLAW_96_GLOBAL_TABLES)
+    created = _created("global")
+    for name, sql in OPENCLAW_96_GLOBAL_TABLES.items():
+        (got,) = created.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()
+        assert " ".join(got.split()) == sql
 
 
 # Unique indexes OpenClaw 2026.9.6's canonical agent schema declares on the tables statekit's session
