@@ -36,18 +36,26 @@ def test_plan_migrate_rerun(tree: str, tmp_path: Path) -> None:
     assert {p.relative_to(state).as_posix() for p in files} <= listed
 
     expected_keys: dict[str, set[str]] = {}
+    claimed: dict[str, set[str]] = {}  # session ids an index entry names (its lineage included)
     for index in state.glob("agents/*/sessions/sessions.json"):
         agent = index.parent.parent.name
         store = json.loads(index.read_text())
         expected_keys.setdefault(agent, set()).update(canonicalize_key(k, agent) for k, v in store.items() if isinstance(v, dict) and v.get("sessionId"))
+        claimed.setdefault(agent, set()).update(_named_session_ids(store))
     expected_events: dict[tuple[str, str], int] = {}
     for path in files:
         if path.suffix != ".jsonl" or "/cron/" in path.as_posix():
             continue
         lines = [l for l in path.read_text(errors="replace").splitlines() if l.strip()]
         head = json.loads(lines[0])
+        agent = path.parent.parent.name
         if head.get("type") == "session":
-            expected_events[(path.parent.parent.name, head["id"])] = len(lines)
+            expected_events[(agent, head["id"])] = len(lines)
+        session_id = head["id"] if head.get("type") == "session" else path.stem.split("-topic-", 1)[0]
+        if session_id not in claimed.get(agent, set()):
+            # history no index claims: the key OpenClaw's own migration gives it (statekit also imports
+            # a headerless one, which OpenClaw leaves unimported: docs/upgrade.md, intended differences)
+            expected_keys.setdefault(agent, set()).add(f"agent:{agent}:recovered:{session_id}")
     jobs_file = state / "cron" / "jobs.json"
     job_ids = {str(j.get("id") or j.get("jobId")) for j in json.loads(jobs_file.read_text()).get("jobs", [])} if jobs_file.exists() else set()
 
@@ -57,7 +65,8 @@ def test_plan_migrate_rerun(tree: str, tmp_path: Path) -> None:
     for agent, keys in expected_keys.items():
         db = state / "agents" / agent / "agent" / "openclaw-agent.sqlite"
         assert {r[0] for r in rows(db, "SELECT session_key FROM session_entries")} == keys, agent
-        assert rows(db, "SELECT count(*) FROM sessions WHERE session_key IS NOT NULL")[0][0] >= len({k for k in keys})
+        assert rows(db, "SELECT count(*) FROM sessions WHERE session_key IS NULL")[0][0] == 0
+        assert {r[0] for r in rows(db, "SELECT session_key FROM sessions")} <= keys
     for (agent, session_id), count in expected_events.items():
         db = state / "agents" / agent / "agent" / "openclaw-agent.sqlite"
         got = rows(db, "SELECT seq FROM transcript_events WHERE session_id = ? ORDER BY seq", (session_id,))
@@ -78,3 +87,20 @@ def test_plan_migrate_rerun(tree: str, tmp_path: Path) -> None:
     again = run_cli("migrate", "--state-dir", state, "--yes", "--no-backup")
     assert again.returncode == 0, again.stderr
     assert {db: db_dump(db) for db in dbs} == snapshot
+
+
+def _named_session_ids(value: object) -> set[str]:
+    """Every session id a session index names: sessionId fields at any depth, previousSessionId, usage families."""
+    found: set[str] = set()
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("sessionId", "previousSessionId") and isinstance(item, str):
+                found.add(item)
+            elif key == "usageFamilySessionIds" and isinstance(item, list):
+                found.update(v for v in item if isinstance(v, str))
+            else:
+                found |= _named_session_ids(item)
+    elif isinstance(value, list):
+        for item in value:
+            found |= _named_session_ids(item)
+    return found
