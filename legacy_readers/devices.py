@@ -16,11 +16,19 @@ Three readers, one family (``docs/readers/devices.md`` has the contract):
 An empty map (``{}``, the 2-byte file every install has) imports zero rows
 and is still retired.
 
+Rows have the columns of the canonical version-1 tables (OpenClaw 2026.7.35)
+and the values 2026.9.6's own import of these files writes
+(``normalizeLegacyPairedDevice`` + ``toPairedRow``). Fields that version 1
+has no column for (``operatorLabel``, ``approvedVia``, ``browserOrigin``,
+``nodeSurface``, ``pendingNodeSurface``, ``refreshedAtMs``) go into the
+columns 2026.9.6 adds to these tables itself; such a column is added only
+when a file carries the field (``legacy_readers._later_columns``).
+
 This module also holds the small helpers shared by the other small
 global-store readers (identity, exec approvals, push, node host, update
 check, config health, TUI, gateway files): strict JSON loading, file mtime,
-"optional column" writes into OpenClaw 2026.7 tables, and validation with
-hidden map keys.
+row writes (with the later columns above), and validation with hidden map
+keys.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, BinaryIO
 
+from legacy_readers._later_columns import fit_later_columns
 from legacy_readers.base import (
     ImportContext,
     Inspection,
@@ -124,20 +133,24 @@ def write_row(
     update: bool | Sequence[str] = True,
     where: str | None = None,
 ) -> None:
-    """``upsert`` that tolerates an OpenClaw 2026.7 table lacking one of our *optional* columns.
+    """``upsert`` for the canonical tables.
 
+    A column OpenClaw adds to this version-1 table later (``_later_columns``)
+    is added when the row has a value for it and left out when it has none.
     A column listed in ``optional`` whose value is None is left out when the
     existing table does not have it; with a value it is kept, so ``upsert``
-    refuses the foreign table with a clear SchemaError instead of losing data.
+    refuses the table with a clear SchemaError instead of losing data.
     """
     have = set(table_columns(conn, table))
     if not have:
         raise SchemaError(f"table {table} does not exist")
+    row = fit_later_columns(conn, table, row)
+    have = set(table_columns(conn, table))
     skip = {c for c in optional if c not in have and row.get(c) is None}
     kept = {k: v for k, v in row.items() if k not in skip}
     names: bool | Sequence[str] = update
     if not isinstance(update, bool):
-        names = [c for c in update if c not in skip]
+        names = [c for c in update if c in kept]
     upsert(conn, table, kept, key, update=names, where=where)
 
 
@@ -187,7 +200,7 @@ def expect_keys(result: WriteResult, table: str, column: str, keys: Iterable[str
 PENDING_TABLE = "device_pairing_pending"
 PENDING_FIELDS = (
     "requestId", "deviceId", "publicKey", "displayName", "platform", "deviceFamily", "clientId", "clientMode",
-    "role", "roles", "scopes", "remoteIp", "silent", "isRepair", "ts", "refreshedAtMs",
+    "role", "roles", "scopes", "remoteIp", "silent", "isRepair", "ts", "refreshedAtMs", "browserOrigin",
 )
 
 
@@ -209,7 +222,9 @@ def pending_row(key: str, entry: Mapping[str, Any], fallback_ts: int) -> dict[st
         "silent": flag(entry.get("silent")),
         "is_repair": flag(entry.get("isRepair")),
         "ts": fallback_ts if ts is None else ts,
+        # Columns 2026.9.6 adds to the v1 table (added here only when the file carries a value).
         "refreshed_at_ms": ms(entry.get("refreshedAtMs")),
+        "browser_origin": text(entry.get("browserOrigin")),
     }
 
 
@@ -242,7 +257,7 @@ class DevicePairingPendingReader(Reader):
             if existing is not None and (existing.get("ts") or 0) > row["ts"]:
                 kept += 1
             else:
-                write_row(conn, PENDING_TABLE, row, ("request_id",), optional=("refreshed_at_ms",))
+                write_row(conn, PENDING_TABLE, row, ("request_id",))
             written.append(row["request_id"])
         result = WriteResult(records=len(written))
         if kept:
@@ -260,10 +275,9 @@ class DevicePairingPendingReader(Reader):
 PAIRED_TABLE = "device_pairing_paired"
 PAIRED_FIELDS = (
     "deviceId", "publicKey", "displayName", "operatorLabel", "platform", "deviceFamily", "clientId", "clientMode",
-    "role", "roles", "scopes", "approvedScopes", "remoteIp", "tokens", "approvedVia", "nodeSurface",
+    "browserOrigin", "role", "roles", "scopes", "approvedScopes", "remoteIp", "tokens", "approvedVia", "nodeSurface",
     "pendingNodeSurface", "createdAtMs", "approvedAtMs", "lastSeenAtMs", "lastSeenReason",
 )
-PAIRED_OPTIONAL_COLUMNS = ("operator_label", "approved_via", "node_surface_json", "pending_node_surface_json")
 
 
 def device_activity(approved: Any, last_seen: Any) -> int:
@@ -271,17 +285,20 @@ def device_activity(approved: Any, last_seen: Any) -> int:
 
 
 def paired_row(key: str, entry: Mapping[str, Any], fallback_ms: int) -> tuple[dict[str, Any], bool]:
-    """The row and whether a timestamp had to be filled in."""
+    """The row (2026.9.6's ``toPairedRow`` of the record) and whether a timestamp had to be filled in.
+
+    The device id is the map key, trimmed, as 2026.9.6 imports it. Text fields
+    that are not strings are left out, as its ``normalizeLegacyPairedDevice`` does.
+    """
     created = ms(entry.get("createdAtMs"))
     approved = ms(entry.get("approvedAtMs"))
     filled = created is None or approved is None
     created_at = created if created is not None else approved if approved is not None else fallback_ms
     approved_at = approved if approved is not None else created_at
     row = {
-        "device_id": text(entry.get("deviceId")) or key,
+        "device_id": key.strip() or entry["deviceId"].strip(),
         "public_key": entry["publicKey"],
         "display_name": text(entry.get("displayName")),
-        "operator_label": text(entry.get("operatorLabel")),
         "platform": text(entry.get("platform")),
         "device_family": text(entry.get("deviceFamily")),
         "client_id": text(entry.get("clientId")),
@@ -292,11 +309,14 @@ def paired_row(key: str, entry: Mapping[str, Any], fallback_ms: int) -> tuple[di
         "approved_scopes_json": json_col(entry.get("approvedScopes")),
         "remote_ip": text(entry.get("remoteIp")),
         "tokens_json": json_col(entry.get("tokens")),
-        "approved_via": text(entry.get("approvedVia")),
         "created_at_ms": created_at,
         "approved_at_ms": approved_at,
         "last_seen_at_ms": ms(entry.get("lastSeenAtMs")),
         "last_seen_reason": text(entry.get("lastSeenReason")),
+        # Columns 2026.9.6 adds to the v1 table (added here only when the file carries a value).
+        "operator_label": text(entry.get("operatorLabel")),
+        "browser_origin": text(entry.get("browserOrigin")),
+        "approved_via": text(entry.get("approvedVia")),
     }
     # Node surfaces are written by the nodes readers; a paired.json that already
     # carries them (newer shape) brings its own, otherwise existing ones stay.
@@ -333,7 +353,7 @@ class DevicePairingPairedReader(Reader):
         for key, entry in store.items():
             row, was_filled = paired_row(key, entry, mtime)
             filled += was_filled
-            if row["device_id"] != key:
+            if text(entry.get("deviceId")) is not None and entry["deviceId"] != row["device_id"]:
                 mismatched += 1
             if isinstance(entry.get("tokens"), dict):
                 tokens += len(entry["tokens"])
@@ -343,14 +363,14 @@ class DevicePairingPairedReader(Reader):
             ):
                 kept += 1
             else:
-                write_row(conn, PAIRED_TABLE, row, ("device_id",), optional=PAIRED_OPTIONAL_COLUMNS)
+                write_row(conn, PAIRED_TABLE, row, ("device_id",))
             written.append(row["device_id"])
         if kept:
             notices.append(f"kept {kept} device(s) whose database row is newer than the file")
         if filled:
             notices.append(f"{filled} device(s) had no createdAtMs/approvedAtMs; filled from the other one or the file's mtime")
         if mismatched:
-            notices.append(f"{mismatched} device(s) stored under a key different from their deviceId; imported under deviceId")
+            notices.append(f"{mismatched} device(s) stored under a key different from their deviceId; imported under the key, as OpenClaw does")
         extra = unmapped_fields(store.values(), PAIRED_FIELDS)
         if extra:
             notices.append(f"field(s) without a column kept only in the retired copy: {', '.join(extra)}")

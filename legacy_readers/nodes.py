@@ -1,22 +1,29 @@
 """Node pairing: ``nodes/paired.json`` and ``nodes/pending.json``.
 
-OpenClaw 2026.7 retired the separate node pairing store: a node is a paired
-device whose row carries a node surface (``node_surface_json``) and, while a
-capability change waits for approval, a pending one
-(``pending_node_surface_json``). The ``node_pairing_*`` tables some 2026.7
-databases hold were never written and are not targets.
+Since OpenClaw 2026.7 a node is a paired device whose row carries a node
+surface; 2026.9.6 keeps it in ``device_pairing_paired.node_surface_json`` and a
+capability change waiting for approval in ``pending_node_surface_json``. The
+canonical version-1 table has neither column: they are the columns 2026.9.6
+adds to that table on its own upgrade, so statekit adds them the same way when
+a node needs one (``legacy_readers._later_columns``). The v1 tables
+``node_pairing_pending`` / ``node_pairing_paired`` are no home: 2026.9.6's
+upgrade drops both without reading them.
 
 * ``nodes-paired`` (order 43): map ``nodeId -> node`` -> ``node_surface_json``
-  of the paired device whose ``device_id`` is the node id. The legacy node
+  of the paired device whose ``device_id`` is the (trimmed) node id, exactly as
+  2026.9.6's doctor folds the file (``migrateLegacyNodePairingStore``): the
+  device must hold the approved role ``node``; a device that already has a
+  surface keeps it; the surface has 2026.9.6's fields only. The legacy node
   token is not carried over (node auth is the device identity now); it stays
-  in the retired copy and is counted in the receipt. A node without a
-  matching paired device cannot be represented: the whole file fails with
-  the count and the first node id, and stays in place (nothing dropped).
+  in the retired copy and is counted in the receipt. A node without such a
+  device cannot be represented: it is not imported (a warning names the count
+  and the first node id; the retired copy keeps it), as OpenClaw drops it.
 * ``nodes-pending`` (order 44): map ``requestId -> request`` ->
   ``pending_node_surface_json`` of the matching paired device (newest request
   per node). Requests for a node that has no paired device are transient
   (5-minute TTL in OpenClaw) and have no home: they are skipped with a notice
-  and counted; the bytes stay in the retired copy.
+  and counted; the bytes stay in the retired copy. (2026.9.6's doctor discards
+  the whole file; statekit keeps what fits, see docs/readers/nodes.md.)
 
 Both run after ``devices/paired.json`` (order 41) and refuse to run while that
 file is still in place (not yet imported or failed).
@@ -28,24 +35,21 @@ import json
 from collections.abc import Mapping
 from typing import Any, BinaryIO
 
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, require_columns
+from legacy_readers._later_columns import ensure_later_column
+from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 from legacy_readers.devices import PAIRED_TABLE, fetch_row, file_mtime_ms, json_col, load_object, ms, text
 from statekit.errors import SourceError
 
 FAMILY = "nodes"
 DEVICES_PAIRED_REL = "devices/paired.json"
 
-SURFACE_FIELDS = (
-    "displayName", "version", "coreVersion", "uiVersion", "modelIdentifier", "caps", "commands", "permissions",
-    "bins", "createdAtMs", "approvedAtMs", "lastConnectedAtMs", "lastDisconnectedAtMs", "sessionHost",
-)
+# 2026.9.6's PairedDeviceNodeSurface as its doctor builds it from a legacy node row, in its order.
+SURFACE_FIELDS = ("displayName", "version", "coreVersion", "uiVersion", "modelIdentifier")
+SURFACE_LISTS = ("caps", "commands")
 PENDING_SURFACE_FIELDS = (
     "displayName", "platform", "version", "coreVersion", "uiVersion", "clientId", "clientMode", "deviceFamily",
     "modelIdentifier", "caps", "commands", "permissions", "remoteIp", "silent",
 )
-# Device columns a node record may fill when the device row has no value.
-DEVICE_FILL = (("platform", "platform"), ("deviceFamily", "device_family"), ("clientId", "client_id"),
-               ("clientMode", "client_mode"), ("remoteIp", "remote_ip"))
 
 
 def _require_devices_imported(source: Source, ctx: ImportContext) -> None:
@@ -64,11 +68,22 @@ def _surface_of(value: Any) -> dict[str, Any] | None:
 
 
 def node_surface(node: Mapping[str, Any], fallback_ms: int) -> dict[str, Any]:
-    surface = {name: node[name] for name in SURFACE_FIELDS if node.get(name) is not None}
-    created = ms(node.get("createdAtMs"))
-    approved = ms(node.get("approvedAtMs"))
-    surface["createdAtMs"] = created if created is not None else approved if approved is not None else fallback_ms
-    surface["approvedAtMs"] = approved if approved is not None else surface["createdAtMs"]
+    """The surface 2026.9.6 folds a ``nodes/paired.json`` row into (absent fields left out, as ``JSON.stringify`` does).
+
+    A timestamp that is not a number takes the file's mtime (2026.9.6 takes the
+    time of its own run).
+    """
+    surface: dict[str, Any] = {name: node[name] for name in SURFACE_FIELDS if name in node}
+    surface.update({name: node[name] for name in SURFACE_LISTS if isinstance(node.get(name), list)})
+    if "permissions" in node:
+        surface["permissions"] = node["permissions"]
+    if isinstance(node.get("bins"), list):
+        surface["bins"] = node["bins"]
+    for name in ("createdAtMs", "approvedAtMs"):
+        value = ms(node.get(name))
+        surface[name] = value if value is not None else fallback_ms
+    if ms(node.get("lastConnectedAtMs")) is not None:
+        surface["lastConnectedAtMs"] = node["lastConnectedAtMs"]
     return surface
 
 
@@ -80,11 +95,17 @@ def pending_surface(request_id: str, request: Mapping[str, Any], fallback_ms: in
     return surface
 
 
-def _fill_device_columns(conn: Any, device_id: str, node: Mapping[str, Any]) -> None:
-    for field, column in DEVICE_FILL:
-        value = text(node.get(field))
-        if value is not None:
-            conn.execute(f'UPDATE "{PAIRED_TABLE}" SET {column} = ? WHERE device_id = ? AND {column} IS NULL', (value, device_id))
+def _has_node_role(device: Mapping[str, Any]) -> bool:
+    """``listApprovedPairedDeviceRoles(device).includes("node")``: the roles list plus the single role."""
+    roles: list[Any] = []
+    try:
+        parsed = json.loads(device.get("roles_json") or "null")
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, list):
+        roles.extend(parsed)
+    roles.append(device.get("role"))
+    return any(isinstance(role, str) and role.strip().lower() == "node" for role in roles)
 
 
 class NodePairingPairedReader(Reader):
@@ -108,44 +129,48 @@ class NodePairingPairedReader(Reader):
         conn = ctx.global_db
         if store:
             _require_devices_imported(source, ctx)
-            require_columns(conn, PAIRED_TABLE, ("device_id", "node_surface_json"))
         mtime = file_mtime_ms(source, ctx.now_ms)
-        nodes: list[tuple[str, Mapping[str, Any], dict[str, Any]]] = []
-        missing: list[str] = []
-        for key, node in store.items():
-            node_id = (text(node.get("nodeId")) or key).strip()
-            device = fetch_row(conn, PAIRED_TABLE, "device_id = ?", (node_id,))
-            if device is None:
-                missing.append(node_id)
-            else:
-                nodes.append((node_id, node, device))
-        if missing:
-            raise SourceError(
-                source.rel,
-                f"{len(missing)} paired node(s) have no paired device row to attach to (first: {missing[0]}); "
-                "left in place -- pair the device again or remove the node entry",
-            )
+        attached: list[str] = []
+        orphans: list[str] = []
         kept = tokens = 0
-        for node_id, node, device in nodes:
+        for key, node in store.items():
+            node_id = key.strip()
             if isinstance(node.get("token"), str) and node["token"]:
                 tokens += 1
-            surface = node_surface(node, mtime)
-            current = _surface_of(device.get("node_surface_json"))
-            if current is not None and (ms(current.get("approvedAtMs")) or 0) > surface["approvedAtMs"]:
-                kept += 1
+            device = fetch_row(conn, PAIRED_TABLE, "device_id = ?", (node_id,)) if node_id else None
+            if device is None or not _has_node_role(device):
+                orphans.append(node_id or key)
                 continue
-            conn.execute(f'UPDATE "{PAIRED_TABLE}" SET node_surface_json = ? WHERE device_id = ?', (json_col(surface), node_id))
-            _fill_device_columns(conn, node_id, node)
-        result = WriteResult(records=len(nodes))
+            attached.append(node_id)
+            if device.get("node_surface_json") is not None:
+                kept += 1  # as OpenClaw: a device that already has a surface keeps it
+                continue
+            ensure_later_column(conn, PAIRED_TABLE, "node_surface_json")
+            conn.execute(f'UPDATE "{PAIRED_TABLE}" SET node_surface_json = ? WHERE device_id = ?', (json_col(node_surface(node, mtime)), node_id))
+        result = WriteResult(records=len(attached))
+        if orphans:
+            result.warnings.append(
+                f"{source.rel}: {len(orphans)} paired node(s) not imported: no paired device with the node role to attach to "
+                f"(first: {orphans[0]}); the retired copy keeps them -- pair the node again"
+            )
         if tokens:
             result.notices.append(
                 f"{source.rel}: {tokens} legacy node token(s) not carried over (nodes authenticate with their device identity); kept in the retired copy"
             )
         if kept:
-            result.notices.append(f"{source.rel}: kept {kept} newer node surface(s) already in the database")
-        ids = json.dumps(sorted(n for n, _, _ in nodes))
-        result.expect("global", PAIRED_TABLE, "device_id IN (SELECT value FROM json_each(?)) AND node_surface_json IS NOT NULL", (ids,), len(nodes))
-        result.report.update({"nodes": len(store), "legacy_node_tokens_not_carried": tokens, "kept_newer_database_surfaces": kept})
+            result.notices.append(f"{source.rel}: kept {kept} node surface(s) already in the database")
+        if attached:
+            ids = json.dumps(sorted(attached))
+            result.expect(
+                "global", PAIRED_TABLE, "device_id IN (SELECT value FROM json_each(?)) AND node_surface_json IS NOT NULL", (ids,), len(attached)
+            )
+        result.report.update({
+            "nodes": len(store),
+            "attached": len(attached),
+            "skipped_without_node_device": len(orphans),
+            "legacy_node_tokens_not_carried": tokens,
+            "kept_database_surfaces": kept,
+        })
         return result
 
 
@@ -170,7 +195,6 @@ class NodePairingPendingReader(Reader):
         conn = ctx.global_db
         if store:
             _require_devices_imported(source, ctx)
-            require_columns(conn, PAIRED_TABLE, ("device_id", "pending_node_surface_json"))
         mtime = file_mtime_ms(source, ctx.now_ms)
         newest: dict[str, dict[str, Any]] = {}
         superseded = 0
@@ -196,6 +220,7 @@ class NodePairingPendingReader(Reader):
             if current is not None and (ms(current.get("ts")) or 0) > surface["ts"]:
                 kept += 1
                 continue
+            ensure_later_column(conn, PAIRED_TABLE, "pending_node_surface_json")
             conn.execute(f'UPDATE "{PAIRED_TABLE}" SET pending_node_surface_json = ? WHERE device_id = ?', (json_col(surface), node_id))
         result = WriteResult(records=len(attached))
         if orphans:
@@ -207,10 +232,11 @@ class NodePairingPendingReader(Reader):
             result.notices.append(f"{source.rel}: {superseded} older request(s) superseded by a newer one for the same node")
         if kept:
             result.notices.append(f"{source.rel}: kept {kept} newer pending node surface(s) already in the database")
-        ids = json.dumps(attached)
-        result.expect(
-            "global", PAIRED_TABLE, "device_id IN (SELECT value FROM json_each(?)) AND pending_node_surface_json IS NOT NULL", (ids,), len(attached)
-        )
+        if attached:
+            ids = json.dumps(attached)
+            result.expect(
+                "global", PAIRED_TABLE, "device_id IN (SELECT value FROM json_each(?)) AND pending_node_surface_json IS NOT NULL", (ids,), len(attached)
+            )
         result.report.update({
             "requests": len(store),
             "attached": len(attached),

@@ -27,6 +27,19 @@ from test_devices_harness import (
 DEV1 = "21fe31dfa154a261626bf854046fd2271b7bed4b6abe45aa58877ef47f9721b9"
 DEV2 = "39f713d0a644253f04529421b9f51b9b08979d08295959c4f3990ee617f5139f"
 REQ1 = "3f1c2a9e-0c4e-4d61-9d1a-5b6f7a8b9c01"
+def columns(state: Path, table: str) -> list[str]:
+    conn = sqlite3.connect(global_db(state))
+    try:
+        return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+    finally:
+        conn.close()
+
+
+PENDING_V1 = ["request_id", "device_id", "public_key", "display_name", "platform", "device_family", "client_id", "client_mode",
+              "role", "roles_json", "scopes_json", "remote_ip", "silent", "is_repair", "ts"]  # fmt: skip
+PAIRED_V1 = ["device_id", "public_key", "display_name", "platform", "device_family", "client_id", "client_mode", "role", "roles_json",
+             "scopes_json", "approved_scopes_json", "remote_ip", "tokens_json", "created_at_ms", "approved_at_ms", "last_seen_at_ms",
+             "last_seen_reason"]  # fmt: skip
 TOKENS = ["test-device-token-operator-0001", "test-device-token-node-0002", "test-bootstrap-token-aaaa-0001", "test-bootstrap-token-bbbb-0002"]
 
 
@@ -37,7 +50,10 @@ def test_pending_round_trip(state: Path) -> None:
     row = assert_retired(state, report, "devices/pending.json", original)
     assert row["target_table"] == "global.device_pairing_pending"
     assert row["report"]["requests"] == 2
-    assert row["report"]["fields_without_column"] == ["browserOrigin"]
+    assert row["report"]["fields_without_column"] == []
+    # browserOrigin has no v1 column: the column 2026.9.6 adds itself (browser_origin TEXT) is added for it;
+    # refreshed_at_ms is not (no request carries refreshedAtMs), so the table keeps that v1 column set.
+    assert columns(state, "device_pairing_pending") == PENDING_V1 + ["browser_origin"]
     got = one(state, "SELECT * FROM device_pairing_pending WHERE request_id = ?", (REQ1,))
     assert got == {
         "request_id": REQ1,
@@ -55,7 +71,7 @@ def test_pending_round_trip(state: Path) -> None:
         "silent": 0,
         "is_repair": 1,
         "ts": 1790000100000,
-        "refreshed_at_ms": None,
+        "browser_origin": "https://gateway.example",
     }
     minimal = one(state, "SELECT * FROM device_pairing_pending WHERE request_id = ?", ("5a0b7c3d-1111-4e2f-8a9b-0c1d2e3f4a5b",))
     assert minimal["roles_json"] is None and minimal["silent"] is None and minimal["ts"] == 1790000200000
@@ -83,7 +99,6 @@ def test_paired_round_trip_keeps_tokens_verbatim(state: Path) -> None:
         "device_id": DEV2,
         "public_key": source[DEV2]["publicKey"],
         "display_name": "Phone",
-        "operator_label": None,
         "platform": "iOS",
         "device_family": "iPhone",
         "client_id": "openclaw-ios",
@@ -94,9 +109,6 @@ def test_paired_round_trip_keeps_tokens_verbatim(state: Path) -> None:
         "approved_scopes_json": "[]",
         "remote_ip": "198.51.100.7",
         "tokens_json": json.dumps(source[DEV2]["tokens"], separators=(",", ":")),
-        "approved_via": None,
-        "node_surface_json": None,
-        "pending_node_surface_json": None,
         "created_at_ms": 1790000001000,
         "approved_at_ms": 1790000001500,
         "last_seen_at_ms": 1790000004000,
@@ -104,6 +116,28 @@ def test_paired_round_trip_keeps_tokens_verbatim(state: Path) -> None:
     }
     assert json.loads(one(state, "SELECT tokens_json FROM device_pairing_paired WHERE device_id = ?", (DEV1,))["tokens_json"]) == source[DEV1]["tokens"]
     assert_secrets_absent(state, report, TOKENS)
+    assert columns(state, "device_pairing_paired") == PAIRED_V1  # nothing here needs a later column: the exact v1 table
+
+
+def test_paired_fields_without_a_v1_column_go_where_openclaw_2026_9_6_keeps_them(state: Path) -> None:
+    """operatorLabel, approvedVia, browserOrigin, nodeSurface: the columns 2026.9.6 adds to the v1 table on its upgrade."""
+    source = json.loads(fixture("devices/paired.json"))
+    source[DEV1] |= {"operatorLabel": "Build box", "approvedVia": "cli", "browserOrigin": "https://gw.example",
+                     "nodeSurface": {"displayName": "Build box", "commands": ["system.run"], "createdAtMs": 5, "approvedAtMs": 6}}  # fmt: skip
+    source["  key-wins  "] = source.pop(DEV2) | {"deviceId": "a-different-id"}
+    original = place(state, "devices/paired.json", source)
+    report = run(state)
+    row = assert_retired(state, report, "devices/paired.json", original)
+    assert row["report"]["fields_without_column"] == []
+    assert columns(state, "device_pairing_paired") == PAIRED_V1 + ["operator_label", "browser_origin", "approved_via", "node_surface_json"]
+    got = one(state, "SELECT operator_label, approved_via, browser_origin, node_surface_json FROM device_pairing_paired WHERE device_id = ?", (DEV1,))
+    assert got == {
+        "operator_label": "Build box", "approved_via": "cli", "browser_origin": "https://gw.example",
+        "node_surface_json": '{"displayName":"Build box","commands":["system.run"],"createdAtMs":5,"approvedAtMs":6}',
+    }  # fmt: skip
+    # The map key is the device id (trimmed), as 2026.9.6 imports it; the differing deviceId is reported.
+    assert [r["device_id"] for r in rows(state, "SELECT device_id FROM device_pairing_paired ORDER BY device_id")] == [DEV1, "key-wins"]
+    assert any("1 device(s) stored under a key different from their deviceId; imported under the key" in n for n in report.notices)
 
 
 def test_paired_keeps_a_newer_database_row_and_replaces_an_older_one(state: Path) -> None:

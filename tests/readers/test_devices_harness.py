@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 
 from helpers import FIXTURES, corpus_or_skip, global_db, make_state, write_files
-from legacy_readers.base import upsert
+from legacy_readers.base import forget_columns, upsert
 from legacy_readers.devices import parse_iso_ms, validate_hiding_keys, write_row
 from migrate.apply import MigrateOptions, MigrationReport, migrate
 from statekit.errors import SchemaError, SourceError
+from statekit.schema import open_global
 
 READER_FIXTURES = FIXTURES / "readers"
 MTIME = 1_790_000_050_000  # pinned mtime (ms) of placed files
@@ -180,6 +181,22 @@ def test_write_row_skips_absent_optional_columns_of_a_foreign_table() -> None:
     assert conn.execute("SELECT a FROM t").fetchone() == ("y",)
 
 
+def test_write_row_adds_a_later_column_only_for_a_value(tmp_path: Path) -> None:
+    """A column 2026.9.6 adds to a v1 table on its upgrade: added (as it adds it) when a value needs it, else left out."""
+    conn, _ = open_global(tmp_path)
+    before = [r[1] for r in conn.execute("PRAGMA table_info(device_pairing_pending)")]
+    row = {"request_id": "r1", "device_id": "d", "public_key": "k", "ts": 1, "refreshed_at_ms": None, "browser_origin": None}
+    write_row(conn, "device_pairing_pending", row, ("request_id",))
+    assert [r[1] for r in conn.execute("PRAGMA table_info(device_pairing_pending)")] == before  # still the exact v1 table
+    write_row(conn, "device_pairing_pending", row | {"request_id": "r2", "refreshed_at_ms": 5}, ("request_id",), update=["ts", "refreshed_at_ms"])
+    info = list(conn.execute("PRAGMA table_info(device_pairing_pending)"))
+    assert [r[1] for r in info] == before + ["refreshed_at_ms"]
+    assert (info[-1][2], info[-1][3], info[-1][4]) == ("INTEGER", 0, None)  # 2026.9.6's definition: nullable, no default
+    assert conn.execute("SELECT request_id, refreshed_at_ms FROM device_pairing_pending ORDER BY request_id").fetchall() == [("r1", None), ("r2", 5)]
+    forget_columns(conn)
+    conn.close()
+
+
 # --- every family into an OpenClaw 2026.7 global database (foreign, NOT NULL-heavy tables) --------
 
 FOREIGN_CASES = [
@@ -193,7 +210,7 @@ FOREIGN_CASES = [
     ("push/vapid-keys.json", "push/vapid-keys.json", "web_push_vapid_keys", 1),
     ("push/apns-registrations.json", "push/apns-registrations.json", "apns_registrations", 3),
     ("node-host/node.json", "node.json", "node_host_config", 1),
-    ("tui/last-session.json", "tui/last-session.json", "tui_last_sessions", 2),
+    ("tui/last-session.json", "tui/last-session.json", "config_machine_state", 2),
     ("gateway/gateway-instance-id", "gateway-instance-id", "plugin_state_entries", 1),
     ("gateway/restart-sentinel.json", "restart-sentinel.json", "gateway_restart_sentinel", 1),
 ]
@@ -201,16 +218,16 @@ FOREIGN_CASES = [
 
 @pytest.mark.corpus
 def test_corpus_2026_7_foreign_tables_accept_every_family(tmp_path: Path) -> None:
-    """The 2026.7.35 global database already has these tables (own column sets, NOT NULL columns):
-    every family fills them; node surfaces need columns that database lacks and fail with a clear line."""
+    """A hybrid-era database written by 2026.7.35 (the canonical v1 tables, NOT NULL columns): every family fills them,
+    and a node surface gets the column 2026.9.6 would add to that table itself."""
     state = corpus_files("legacy-2026.7.35-std", ["state/openclaw.sqlite"], tmp_path)
     originals = {rel: place_fixture(state, name, rel) for name, rel, _, _ in FOREIGN_CASES}
     nodes = place_fixture(state, "nodes/paired.json", "nodes/paired.json")
     report = run(state)
+    assert report.exit_code == 0, report.to_json()
     for _, rel, table, count in FOREIGN_CASES:
         assert_retired(state, report, rel, originals[rel])
         assert len(rows(state, f'SELECT * FROM "{table}"')) >= count, table
-    message = assert_left_in_place(state, report, "nodes/paired.json", nodes)
-    assert message == (
-        "nodes/paired.json: existing table device_pairing_paired lacks column(s) node_surface_json that statekit writes; it was left unaltered"
-    )
+    assert_retired(state, report, "nodes/paired.json", nodes)
+    surfaces = rows(state, "SELECT device_id FROM device_pairing_paired WHERE node_surface_json IS NOT NULL")
+    assert surfaces == [{"device_id": "39f713d0a644253f04529421b9f51b9b08979d08295959c4f3990ee617f5139f"}]

@@ -1,0 +1,83 @@
+"""Columns OpenClaw adds to version-1 tables on its own upgrade, added by statekit only when a value needs one.
+
+Some legacy fields have no column in the canonical version-1 layout that
+OpenClaw 2026.7.35 creates (``statekit/schema/global.sql``), yet the release
+that reads statekit's databases keeps them: OpenClaw 2026.9.6's upgrade of a
+v1 state database runs ``ensureColumns(db, ORDERED_STARTUP_ADDITIVE_STATE_COLUMNS
+.cronRunLogs)``, an ``ALTER TABLE ... ADD COLUMN`` for each column below that
+the table lacks, and afterwards rebuilds the tables into their canonical
+column order. A column that already exists is left as it is, with its values.
+
+So a legacy value whose only home is one of these columns is written there:
+the column is added first, with exactly the name and type 2026.9.6 gives it
+(nullable, no default, appended as OpenClaw appends it). Tables whose files
+carry no such value keep the exact v1 shape. Verified against the real
+release: a v1 database with some or all of these columns added upgrades to
+v18 with ``openclaw database preflight`` reporting ``exact`` and the values
+intact (see docs/readers/devices.md).
+
+Where the data came from, for each column (2026.9.6 field -> column):
+
+* ``device_pairing_pending``: ``refreshedAtMs``, ``browserOrigin``;
+* ``device_pairing_paired``: ``approvedVia``, ``browserOrigin``,
+  ``operatorLabel``, ``nodeSurface`` (a node's approved surface, which
+  2026.9.6 folds ``nodes/paired.json`` into), ``pendingNodeSurface``;
+* ``apns_registrations``: ``relayOrigin`` of relay registrations.
+
+The v1 tables ``node_pairing_pending`` / ``node_pairing_paired`` are not an
+alternative home: 2026.9.6's upgrade drops both without reading them
+(``dropLegacyStateTables``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from typing import Any
+
+from legacy_readers.base import forget_columns
+from statekit.db import table_columns
+
+# (table, column) -> declared type, in the order 2026.9.6 adds them.
+LATER_COLUMNS: dict[tuple[str, str], str] = {
+    ("apns_registrations", "relay_origin"): "TEXT",
+    ("device_pairing_pending", "refreshed_at_ms"): "INTEGER",
+    ("device_pairing_pending", "browser_origin"): "TEXT",
+    ("device_pairing_paired", "approved_via"): "TEXT",
+    ("device_pairing_paired", "browser_origin"): "TEXT",
+    ("device_pairing_paired", "operator_label"): "TEXT",
+    ("device_pairing_paired", "node_surface_json"): "TEXT",
+    ("device_pairing_paired", "pending_node_surface_json"): "TEXT",
+}
+
+
+def later_columns_of(table: str) -> list[str]:
+    return [column for (name, column) in LATER_COLUMNS if name == table]
+
+
+def ensure_later_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
+    """Add one registered later column to ``table`` if it lacks it; True when it was added."""
+    declared = LATER_COLUMNS.get((table, column))
+    if declared is None:
+        raise KeyError(f"{table}.{column} is not a column OpenClaw adds to a version-1 table")
+    if column in table_columns(conn, table):
+        return False
+    conn.execute(f'ALTER TABLE "{table}" ADD COLUMN {column} {declared}')
+    forget_columns(conn)  # require_columns caches a table's columns per connection
+    return True
+
+
+def fit_later_columns(conn: sqlite3.Connection, table: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    """``row`` ready for ``table``: a later column with a value is added to the table, one without a value is left out."""
+    later = set(later_columns_of(table))
+    if not later.intersection(row):
+        return dict(row)
+    have = set(table_columns(conn, table))
+    fitted: dict[str, Any] = {}
+    for name, value in row.items():
+        if name in later and name not in have:
+            if value is None:
+                continue
+            ensure_later_column(conn, table, name)
+        fitted[name] = value
+    return fitted
