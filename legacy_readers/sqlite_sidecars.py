@@ -4,9 +4,9 @@ Discovery files any SQLite file under "databases" unless a reader claims it; the
 readers claim the sidecars so they are planned with a reason, together with their
 ``-wal``/``-shm``/``-journal`` siblings.
 
-Imported the way OpenClaw 2026.9.6's doctor imports them (its ``task-state-sidecars``
-and ``plugin-state-sidecar`` steps; 2026.7.35 had the same importer), then retired
-byte-exact by the apply loop like every other source:
+Imported the way OpenClaw 2026.9.6's doctor imports them (its ``task-state-sidecars``,
+``plugin-state-sidecar`` and ``debug-proxy-capture`` steps; 2026.7.35 had the same
+importers), then retired byte-exact by the apply loop like every other source:
 
 * ``tasks/runs.sqlite`` (written by 2026.5.28 and earlier): its ``task_runs`` rows
   become global ``task_runs`` rows, its ``task_delivery_state`` rows global
@@ -25,6 +25,14 @@ byte-exact by the apply loop like every other source:
   the global table; rows already expired are dropped (counted in the receipt), a
   stored row with a newer ``created_at`` wins, any other differing stored row is a
   conflict (left in place).
+* ``debug-proxy/capture.sqlite`` with its payload blobs ``debug-proxy/blobs/<id>.bin.gz``:
+  sessions, events and blobs become global ``capture_sessions``, ``capture_events`` and
+  ``capture_blobs`` rows (``import_capture``: a session only named by events is
+  created as ``implicit``; a blob is read from the session's blob dir or
+  ``debug-proxy/blobs``, checked against its id -- the first 24 hex digits of the
+  SHA-256 of its uncompressed bytes -- and stored gzip-compressed as on disk; an event
+  already stored as many times as the file has it is not added again). The blob files
+  are retired after the database; without a capture database beside them they stay.
 
 A sibling (``-wal``, ``-shm``, ``-journal``) is read together with its database (the
 copy statekit opens includes the WAL and a hot journal, so committed rows in the WAL
@@ -39,17 +47,18 @@ Not imported:
 * ``memory/<agentId>.sqlite``: the builtin memory-search index, regenerable from the
   workspace memory files (OpenClaw reindexes into the agent database). ``drop``:
   moved byte-exact into the run's retired folder, not imported.
-* ``debug-proxy/capture.sqlite`` (and ``debug-proxy/blobs/``): 9.6's doctor imports
-  them into ``capture_*`` tables itself (sessions, events and gzip blobs checked by
-  hash); ``retain`` so it still can. The proxy's CA material under ``debug-proxy/``
-  is left intact as well.
+* the debug proxy's CA material under ``debug-proxy/``: the user's trust setup, left
+  intact.
 """
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import shutil
 import sqlite3
 import tempfile
+import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -336,6 +345,113 @@ def import_plugin_state(conn: sqlite3.Connection, sidecar: sqlite3.Connection, r
     return {"entries": len(entries), "inserted": len(inserted), "expired": expired, "kept_newer": kept_newer}
 
 
+CAPTURE_SESSION_REQUIRED = ("id", "started_at", "ended_at", "mode", "source_scope", "source_process", "proxy_url", "db_path", "blob_dir")
+CAPTURE_SESSION_COLUMNS = ("id", "started_at", "ended_at", "mode", "source_scope", "source_process", "proxy_url", "blob_dir")
+CAPTURE_EVENT_COLUMNS = (
+    "session_id", "ts", "source_scope", "source_process", "protocol", "direction", "kind", "flow_id", "method", "host", "path",
+    "status", "close_code", "content_type", "headers_json", "data_text", "data_blob_id", "data_sha256", "error_text", "meta_json",
+)
+CAPTURE_BLOBS_REL = "debug-proxy/blobs"
+
+
+def _read_blob(source: Source, blob_id: str, blob_dirs: list[Path]) -> tuple[Path, bytes]:
+    for directory in blob_dirs:
+        candidate = directory / f"{blob_id}.bin.gz"
+        if candidate.is_file():
+            try:
+                with open_regular_file(candidate) as handle:
+                    return candidate, handle.read()
+            except OSError as exc:
+                raise SourceError(source.rel, f"cannot read capture blob {blob_id} ({exc.strerror or exc}); left in place") from None
+    raise SourceError(source.rel, f"capture blob {blob_id} is missing (looked for {blob_id}.bin.gz in the session's blob dir and {CAPTURE_BLOBS_REL}); left in place")
+
+
+def capture_rows(source: Source, sidecar: sqlite3.Connection) -> dict[str, list[dict[str, Any]]]:
+    """Sessions, events and blobs of a debug-proxy capture database, as OpenClaw reads them."""
+    rel = source.rel
+    for table, required in (("capture_sessions", CAPTURE_SESSION_REQUIRED), ("capture_events", (*CAPTURE_EVENT_COLUMNS, "id"))):
+        have = columns_of(sidecar, table)
+        missing = [name for name in required if name not in have]
+        if missing:
+            raise SourceError(rel, f"table {table} lacks column(s) {', '.join(missing)}")
+    sessions = select_rows(sidecar, rel, "capture_sessions", CAPTURE_SESSION_COLUMNS, CAPTURE_SESSION_COLUMNS, "started_at ASC, id ASC")
+    events = select_rows(sidecar, rel, "capture_events", CAPTURE_EVENT_COLUMNS, CAPTURE_EVENT_COLUMNS, "ts ASC, id ASC")
+    default_dir = source.state_dir / CAPTURE_BLOBS_REL
+    known = {session["id"] for session in sessions}
+    for event in events:
+        if event["session_id"] not in known:
+            sessions.append({
+                "id": event["session_id"], "started_at": event["ts"], "ended_at": None, "mode": "implicit",
+                "source_scope": event["source_scope"], "source_process": event["source_process"], "proxy_url": None,
+                "blob_dir": str(default_dir),
+            })
+            known.add(event["session_id"])
+    blob_dir_of = {session["id"]: session["blob_dir"] for session in sessions}
+    referencing: dict[str, list[dict[str, Any]]] = {}
+    for event in events:
+        if event["data_blob_id"]:
+            referencing.setdefault(event["data_blob_id"], []).append(event)
+    blobs = []
+    for blob_id, users in referencing.items():
+        dirs: list[Path] = []
+        for directory in [*(blob_dir_of.get(e["session_id"]) for e in users), str(default_dir)]:
+            if isinstance(directory, str) and directory and Path(directory) not in dirs:
+                dirs.append(Path(directory))
+        path, data = _read_blob(source, str(blob_id), dirs)
+        try:
+            raw = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error):
+            raise SourceError(rel, f"capture blob {blob_id} is not valid gzip data; left in place") from None
+        digest = hashlib.sha256(raw).hexdigest()
+        if digest[:24] != blob_id:
+            raise SourceError(rel, f"capture blob {blob_id} does not match its hash ({path.name}); left in place")
+        blobs.append({
+            "blob_id": blob_id,
+            "content_type": next((e["content_type"] for e in users if e["content_type"]), None),
+            "encoding": "gzip",
+            "size_bytes": len(raw),
+            "sha256": digest,
+            "data": data,
+            "created_at": min(e["ts"] if e["ts"] is not None else 0 for e in users),
+        })
+    return {"sessions": sessions, "events": events, "blobs": blobs}
+
+
+def import_capture(conn: sqlite3.Connection, found: dict[str, list[dict[str, Any]]], rel: str) -> dict[str, int]:
+    counts = {"blobs": 0, "sessions": 0, "events": 0}
+    for blob in found["blobs"]:
+        stored = _stored(conn, "capture_blobs", "blob_id", blob["blob_id"], ("encoding", "size_bytes", "sha256", "data"))
+        if stored is not None:
+            if (stored["encoding"], stored["size_bytes"], stored["sha256"], bytes(stored["data"] or b"")) != (
+                blob["encoding"], blob["size_bytes"], blob["sha256"], blob["data"]
+            ):
+                raise SourceError(rel, f"left in place: capture blob {blob['blob_id']} already exists with different data")
+            continue
+        _insert(conn, "capture_blobs", blob)
+        counts["blobs"] += 1
+    session_columns = ("started_at", "ended_at", "mode", "source_scope", "source_process", "proxy_url")
+    for session in found["sessions"]:
+        stored = _stored(conn, "capture_sessions", "id", session["id"], session_columns)
+        if stored is not None:
+            if stored != {c: session[c] for c in session_columns}:
+                raise SourceError(rel, f"left in place: capture session {session['id']} already exists with different data")
+            continue
+        _insert(conn, "capture_sessions", {"id": session["id"], **{c: session[c] for c in session_columns}})
+        counts["sessions"] += 1
+    match = " AND ".join(f"{c} IS ?" for c in CAPTURE_EVENT_COLUMNS)
+    stored_counts: dict[tuple[Any, ...], int] = {}
+    seen: dict[tuple[Any, ...], int] = {}
+    for event in found["events"]:
+        values = tuple(event[c] for c in CAPTURE_EVENT_COLUMNS)
+        seen[values] = seen.get(values, 0) + 1
+        if values not in stored_counts:
+            stored_counts[values] = int(conn.execute(f"SELECT count(*) FROM capture_events WHERE {match}", values).fetchone()[0])
+        if seen[values] > stored_counts[values]:
+            _insert(conn, "capture_events", dict(event))
+            counts["events"] += 1
+    return counts
+
+
 # --- the readers --------------------------------------------------------------------------------
 
 
@@ -474,13 +590,51 @@ class MemoryIndexSidecar(_Sidecar):
     reason = "regenerable memory-search index: OpenClaw reindexes the workspace memory into the agent database"
 
 
-class DebugProxyCapture(_Sidecar):
+class DebugProxyCapture(_ImportedSidecar):
     kind = "debug-proxy-capture-sqlite"
-    description = "Debug proxy capture database debug-proxy/capture.sqlite and its payload blobs"
-    patterns = with_siblings("debug-proxy/capture.sqlite") + ("debug-proxy/blobs/**",)
-    action = "retain"
-    reason = ("shipped debug-proxy captures: OpenClaw's doctor imports them (sessions, events, hashed blobs) into its"
-              " capture_* tables itself; left in place for it")
+    description = "Debug proxy capture database debug-proxy/capture.sqlite (+ siblings), imported into global capture_* as OpenClaw does"
+    patterns = with_siblings("debug-proxy/capture.sqlite")
+    target_tables = ("global.capture_sessions", "global.capture_events", "global.capture_blobs")
+    database = "debug-proxy/capture.sqlite"
+
+    def count(self, sidecar: sqlite3.Connection, source: Source) -> int:
+        return _count(sidecar, "capture_events")
+
+    def apply(self, ctx: ImportContext, sidecar: sqlite3.Connection, source: Source) -> WriteResult:
+        found = capture_rows(source, sidecar)
+        counts = import_capture(ctx.global_db, found, source.rel)
+        result = WriteResult(records=len(found["events"]))
+        for session in found["sessions"]:
+            result.expect("global", "capture_sessions", "id = ?", (session["id"],), 1)
+        for blob in found["blobs"]:
+            result.expect("global", "capture_blobs", "blob_id = ?", (blob["blob_id"],), 1)
+        result.report.update({
+            "capture_sessions": len(found["sessions"]),
+            "capture_events": len(found["events"]),
+            "capture_blobs": [blob["blob_id"] for blob in found["blobs"]],
+            **{f"inserted_{k}": v for k, v in counts.items()},
+        })
+        return result
+
+
+class DebugProxyBlobs(_Sidecar):
+    kind = "debug-proxy-capture-blobs"
+    description = "Payload blobs of the debug proxy capture database (debug-proxy/blobs/**), retired after it"
+    patterns = ("debug-proxy/blobs/**",)
+    action = "import"
+    order = 96
+
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        if not (source.state_dir / DebugProxyCapture.database).exists():
+            return Inspection(record_count=0, action="retain", reason="debug proxy blob without a capture database beside it; left in place")
+        return Inspection(record_count=0, details={"blob_of": DebugProxyCapture.database})
+
+    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
+        if ctx.dependency_pending(DebugProxyCapture.database):
+            raise SourceError(source.rel, f"waits until {DebugProxyCapture.database} is imported (its events use these blobs); left in place")
+        result = WriteResult(records=0)
+        result.report["disposition"] = f"payload blob of {DebugProxyCapture.database}, whose rows (blobs included) were imported; retired after it"
+        return result
 
 
 class DebugProxyFiles(_Sidecar):
@@ -489,4 +643,4 @@ class DebugProxyFiles(_Sidecar):
     patterns = ("debug-proxy/**",)
     action = "retain"
     reason = "debug proxy CA material: the user's trust setup, left intact"
-    order = 96
+    order = 97

@@ -3,6 +3,8 @@ retained or dropped with a reason; workspace attestations retained."""
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import shutil
 import sqlite3
@@ -40,6 +42,43 @@ CREATE TABLE plugin_state_entries (
   created_at INTEGER NOT NULL, expires_at INTEGER, PRIMARY KEY (plugin_id, namespace, entry_key)
 );
 """
+
+# The debug proxy's own capture database (the columns OpenClaw's importer requires).
+CAPTURE_SQL = """
+CREATE TABLE capture_sessions (
+  id TEXT PRIMARY KEY, started_at INTEGER NOT NULL, ended_at INTEGER, mode TEXT NOT NULL, source_scope TEXT NOT NULL,
+  source_process TEXT NOT NULL, proxy_url TEXT, db_path TEXT, blob_dir TEXT
+);
+CREATE TABLE capture_events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, ts INTEGER NOT NULL, source_scope TEXT NOT NULL,
+  source_process TEXT NOT NULL, protocol TEXT NOT NULL, direction TEXT NOT NULL, kind TEXT NOT NULL, flow_id TEXT NOT NULL,
+  method TEXT, host TEXT, path TEXT, status INTEGER, close_code INTEGER, content_type TEXT, headers_json TEXT, data_text TEXT,
+  data_blob_id TEXT, data_sha256 TEXT, error_text TEXT, meta_json TEXT
+);
+"""
+PAYLOAD = b'{"model":"fake-model","messages":[]}'
+BLOB_ID = hashlib.sha256(PAYLOAD).hexdigest()[:24]
+BLOB_GZ = gzip.compress(PAYLOAD, mtime=0)
+
+
+def _event(**values: Any) -> dict[str, Any]:
+    base = {"session_id": "s1", "ts": 1000, "source_scope": "gateway", "source_process": "openclaw", "protocol": "https",
+            "direction": "outbound", "kind": "request", "flow_id": "flow-1", "method": "POST", "host": "api.example",
+            "path": "/v1/chat", "status": None, "close_code": None, "content_type": None, "headers_json": "{}",
+            "data_text": None, "data_blob_id": None, "data_sha256": None, "error_text": None, "meta_json": None}
+    return {**base, **values}
+
+
+CAPTURE_SESSIONS = [{"id": "s1", "started_at": 900, "ended_at": 2000, "mode": "explicit", "source_scope": "gateway",
+                     "source_process": "openclaw", "proxy_url": "http://127.0.0.1:7777", "db_path": "/elsewhere/capture.sqlite",
+                     "blob_dir": "/elsewhere/blobs"}]
+CAPTURE_EVENTS = [
+    _event(content_type="application/json", data_blob_id=BLOB_ID, data_sha256=hashlib.sha256(PAYLOAD).hexdigest()),
+    _event(ts=1100, kind="response", direction="inbound", status=200),
+    _event(ts=1100, kind="response", direction="inbound", status=200),  # the same event twice: both kept
+    _event(session_id="s2", ts=1500, source_process="cli", kind="error", error_text="reset"),  # a session named only here
+]
+
 
 TASK_DEFAULTS: dict[str, Any] = {
     "task_kind": None, "source_id": None, "requester_session_key": None, "child_session_key": None, "parent_flow_id": None,
@@ -101,7 +140,8 @@ def _state(tmp_path: Path) -> Path:
     _database(state / "flows" / "registry.sqlite", FLOWS_SQL, {"flow_runs": []})
     _database(state / "plugin-state" / "state.sqlite", PLUGIN_STATE_SQL, {"plugin_state_entries": []})
     _plain(state / "memory" / "main.sqlite", "chunks")
-    _plain(state / "debug-proxy" / "capture.sqlite", "capture_sessions")
+    _database(state / "debug-proxy" / "capture.sqlite", CAPTURE_SQL, {"capture_sessions": CAPTURE_SESSIONS, "capture_events": CAPTURE_EVENTS})
+    write_files(state, {f"debug-proxy/blobs/{BLOB_ID}.bin.gz": BLOB_GZ})
     write_files(state, {"memory/main.sqlite-wal": b"\x37\x7f\x06\x82" + b"\x00" * 28})
     return state
 
@@ -115,8 +155,9 @@ EXPECTED = {
     "plugin-state/state.sqlite": ("plugin-state-sqlite", "import"),
     "memory/main.sqlite": ("memory-index-sqlite", "drop"),
     "memory/main.sqlite-wal": ("memory-index-sqlite", "drop"),
-    "debug-proxy/capture.sqlite": ("debug-proxy-capture-sqlite", "retain"),
-    "debug-proxy/blobs/ab/abcdef.gz": ("debug-proxy-capture-sqlite", "retain"),
+    "debug-proxy/capture.sqlite": ("debug-proxy-capture-sqlite", "import"),
+    f"debug-proxy/blobs/{BLOB_ID}.bin.gz": ("debug-proxy-capture-blobs", "import"),
+    "debug-proxy/blobs/ab/abcdef.gz": ("debug-proxy-capture-blobs", "import"),
     "debug-proxy/ca/openclaw-debug-proxy-ca.pem": ("debug-proxy-files", "retain"),
     "workspace-attestations/738dd14d.attested": ("workspace-attestation", "retain"),
 }
@@ -169,6 +210,18 @@ def test_migrate_imports_retains_and_drops(tmp_path: Path) -> None:
     assert receipt(state, "tasks/runs.sqlite-wal")["report"]["disposition"].startswith("sibling of tasks/runs.sqlite")
     retired = state / ".statekit" / "migrated" / report.run_id / "memory" / "main.sqlite"
     assert sqlite3.connect(retired).execute("SELECT payload FROM chunks").fetchone() == ("x",)
+    # the capture: sessions (one implied by an event), events (the repeated one twice) and the checked blob
+    db = global_db(state)
+    assert rows(db, "SELECT id, started_at, ended_at, mode, source_scope, source_process, proxy_url FROM capture_sessions ORDER BY id") == [
+        ("s1", 900, 2000, "explicit", "gateway", "openclaw", "http://127.0.0.1:7777"),
+        ("s2", 1500, None, "implicit", "gateway", "cli", None),
+    ]
+    assert rows(db, "SELECT blob_id, content_type, encoding, size_bytes, sha256, data, created_at FROM capture_blobs") == [
+        (BLOB_ID, "application/json", "gzip", len(PAYLOAD), hashlib.sha256(PAYLOAD).hexdigest(), BLOB_GZ, 1000)
+    ]
+    columns = list(CAPTURE_EVENTS[0])
+    assert rows(db, f"SELECT {', '.join(columns)} FROM capture_events ORDER BY id") == [tuple(e[c] for c in columns) for e in CAPTURE_EVENTS]
+    assert receipt(state, f"debug-proxy/blobs/{BLOB_ID}.bin.gz")["report"]["disposition"].startswith("payload blob of debug-proxy/capture.sqlite")
 
 
 def test_task_registry_rows_are_the_ones_openclaw_imports(tmp_path: Path) -> None:
@@ -276,6 +329,26 @@ def test_plugin_state_sidecar_drops_expired_rows_and_keeps_newer_stored_ones(tmp
     ]
     stored = receipt(state, "plugin-state/state.sqlite")["report"]
     assert (stored["plugin_state_inserted"], stored["plugin_state_expired"], stored["plugin_state_kept_newer"]) == (2, 1, 1)
+
+
+def test_capture_blob_that_fails_its_hash_keeps_the_capture_and_its_blobs_in_place(tmp_path: Path) -> None:
+    state = make_state(tmp_path, {f"debug-proxy/blobs/{BLOB_ID}.bin.gz": gzip.compress(b"tampered", mtime=0)})
+    _database(state / "debug-proxy" / "capture.sqlite", CAPTURE_SQL, {"capture_sessions": CAPTURE_SESSIONS, "capture_events": CAPTURE_EVENTS})
+    report = run(state)
+    assert report.exit_code == 3
+    assert [w for w in report.warnings if w.startswith("debug-proxy/")] == [
+        f"debug-proxy/capture.sqlite: capture blob {BLOB_ID} does not match its hash ({BLOB_ID}.bin.gz); left in place",
+        f"debug-proxy/blobs/{BLOB_ID}.bin.gz: waits until debug-proxy/capture.sqlite is imported (its events use these blobs); left in place",
+    ]
+    assert (state / "debug-proxy/capture.sqlite").exists() and (state / f"debug-proxy/blobs/{BLOB_ID}.bin.gz").exists()
+    assert rows(global_db(state), "SELECT count(*) FROM capture_events") == [(0,)]
+
+
+def test_blobs_without_a_capture_database_stay(tmp_path: Path) -> None:
+    state = make_state(tmp_path, {f"debug-proxy/blobs/{BLOB_ID}.bin.gz": BLOB_GZ})
+    plan = build_plan(state)
+    assert [(s.rel, s.action) for s in plan.sources] == [(f"debug-proxy/blobs/{BLOB_ID}.bin.gz", "retain")]
+    assert "without a capture database" in (plan.sources[0].reason or "")
 
 
 def test_a_file_that_is_not_sqlite_is_unreadable_and_stays(tmp_path: Path) -> None:
