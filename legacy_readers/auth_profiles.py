@@ -55,7 +55,7 @@ import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import PurePosixPath
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar
 
 from legacy_readers._jsjson import js_stringify
 from legacy_readers.base import (
@@ -509,9 +509,19 @@ def _load_row(conn: sqlite3.Connection, table: str, key_column: str, json_column
 
 
 def merge_store(
-    conn: sqlite3.Connection, profiles: dict[str, dict[str, Any]], updated_at: int, authoritative: bool, rel: str
+    conn: sqlite3.Connection,
+    profiles: dict[str, dict[str, Any]],
+    updated_at: int,
+    authoritative: bool,
+    rel: str,
+    *,
+    first: bool = False,
 ) -> dict[str, int]:
-    """Upsert ``profiles`` into the agent's store row by profile id; returns counts (added/replaced/kept/unchanged)."""
+    """Upsert ``profiles`` into the agent's store row by profile id; returns counts (added/replaced/kept/unchanged).
+
+    ``first``: the incoming ids go first, in their order (OpenClaw applies ``auth.json`` before
+    ``auth-profiles.json``, so its profiles lead the store even though they never win).
+    """
     existing, existing_at = _load_row(conn, STORE_TABLE, "store_key", "store_json", rel)
     current = dict(existing) if existing else {}
     merged = dict(current.get("profiles") or {})
@@ -527,6 +537,8 @@ def merge_store(
             counts["replaced"] += 1
         else:
             counts["kept_existing"] += 1
+    if first:
+        merged = {**{pid: merged[pid] for pid in profiles}, **{pid: v for pid, v in merged.items() if pid not in profiles}}
     others = {name: value for name, value in current.items() if name not in ("version", "profiles")}
     store = {"version": current.get("version", STORE_VERSION), "profiles": merged, **others}
     upsert(
@@ -606,10 +618,12 @@ def _report_target(agent: str) -> dict[str, Any]:
     return {"agent_id": agent, "target": f"agents/{agent}/agent/openclaw-agent.sqlite", "store_key": PRIMARY_KEY}
 
 
-def _import_store(source: Source, ctx: ImportContext, agent: str, parsed: Parsed, authoritative: bool, fill_note: str) -> WriteResult:
+def _import_store(
+    source: Source, ctx: ImportContext, agent: str, parsed: Parsed, authoritative: bool, fill_note: str, *, first: bool = False
+) -> WriteResult:
     conn = ctx.agent_db(agent)
     updated = _mtime_ms(source, ctx.now_ms)
-    counts = merge_store(conn, parsed.profiles, updated, authoritative, source.rel)
+    counts = merge_store(conn, parsed.profiles, updated, authoritative, source.rel, first=first)
     if parsed.state:
         merge_state(conn, parsed.state, updated, authoritative, source.rel)
     notices = []
@@ -697,6 +711,7 @@ class _ProviderMapReader(Reader):
     """``{<provider>: {...credential}}`` maps (``auth.json``, ``credentials/oauth.json``): fill-only."""
 
     parse: Callable[[dict[str, Any], str], Parsed] = staticmethod(parse_auth_json)
+    leads_store: ClassVar[bool] = True  # auth.json's ids come first in OpenClaw's merged store
 
     def _agent(self, source: Source, ctx: ImportContext) -> str:
         return owner_agent(source, dict(ctx.config))
@@ -708,7 +723,7 @@ class _ProviderMapReader(Reader):
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         agent = self._agent(source, ctx)
         parsed = self.parse(_load(source, handle, self.schema_name or ""), source.rel)
-        return _import_store(source, ctx, agent, parsed, False, "auth-profiles.json wins over this legacy file")
+        return _import_store(source, ctx, agent, parsed, False, "auth-profiles.json wins over this legacy file", first=self.leads_store)
 
 
 class AuthJsonReader(_ProviderMapReader):
@@ -732,6 +747,7 @@ class OAuthJsonReader(_ProviderMapReader):
     action = "import"
     order = 53
     parse = staticmethod(parse_oauth_json)
+    leads_store = False  # imported into the finished store: its new ids are appended
 
     def _agent(self, source: Source, ctx: ImportContext) -> str:
         return SHARED_MAIN_AGENT_ID

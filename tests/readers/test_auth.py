@@ -130,9 +130,11 @@ def test_legacy_sources_fill_without_overriding(tmp_path: Path) -> None:
     oauth = json.loads(files["credentials/oauth.json"])["openai-codex"]
     assert main["profiles"]["openai-codex:default"] == {"type": "oauth", "provider": "openai-codex", **oauth}
     assert list(main["profiles"]["openai-codex:default"]) == ["type", "provider", "access", "refresh", "accountId", "expires"]
-    assert set(main["profiles"]) == {
-        "openai:default", "anthropic:me@example.com", "fakellm:manual", "anthropic:default", "google:default", "openai-codex:default",
-    }
+    # OpenClaw applies auth.json before auth-profiles.json: auth.json's ids lead the store (values still from
+    # auth-profiles.json where both have one); oauth.json, imported last, appends
+    assert list(main["profiles"]) == [
+        "anthropic:default", "openai:default", "google:default", "anthropic:me@example.com", "fakellm:manual", "openai-codex:default",
+    ]
 
     # the pre-multi-agent agent/ dir belongs to the configured default agent
     ops, _ = store(state, "ops")
