@@ -1,20 +1,87 @@
-"""``tui/last-session.json``: TUI restore pointers -> ``global.tui_last_sessions``.
+"""``tui/last-session.json``: TUI restore pointers -> global ``config_machine_state``.
 
 Shape: ``{<scopeKey>: {sessionKey, updatedAt}}`` where the scope key is
-OpenClaw's hash of (session scope, agent id, connection URL). One row per
-scope key, upsert by ``scope_key``; the newer ``updatedAt`` wins against a row
-already in the database; a missing ``updatedAt`` takes the file's mtime.
+OpenClaw's hash of (session scope, agent id, connection URL).
+
+Written where OpenClaw 2026.9.6 keeps them and as its own doctor imports the
+file: one ``config_machine_state`` row per scope, ``state_key``
+``tui.lastSession.<scopeKey>``, ``value_json`` the session key as
+``JSON.stringify`` writes a string, ``updated_at_ms`` the record's
+``updatedAt``. Version 1's ``tui_last_sessions`` is not used: 9.6's upgrade
+(the v12 fold-in) drops that table without carrying its rows over.
+
+Validation is 9.6's: every scope key non-empty and trimmed, every record an
+object with only ``sessionKey`` and ``updatedAt``, the session key a trimmed
+non-empty string other than ``unknown``, ``updatedAt`` a non-negative safe
+integer; anything else and the whole file stays in place (9.6 refuses it
+too). Pointers to heartbeat sessions (key ending ``:heartbeat``) are
+discarded, as 9.6 does. Against a row already in the database: the newer
+``updatedAt`` wins; the same ``updatedAt`` with a different session key is a
+conflict that leaves the file in place.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from legacy_readers._jsjson import js_stringify, loads_js
 from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
-from legacy_readers.devices import expect_keys, fetch_row, file_mtime_ms, load_object, ms, write_row
+from legacy_readers.devices import expect_keys, fetch_row, load_object, write_row
+from statekit.errors import SourceError
 
 FAMILY = "tui"
-TABLE = "tui_last_sessions"
+TABLE = "config_machine_state"
+KEY_PREFIX = "tui.lastSession."
+RECORD_FIELDS = frozenset({"sessionKey", "updatedAt"})
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
+@dataclass(frozen=True)
+class Pointer:
+    scope_key: str
+    session_key: str
+    updated_at: int
+
+    @property
+    def state_key(self) -> str:
+        return KEY_PREFIX + self.scope_key
+
+
+def _safe_integer(value: Any) -> int | None:
+    """``value`` when JavaScript's ``Number.isSafeInteger`` holds for it (``2.0`` does), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and abs(value) <= MAX_SAFE_INTEGER:
+        return value
+    return None
+
+
+def parse_pointers(store: dict[str, Any], rel: str) -> list[Pointer]:
+    pointers = []
+    for scope_key, record in store.items():
+        where = f"$[{js_stringify(scope_key)}]"
+        if not scope_key or scope_key.strip() != scope_key:
+            raise SourceError(rel, "scope key is empty or has surrounding whitespace (OpenClaw refuses the file)", json_path=where)
+        if not isinstance(record, dict):
+            raise SourceError(rel, "record is not an object", json_path=where)
+        extra = sorted(set(record) - RECORD_FIELDS)
+        if extra:
+            raise SourceError(rel, f"record has field(s) OpenClaw does not allow: {', '.join(extra)}", json_path=where)
+        session_key = record.get("sessionKey")
+        if not isinstance(session_key, str) or not session_key or session_key.strip() != session_key or session_key == "unknown":
+            raise SourceError(rel, "sessionKey is not a trimmed non-empty session key", json_path=f"{where}.sessionKey")
+        updated_at = _safe_integer(record.get("updatedAt"))
+        if updated_at is None or updated_at < 0:
+            raise SourceError(rel, "updatedAt is not a non-negative integer timestamp", json_path=f"{where}.updatedAt")
+        pointers.append(Pointer(scope_key, session_key, updated_at))
+    return pointers
+
+
+def is_heartbeat(session_key: str) -> bool:
+    return session_key.lower().endswith(":heartbeat")
 
 
 class TuiLastSessionReader(Reader):
@@ -23,7 +90,7 @@ class TuiLastSessionReader(Reader):
     description = "TUI last-session restore pointers (tui/last-session.json)"
     patterns = ("tui/last-session.json",)
     schema_name = "tui-last-session"
-    target_tables = ("global.tui_last_sessions",)
+    target_tables = ("global.config_machine_state",)
     action = "import"
     order = 54
 
@@ -31,24 +98,44 @@ class TuiLastSessionReader(Reader):
         return None
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
-        return Inspection(record_count=len(load_object(handle, source.rel, self.schema_name)))
+        pointers = parse_pointers(load_object(handle, source.rel, self.schema_name), source.rel)
+        return Inspection(record_count=len(pointers))
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
-        store: dict[str, Any] = load_object(handle, source.rel, self.schema_name)
+        pointers = parse_pointers(load_object(handle, source.rel, self.schema_name), source.rel)
+        active = [p for p in pointers if not is_heartbeat(p.session_key)]
         conn = ctx.global_db
-        mtime = file_mtime_ms(source, ctx.now_ms)
         kept = 0
-        for scope_key, entry in store.items():
-            updated = ms(entry.get("updatedAt"))
-            row = {"scope_key": scope_key, "session_key": entry["sessionKey"].strip(), "updated_at": mtime if updated is None else updated}
-            existing = fetch_row(conn, TABLE, "scope_key = ?", (scope_key,))
-            if existing is not None and (existing.get("updated_at") or 0) > row["updated_at"]:
-                kept += 1
-                continue
-            write_row(conn, TABLE, row, ("scope_key",))
-        result = WriteResult(records=len(store))
+        for pointer in active:
+            existing = fetch_row(conn, TABLE, "state_key = ?", (pointer.state_key,))
+            if existing is not None:
+                held_at = int(existing["updated_at_ms"])
+                if held_at > pointer.updated_at:
+                    kept += 1
+                    continue
+                if held_at == pointer.updated_at and _held_key(existing) != pointer.session_key:
+                    raise SourceError(
+                        source.rel,
+                        f"scope {pointer.scope_key} points elsewhere in the database at the same timestamp; left in place",
+                    )
+            write_row(conn, TABLE, {
+                "state_key": pointer.state_key,
+                "value_json": js_stringify(pointer.session_key),
+                "updated_at_ms": pointer.updated_at,
+            }, ("state_key",))
+        result = WriteResult(records=len(active))
+        discarded = len(pointers) - len(active)
+        if discarded:
+            result.notices.append(f"{source.rel}: discarded {discarded} heartbeat restore pointer(s), as OpenClaw does")
         if kept:
             result.notices.append(f"{source.rel}: kept {kept} newer pointer(s) already in the database")
-        expect_keys(result, TABLE, "scope_key", store)
-        result.report.update({"scopes": len(store), "kept_newer_database_rows": kept})
+        expect_keys(result, TABLE, "state_key", [p.state_key for p in active])
+        result.report.update({"scopes": len(active), "discarded_heartbeat": discarded, "kept_newer_database_rows": kept})
         return result
+
+
+def _held_key(row: dict[str, Any]) -> Any:
+    try:
+        return loads_js(row["value_json"])
+    except ValueError:
+        return None
