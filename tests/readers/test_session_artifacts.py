@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -303,30 +302,6 @@ def test_retained_and_dropped_artifacts(tmp_path: Path) -> None:
         assert assert_retired(state, rel, data)["dropped"] == "stale lock file (the gateway is stopped)"
     outcomes = {o.rel: o.status for o in report.outcomes}
     assert outcomes[f"{SESSIONS}/s-acp.acp-stream.jsonl"] == "retain"
-
-
-def test_skills_prompt_round_trip_and_corrupt_entry(tmp_path: Path) -> None:
-    text = (FIX / "skills-prompt.txt").read_bytes()
-    digest = hashlib.sha256(text).hexdigest()
-    rel = f"{SESSIONS}/skills-prompts/sha256/{digest[:2]}/{digest}.txt"
-    bad_digest = "0" * 64
-    bad = f"agents/work/sessions/skills-prompts/sha256/00/{bad_digest}.txt"
-    state = build(tmp_path, {rel: text, bad: text})
-    report = migrate(state, MigrateOptions(backup=False))
-    assert report.exit_code == 3
-    assert [w for w in report.warnings if bad in w] == [f"{bad}: content does not match the sha256 in its file name (corrupt cache entry)"]
-    assert (state / bad).read_bytes() == text
-    assert rows(agent_db(state), "SELECT scope, key, value_json, blob, expires_at, updated_at FROM cache_entries") == [
-        (
-            "skills-prompts",
-            f"sha256:{digest}",
-            json.dumps({"version": 1, "algorithm": "sha256", "hash": digest, "bytes": len(text), "contentType": "text/plain; charset=utf-8"}, separators=(",", ":")),
-            text,
-            None,
-            MTIME_MS,
-        )
-    ]
-    assert assert_retired(state, rel, text)["key"] == f"sha256:{digest}"
 
 
 def test_rerun_changes_nothing(tmp_path: Path) -> None:

@@ -64,7 +64,9 @@ def test_smoke_trajectories_pointers_and_prompts(smoke) -> None:
     assert len(prompts) == 2
     for rel, data in prompts.items():
         digest = hashlib.sha256(data).hexdigest()
-        assert rows(agent_db(state, rel.split("/")[1]), "SELECT blob FROM cache_entries WHERE scope = 'skills-prompts' AND key = ?", (f"sha256:{digest}",)) == [(data,)]
+        # kept in place, byte-exact, where OpenClaw 2026.9.6 resolves skillsSnapshot.promptRef
+        assert (state / rel).read_bytes() == data
+        assert rows(agent_db(state, rel.split("/")[1]), "SELECT count(*) FROM cache_entries WHERE scope = 'skills-prompts'") == [(0,)]
         # the session index still points at it through skillsSnapshot.promptRef
         refs = rows(agent_db(state, rel.split("/")[1]), "SELECT count(*) FROM session_entries WHERE json_extract(entry_json, '$.skillsSnapshot.promptRef.hash') = ?", (digest,))
         assert refs[0][0] >= 1
