@@ -1,20 +1,30 @@
 """``exec-approvals.json``: exec approval policy -> ``global.exec_approvals_config``.
 
-One singleton row, ``config_key = 'current'``: ``raw_json`` holds the whole
-normalised file, the typed columns project the defaults and the counts.
-Rules (``docs/readers/exec_approvals.md``; upstream-legacy-formats.md §2.6):
+One singleton row, ``config_key = 'current'``, exactly as OpenClaw 2026.9.6's
+doctor imports the file (``state-migrations.exec-approvals``): ``raw_json`` is
+the file parsed and normalised as OpenClaw parses it
+(``parsePersistedExecApprovals`` + ``normalizeExecApprovalsInternal``) and
+written as ``JSON.stringify(file, null, 2) + "\n"``; the typed columns are its
+``projectionValues``. Rules (``docs/readers/exec_approvals.md``):
 
 * Validation walks the file in key order and reports the first problem as a
   path with agents numbered from 1 (``agents entry #2.allowlist[1].lastUsedAt:
   expected a finite number``): agent keys and policy values never reach a
-  message.
+  message. Policy values must be ones OpenClaw knows (``security`` /
+  ``askFallback``: allowlist, full, deny; ``ask``: always, off, on-miss): a
+  row OpenClaw cannot parse would make it fall back to deny-everything.
+* Normalisation as OpenClaw's: known keys first in its schema order, unknown
+  top-level/defaults/socket keys dropped, a legacy ``default`` agent merged
+  into ``main``, string allowlist entries become ``{pattern}``, ``commandText``
+  dropped, ``null`` usage fields dropped, a missing entry ``id`` filled. Where
+  OpenClaw draws a random UUID statekit derives one from the entry (same
+  shape, stable across reruns).
 * ``lastUsedAt`` below 1e11 is seconds (real files mix both): multiplied by
-  1000; how many were converted goes into the receipt.
-* The socket token never lands in ``raw_json``: the column
-  ``has_socket_token`` says there was one, ``socket.token`` is removed from
-  the stored JSON (OpenClaw generates a fresh one when it needs it) and the
-  receipt keeps only its fingerprint. The original stays byte-exact in the
-  retired copy.
+  1000 (OpenClaw keeps the number as it is); how many were converted goes into
+  the receipt.
+* The socket path and token are kept in ``raw_json`` as OpenClaw keeps them
+  (the database is 0600 like every statekit file); receipts and messages carry
+  only the token's fingerprint.
 * Socket path/token come from the file only when the database has no row.
 * A database row newer than the file (``updated_at_ms`` > the file's mtime,
   e.g. written by OpenClaw 2026.7) is kept; the file is retired with that
@@ -28,12 +38,16 @@ Rules (``docs/readers/exec_approvals.md``; upstream-legacy-formats.md §2.6):
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import math
 import re
+import uuid
 from typing import Any, BinaryIO
 
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, compact_json, fingerprint, json_type, validate
+from legacy_readers._jsjson import js_number
+
+from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint, json_type, validate
 from legacy_readers.devices import fetch_row, file_mtime_ms, load_json, write_row
 from statekit.errors import SourceError
 
@@ -43,7 +57,13 @@ CONFIG_KEY = "current"
 SECONDS_LIMIT = 1e11  # a lastUsedAt below this is in seconds (1e11 ms is 1973)
 STUB_KEYS = {"version", "socket", "defaults", "agents"}
 POLICY_STRINGS = ("security", "ask", "askFallback")
+POLICY_VALUES = {"security": ("allowlist", "full", "deny"), "ask": ("always", "off", "on-miss"), "askFallback": ("allowlist", "full", "deny")}
 ENTRY_STRINGS = ("id", "lastUsedCommand", "lastResolvedPath", "source", "commandText", "argPattern")
+# Key order of OpenClaw's zod schemas (known keys first, in this order, then unknown keys as written).
+POLICY_ORDER = ("security", "ask", "askFallback", "autoAllowSkills")
+AGENT_ORDER = (*POLICY_ORDER, "allowlist", "mcpTools")
+ENTRY_ORDER = ("pattern", "id", "source", "commandText", "argPattern", "lastUsedAt", "lastUsedCommand", "lastResolvedPath")
+MCP_TOOL_ORDER = ("server", "tool", "source", "addedAt", "lastUsedAt")
 _INDEX_KEY = re.compile(r"^(?:0|[1-9][0-9]*)$")
 
 
@@ -77,8 +97,27 @@ def _check_policy(policy: dict[str, Any], prefix: str) -> None:
     for name in POLICY_STRINGS:
         if name in policy and policy[name] is not None:
             _expect(policy[name], "string", f"{prefix}.{name}")
+            if policy[name] not in POLICY_VALUES[name]:
+                raise _Invalid(f"{prefix}.{name}", f"expected one of {', '.join(POLICY_VALUES[name])}")
     if "autoAllowSkills" in policy and policy["autoAllowSkills"] is not None:
         _expect(policy["autoAllowSkills"], "boolean", f"{prefix}.autoAllowSkills")
+
+
+def _check_mcp_tools(tools: Any, prefix: str) -> None:
+    _expect(tools, "array", f"{prefix}.mcpTools")
+    for index, grant in enumerate(tools):
+        where = f"{prefix}.mcpTools[{index}]"
+        _expect(grant, "object", where)
+        for name in ("server", "tool"):
+            if not isinstance(grant.get(name), str) or not grant[name].strip():
+                raise _Invalid(f"{where}.{name}", "expected a non-empty string")
+        if grant.get("source") != "allow-always":
+            raise _Invalid(f"{where}.source", "expected a supported value")
+        for name in ("addedAt", "lastUsedAt"):
+            if name == "lastUsedAt" and grant.get(name) is None:
+                continue
+            if not _finite(grant.get(name)) or grant[name] < 0:
+                raise _Invalid(f"{where}.{name}", "expected a finite number")
 
 
 def js_key_order(keys: Any) -> list[str]:
@@ -112,12 +151,18 @@ def check(document: Any) -> None:
         prefix = f"agents entry #{number}"
         _expect(agent, "object", prefix)
         _check_policy(agent, prefix)
+        if agent.get("mcpTools") is not None:
+            _check_mcp_tools(agent["mcpTools"], prefix)
         allowlist = agent.get("allowlist")
         if allowlist is None:
             continue
         _expect(allowlist, "array", f"{prefix}.allowlist")
         for index, entry in enumerate(allowlist):
             where = f"{prefix}.allowlist[{index}]"
+            if isinstance(entry, str):
+                if not entry.strip():
+                    raise _Invalid(where, "expected a non-empty string")
+                continue
             _expect(entry, "object", where)
             pattern = entry.get("pattern")
             if not isinstance(pattern, str) or not pattern.strip():
@@ -136,42 +181,141 @@ def is_stub(document: dict[str, Any]) -> bool:
     return not document.get("defaults") and not document.get("agents")
 
 
-def _blank(value: Any) -> bool:
-    return not isinstance(value, str) or not value.strip()
+def _ordered(value: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    """Keys in ``order`` first (those present), then the rest as written: how zod builds a parsed object."""
+    known = {k: value[k] for k in order if k in value}
+    return known | {k: v for k, v in value.items() if k not in known}
 
 
-def normalise(document: dict[str, Any]) -> tuple[dict[str, Any], int]:
-    """Deep copy with seconds ``lastUsedAt`` turned into ms and ``socket.token`` removed."""
-    result = copy.deepcopy(document)
+def _entry_id(agent_key: str, index: int, entry: dict[str, Any]) -> str:
+    """A version-4-shaped UUID derived from the entry (OpenClaw draws a random one): reruns give the same id."""
+    digest = hashlib.sha256(json.dumps([agent_key, index, entry], sort_keys=True, ensure_ascii=False).encode("utf-8")).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=4))
+
+
+def _entries(agent_key: str, allowlist: list[Any]) -> list[dict[str, Any]]:
+    entries: list[dict[str, Any]] = []
+    for index, item in enumerate(allowlist):
+        entry = {"pattern": item.strip()} if isinstance(item, str) else _ordered(item, ENTRY_ORDER)
+        for name in ("lastUsedAt", "lastUsedCommand"):
+            if name in entry and entry[name] is None:
+                del entry[name]  # normalizeLegacyNullableUsageMetadata
+        entry = {k: v for k, v in entry.items() if v is not None or k not in ENTRY_ORDER}
+        if "source" in entry and entry["source"] != "allow-always":
+            del entry["source"]
+        entry.pop("commandText", None)
+        if not entry.get("id"):
+            entry["id"] = _entry_id(agent_key, index, entry)
+        entries.append(entry)
+    return entries
+
+
+def _agent(key: str, agent: dict[str, Any]) -> dict[str, Any]:
+    result = {k: v for k, v in _ordered(agent, AGENT_ORDER).items() if v is not None or k not in AGENT_ORDER}
+    if isinstance(result.get("allowlist"), list):
+        if result["allowlist"]:
+            result["allowlist"] = _entries(key, result["allowlist"])
+    if isinstance(result.get("mcpTools"), list):
+        result["mcpTools"] = [_ordered(grant, MCP_TOOL_ORDER) for grant in result["mcpTools"]]
+    return result
+
+
+def _merge_legacy_default(current: dict[str, Any], legacy: dict[str, Any]) -> dict[str, Any]:
+    """``mergeLegacyAgent``: the ``main`` agent wins, allowlists are joined (a pattern + argPattern once)."""
+    seen: set[str] = set()
+    allowlist: list[dict[str, Any]] = []
+    for entry in [*(current.get("allowlist") or []), *(legacy.get("allowlist") or [])]:
+        key = f"{entry['pattern'].strip().lower()}\0{(entry.get('argPattern') or '').strip()}"
+        if key not in seen:
+            seen.add(key)
+            allowlist.append(entry)
+    merged = {**legacy, **current}
+    for name in POLICY_ORDER:
+        value = current.get(name) if current.get(name) is not None else legacy.get(name)
+        if value is None:
+            merged.pop(name, None)
+        else:
+            merged[name] = value
+    if allowlist:
+        merged["allowlist"] = allowlist
+    else:
+        merged.pop("allowlist", None)
+    current_tools = current.get("mcpTools") or []
+    legacy_tools = [g for g in legacy.get("mcpTools") or [] if not any(t["server"] == g["server"] and t["tool"] == g["tool"] for t in current_tools)]
+    if current.get("mcpTools") is not None or legacy.get("mcpTools") is not None:
+        merged["mcpTools"] = [*current_tools, *legacy_tools]
+    return merged
+
+
+def _policy(value: Any) -> dict[str, Any]:
+    policy = value if isinstance(value, dict) else {}
+    return {name: policy[name] for name in POLICY_ORDER if policy.get(name) is not None}
+
+
+def openclaw_file(document: dict[str, Any]) -> dict[str, Any]:
+    """The file as OpenClaw 2026.9.6 parses and normalises it (a valid ``check``-ed document)."""
+    socket = document.get("socket") if isinstance(document.get("socket"), dict) else {}
+    normalised_socket: dict[str, Any] = {}
+    for name in ("path", "token"):
+        if isinstance(socket.get(name), str) and socket[name].strip():
+            normalised_socket[name] = socket[name].strip()
+    raw_agents = document.get("agents") if isinstance(document.get("agents"), dict) else {}
+    agents = {key: _agent(key, raw_agents[key]) for key in js_key_order(raw_agents)}
+    legacy_default = agents.pop("default", None)
+    if legacy_default is not None:
+        agents["main"] = _merge_legacy_default(agents["main"], legacy_default) if "main" in agents else legacy_default
+    return {"version": 1, "socket": normalised_socket, "defaults": _policy(document.get("defaults")), "agents": agents}
+
+
+def convert_seconds(file: dict[str, Any]) -> int:
+    """``lastUsedAt`` in seconds -> ms, in place; the number converted."""
     converted = 0
-    for agent in (result.get("agents") or {}).values():
+    for agent in file["agents"].values():
         for entry in agent.get("allowlist") or []:
             value = entry.get("lastUsedAt")
             if _finite(value) and 0 <= value < SECONDS_LIMIT:
                 entry["lastUsedAt"] = int(value * 1000) if float(value * 1000).is_integer() else value * 1000
                 converted += 1
-    socket = result.get("socket")
-    if isinstance(socket, dict):
-        socket.pop("token", None)
-    return result, converted
+    return converted
 
 
-def _policy_value(defaults: Any, name: str) -> Any:
-    return defaults.get(name) if isinstance(defaults, dict) else None
+def js_pretty(value: Any, indent: str = "") -> str:
+    """``JSON.stringify(value, null, 2)`` (array-index keys first, numbers as JavaScript prints them)."""
+    inner = indent + "  "
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = [f"{inner}{json.dumps(k, ensure_ascii=False)}: {js_pretty(value[k], inner)}" for k in js_key_order(value)]
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        return "[\n" + ",\n".join(f"{inner}{js_pretty(v, inner)}" for v in value) + "\n" + indent + "]"
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, (int, float)):
+        return js_number(value)
+    return json.dumps(value, ensure_ascii=False)
 
 
-def config_row(normalised: dict[str, Any], socket_path: str | None, has_token: bool, updated_at: int) -> dict[str, Any]:
-    defaults = normalised.get("defaults")
-    agents = normalised.get("agents") or {}
-    auto = _policy_value(defaults, "autoAllowSkills")
+def serialise(file: dict[str, Any]) -> str:
+    """``serializeExecApprovals``: ``JSON.stringify(file, null, 2) + "\n"``."""
+    return js_pretty(file) + "\n"
+
+
+def config_row(file: dict[str, Any], updated_at: int) -> dict[str, Any]:
+    """The row of an OpenClaw-normalised file: ``raw_json`` plus 2026.9.6's ``projectionValues``."""
+    defaults = file["defaults"]
+    agents = file["agents"]
+    auto = defaults.get("autoAllowSkills")
     return {
         "config_key": CONFIG_KEY,
-        "raw_json": compact_json(normalised),
-        "socket_path": socket_path,
-        "has_socket_token": int(has_token),
-        "default_security": _policy_value(defaults, "security"),
-        "default_ask": _policy_value(defaults, "ask"),
-        "default_ask_fallback": _policy_value(defaults, "askFallback"),
+        "raw_json": serialise(file),
+        "socket_path": file["socket"].get("path"),
+        "has_socket_token": 1 if file["socket"].get("token") else 0,
+        "default_security": defaults.get("security"),
+        "default_ask": defaults.get("ask"),
+        "default_ask_fallback": defaults.get("askFallback"),
         "auto_allow_skills": None if not isinstance(auto, bool) else int(auto),
         "agent_count": len(agents),
         "allowlist_count": sum(len(agent.get("allowlist") or []) for agent in agents.values()),
@@ -179,13 +323,15 @@ def config_row(normalised: dict[str, Any], socket_path: str | None, has_token: b
     }
 
 
-def _existing_socket(existing: dict[str, Any]) -> dict[str, Any] | None:
+def _existing_socket(existing: dict[str, Any]) -> dict[str, Any]:
     try:
         parsed = json.loads(existing.get("raw_json") or "{}")
     except ValueError:
-        return None
+        return {}
     socket = parsed.get("socket") if isinstance(parsed, dict) else None
-    return socket if isinstance(socket, dict) else None
+    if not isinstance(socket, dict):
+        return {}
+    return {name: socket[name].strip() for name in ("path", "token") if isinstance(socket.get(name), str) and socket[name].strip()}
 
 
 class ExecApprovalsReader(Reader):
@@ -220,24 +366,22 @@ class ExecApprovalsReader(Reader):
         document = self._load(source, handle)
         conn = ctx.global_db
         mtime = file_mtime_ms(source, ctx.now_ms)
-        socket = document.get("socket") if isinstance(document.get("socket"), dict) else {}
-        token = socket.get("token")
-        has_token = not _blank(token)
-        socket_path = None if _blank(socket.get("path")) else socket["path"]
-        normalised, converted = normalise(document)
+        file = openclaw_file(copy.deepcopy(document))
+        converted = convert_seconds(file)
+        token = file["socket"].get("token")
         existing = fetch_row(conn, TABLE, "config_key = ?", (CONFIG_KEY,))
         result = WriteResult(records=0)
         report: dict[str, Any] = {
             "stub": is_stub(document),
-            "has_socket_token": has_token,
+            "has_socket_token": token is not None,
             "lastUsedAt_seconds_converted": converted,
         }
-        if has_token:
+        if token is not None:
             report["socket_token_fingerprint"] = fingerprint(token)
         if report["stub"]:
-            if existing is None and (socket_path or has_token):
-                stub = {"version": 1, "socket": {"path": socket_path}} if socket_path else {"version": 1, "socket": {}}
-                write_row(conn, TABLE, config_row(stub, socket_path, has_token, mtime), ("config_key",))
+            if existing is None and file["socket"]:
+                # As OpenClaw: a policy-free file with a socket is imported while SQLite has no row.
+                write_row(conn, TABLE, config_row(file, mtime), ("config_key",))
                 result.records = 1
                 report["decision"] = "stub: socket imported (no database row yet)"
                 result.expect("global", TABLE, "config_key = ?", (CONFIG_KEY,), 1)
@@ -258,17 +402,11 @@ class ExecApprovalsReader(Reader):
             return result
         if existing is not None:
             # Socket path/token are imported from the file only when SQLite has no row.
-            kept_socket = _existing_socket(existing)
-            if kept_socket is not None:
-                normalised["socket"] = {k: v for k, v in kept_socket.items() if k != "token"}
-            elif "socket" in normalised:
-                normalised.pop("socket")
-            socket_path = existing.get("socket_path")
-            has_token = bool(existing.get("has_socket_token"))
+            file["socket"] = _existing_socket(existing)
             report["decision"] = "replaced older database row (its socket kept)"
         else:
             report["decision"] = "imported"
-        row = config_row(normalised, socket_path, has_token, mtime)
+        row = config_row(file, mtime)
         write_row(conn, TABLE, row, ("config_key",))
         result.records = 1
         if converted:

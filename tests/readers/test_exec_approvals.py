@@ -1,8 +1,9 @@
-"""exec-approvals.json -> exec_approvals_config (seconds->ms, token redaction, stubs, newer DB rows, path-only errors)."""
+"""exec-approvals.json -> exec_approvals_config as OpenClaw 2026.9.6 imports it (seconds->ms, stubs, newer DB rows, path-only errors)."""
 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -41,7 +42,8 @@ def test_round_trip(state: Path) -> None:
     assert row["report"]["socket_token_fingerprint"] == fingerprint(SOCKET_TOKEN)
     assert row["report"]["decision"] == "imported"
     got = one(state, "SELECT * FROM exec_approvals_config")
-    raw = json.loads(got.pop("raw_json"))
+    text = got.pop("raw_json")
+    raw = json.loads(text)
     assert got == {
         "config_key": "current",
         "socket_path": "~/.openclaw/exec-approvals.sock",
@@ -54,16 +56,41 @@ def test_round_trip(state: Path) -> None:
         "allowlist_count": 4,
         "updated_at_ms": MTIME,
     }
-    assert raw["socket"] == {"path": "~/.openclaw/exec-approvals.sock"}  # token removed
+    # JSON.stringify(file, null, 2) + "\n", the socket token kept (as OpenClaw keeps it; never in a receipt or message).
+    assert text.startswith('{\n  "version": 1,\n  "socket": {\n    "path": "~/.openclaw/exec-approvals.sock",\n') and text.endswith("\n}\n")
+    assert raw["socket"] == {"path": "~/.openclaw/exec-approvals.sock", "token": SOCKET_TOKEN}
     assert list(raw["agents"]) == ["main", "*", "work"]  # key order kept
+    # Entries in OpenClaw's schema key order; a missing id is filled with a UUID (stable across reruns).
+    assert list(raw["agents"]["main"]["allowlist"][0]) == ["pattern", "id", "lastUsedAt"]
+    generated = raw["agents"]["work"]["allowlist"][0]
+    assert list(generated) == ["pattern", "id"] and re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", generated["id"])
     assert [e["lastUsedAt"] for e in raw["agents"]["main"]["allowlist"]] == [1790000000123, 1790000100000]
     assert raw["agents"]["*"]["allowlist"][0]["lastUsedAt"] == 1790000200500
     assert "lastUsedAt" not in raw["agents"]["work"]["allowlist"][0]
     assert raw["agents"]["main"]["allowlist"][1]["lastUsedCommand"] == "git status"
     assert any("2 lastUsedAt value(s) were in seconds" in n for n in report.notices)
     assert_secrets_absent(state, report, [SOCKET_TOKEN])
-    assert all(SOCKET_TOKEN not in r["raw_json"] for r in rows(state, "SELECT raw_json FROM exec_approvals_config"))
 
+
+def test_normalised_as_openclaw_normalises_it(state: Path) -> None:
+    """parsePersistedExecApprovals + normalizeExecApprovalsInternal (2026.9.6): legacy default agent, string entries, commandText."""
+    document = json.loads(fixture("exec-approvals/exec-approvals.json"))
+    for agent in document["agents"].values():
+        for number, entry in enumerate(agent["allowlist"]):
+            entry.setdefault("id", f"00000000-0000-4000-8000-00000000000{number}")
+            if entry.get("lastUsedAt", 1e12) < 1e11:
+                entry["lastUsedAt"] *= 1000  # statekit converts seconds; here the file already has ms
+    document["agents"]["default"] = {"ask": "off", "allowlist": ["  /bin/echo  ", {"pattern": "/usr/bin/ls", "commandText": "ls -la"}]}
+    document["future"] = {"x": 1}
+    original = place(state, REL, document)
+    run(state)
+    text = one(state, "SELECT raw_json FROM exec_approvals_config")["raw_json"]
+    raw = json.loads(text)
+    assert "future" not in raw  # unknown top-level keys: OpenClaw's normaliser rebuilds the document
+    assert "default" not in raw["agents"] and raw["agents"]["main"]["ask"] == "off"  # legacy default merged into main
+    assert [e["pattern"] for e in raw["agents"]["main"]["allowlist"]] == ["/usr/bin/ls", "/usr/bin/git", "/bin/echo"]  # ls once
+    assert all("commandText" not in e for e in raw["agents"]["main"]["allowlist"])
+    assert original  # the retired copy keeps every byte
 
 def test_policy_free_stub_imports_nothing_and_is_retired(state: Path) -> None:
     original = place_fixture(state, "exec-approvals/stub.json", REL)
@@ -81,8 +108,9 @@ def test_stub_socket_is_imported_only_without_a_database_row(state: Path, tmp_pa
     row = assert_retired(state, report, REL, original)
     assert row["report"]["decision"] == "stub: socket imported (no database row yet)"
     got = one(state, "SELECT raw_json, socket_path, has_socket_token, agent_count, allowlist_count FROM exec_approvals_config")
+    stub_raw = '{\n  "version": 1,\n  "socket": {\n    "path": "/tmp/oc/exec.sock",\n    "token": "test-socket-token-stub-0002"\n  },\n  "defaults": {},\n  "agents": {}\n}\n'
     assert got == {
-        "raw_json": '{"version":1,"socket":{"path":"/tmp/oc/exec.sock"}}',
+        "raw_json": stub_raw,
         "socket_path": "/tmp/oc/exec.sock",
         "has_socket_token": 1,
         "agent_count": 0,
@@ -104,7 +132,8 @@ def test_not_a_stub_with_unknown_fields(state: Path) -> None:
     report = run(state)
     row = assert_retired(state, report, REL, original)
     assert row["report"]["stub"] is False and row["report"]["decision"] == "imported"
-    assert json.loads(one(state, "SELECT raw_json FROM exec_approvals_config")["raw_json"])["futureField"] is True
+    # OpenClaw's normaliser keeps only version/socket/defaults/agents: the unknown field stays in the retired copy.
+    assert json.loads(one(state, "SELECT raw_json FROM exec_approvals_config")["raw_json"]) == {"version": 1, "socket": {}, "defaults": {}, "agents": {}}
 
 
 def test_newer_database_row_is_kept(state: Path) -> None:
@@ -132,7 +161,7 @@ def test_older_database_row_is_replaced_but_its_socket_kept(state: Path) -> None
     assert row["report"]["decision"] == "replaced older database row (its socket kept)"
     got = one(state, "SELECT raw_json, socket_path, has_socket_token, agent_count, updated_at_ms FROM exec_approvals_config")
     assert (got["socket_path"], got["has_socket_token"], got["agent_count"], got["updated_at_ms"]) == ("/tmp/oc/exec.sock", 1, 3, MTIME)
-    assert json.loads(got["raw_json"])["socket"] == {"path": "/tmp/oc/exec.sock"}
+    assert json.loads(got["raw_json"])["socket"] == {"path": "/tmp/oc/exec.sock", "token": "test-socket-token-stub-0002"}
 
 
 def test_first_validation_error_numbers_agents_and_hides_keys_and_values(state: Path) -> None:
@@ -156,6 +185,12 @@ def test_first_validation_error_numbers_agents_and_hides_keys_and_values(state: 
         ({"agents": {"a": {"allowlist": {}}}}, "exec-approvals.json: agents entry #1.allowlist: expected an array, found object"),
         ({"defaults": {"autoAllowSkills": "yes"}}, "exec-approvals.json: defaults.autoAllowSkills: expected a boolean, found string"),
         ({"socket": {"token": 5}}, "exec-approvals.json: socket.token: expected a string, found integer"),
+        # A value OpenClaw's schema refuses would make it read the row as invalid and deny every command.
+        ({"defaults": {"security": "maybe"}}, "exec-approvals.json: defaults.security: expected one of allowlist, full, deny"),
+        ({"agents": {"a": {"ask": "sometimes"}}}, "exec-approvals.json: agents entry #1.ask: expected one of always, off, on-miss"),
+        ({"agents": {"a": {"mcpTools": [{"server": "s", "tool": "t", "source": "manual", "addedAt": 1}]}}},
+         "exec-approvals.json: agents entry #1.mcpTools[0].source: expected a supported value"),
+        ({"agents": {"a": {"allowlist": ["  "]}}}, "exec-approvals.json: agents entry #1.allowlist[0]: expected a non-empty string"),
         ([], "exec-approvals.json: expected a JSON object, found array"),
         # Object.keys order: integer-like keys first, so the bad "7" agent is entry #1, not #3.
         ('{"agents": {"b": {}, "a": {}, "7": {"allowlist": [{"pattern": "x", "lastUsedAt": "no"}]}}}',
@@ -184,9 +219,8 @@ def test_corpus_public_repo_mixed_seconds(tmp_path: Path) -> None:
     assert (got["agent_count"], got["allowlist_count"], got["has_socket_token"]) == (4, 18, 1)
     assert list(raw["agents"]) == ["main", "*", "dev", "product"]
     assert [e["lastUsedAt"] for e in raw["agents"]["product"]["allowlist"]][2:4] == [1775214200000, 1775214200000]
-    assert "token" not in raw["socket"]
+    assert raw["socket"]["token"] == token  # kept, as OpenClaw keeps it
     assert_secrets_absent(state, report, [token])
-    assert token not in got["raw_json"]
 
 
 @pytest.mark.corpus
@@ -226,5 +260,10 @@ def test_corpus_smoke_two_agents(tmp_path: Path) -> None:
     row = assert_retired(state, report, REL, original)
     assert row["report"]["lastUsedAt_seconds_converted"] == 0 and row["report"]["has_socket_token"] is False
     got = one(state, "SELECT raw_json, socket_path, default_security, agent_count, allowlist_count FROM exec_approvals_config")
-    assert got["raw_json"] == json.dumps(json.loads(original), separators=(",", ":"))
+    # The rows 2026.9.6's own doctor wrote for this file (its generated id for the id-less work entry is random).
+    expected = original.decode().replace('"lastUsedAt": 1795996621158,\n          "id": "106a6721-e3b6-4431-a58b-8717c137641b"',
+                                         '"id": "106a6721-e3b6-4431-a58b-8717c137641b",\n          "lastUsedAt": 1795996621158')
+    work_id = json.loads(got["raw_json"])["agents"]["work"]["allowlist"][0]["id"]
+    expected = expected.replace('"lastUsedAt": 1795996624063\n', f'"lastUsedAt": 1795996624063,\n          "id": "{work_id}"\n')
+    assert got["raw_json"] == expected
     assert (got["socket_path"], got["default_security"], got["agent_count"], got["allowlist_count"]) == (None, None, 2, 2)
