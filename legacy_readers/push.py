@@ -12,9 +12,15 @@
   never swapped silently. The same pair is a no-op.
 * ``push-apns`` (order 50): ``{registrationsByNodeId: {<nodeId>: {transport?,
   token | relayHandle+sendGrant+installationId, topic, environment,
-  distribution?, tokenDebugSuffix?, updatedAtMs}}}`` ->
-  ``global.apns_registrations``; direct tokens normalised as OpenClaw does
-  (trim, drop ``<>`` and spaces, lower case); the newer ``updatedAtMs`` wins.
+  distribution?, relayOrigin?, tokenDebugSuffix?, updatedAtMs}}}`` ->
+  ``global.apns_registrations``, each row the canonical one OpenClaw 2026.9.6
+  reads back (``apnsRegistrationFromRow`` refuses any other): direct tokens
+  normalised (trim, drop ``<>`` and spaces, lower case; hex, 32+ digits),
+  direct rows without relay fields, relay rows with ``distribution =
+  'official'``, ``tokenDebugSuffix`` lower-case alphanumerics, last 8.
+  ``relayOrigin`` (a relay registration's origin, normalised as OpenClaw
+  normalises it) goes into ``relay_origin``, the column 2026.9.6 adds to the v1
+  table, added when a registration has one. The newer ``updatedAtMs`` wins.
 
 Endpoints (capability URLs), push keys, APNs tokens and send grants are
 secrets: messages and receipts carry counts and fingerprints only.
@@ -25,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import re
 from typing import Any, BinaryIO
+from urllib.parse import urlsplit
 
 from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
 from legacy_readers.devices import expect_keys, fetch_row, file_mtime_ms, load_object, ms, text, unmapped_fields, write_row
@@ -38,7 +45,7 @@ DEFAULT_VAPID_SUBJECT = "https://openclaw.ai"
 APNS_TABLE = "apns_registrations"
 APNS_FIELDS = (
     "nodeId", "transport", "token", "relayHandle", "sendGrant", "installationId", "topic", "environment",
-    "distribution", "tokenDebugSuffix", "updatedAtMs",
+    "distribution", "relayOrigin", "tokenDebugSuffix", "updatedAtMs",
 )
 
 
@@ -154,28 +161,80 @@ def normalise_apns_token(value: str) -> str:
     return re.sub(r"[<>\s]", "", value.strip()).lower()
 
 
-def apns_row(key: str, entry: dict[str, Any], fallback_ms: int) -> dict[str, Any]:
+def normalise_debug_suffix(value: Any) -> str | None:
+    """``normalizeTokenDebugSuffix``: lower-case alphanumerics, the last 8; None when nothing is left."""
+    if not isinstance(value, str):
+        return None
+    cleaned = re.sub(r"[^0-9a-z]", "", value.strip().lower())
+    return cleaned[-8:] if cleaned else None
+
+
+def normalise_relay_origin(value: str) -> str | None:
+    """OpenClaw's relay base URL rule: https (http only for a loopback host), no userinfo, query or fragment;
+    written as ``new URL(value).toString()`` without trailing slashes. None when it is not such a URL."""
+    try:
+        parts = urlsplit(value.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme, host = parts.scheme.lower(), (parts.hostname or "")
+    if scheme not in ("https", "http") or not host or parts.username or parts.password or parts.query or parts.fragment:
+        return None
+    if scheme == "http" and not (host in ("localhost", "::1") or re.fullmatch(r"127(?:\.\d{1,3}){3}", host)):
+        return None
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None and port != {"https": 443, "http": 80}[scheme]:
+        netloc += f":{port}"
+    return f"{scheme}://{netloc}{parts.path or '/'}".rstrip("/")
+
+
+def apns_row(key: str, entry: dict[str, Any], fallback_ms: int, rel: str = "push/apns-registrations.json") -> dict[str, Any]:
+    """The canonical 2026.9.6 row (``apnsRegistrationToRow`` of a normalised registration)."""
+    where = f"$.registrationsByNodeId[{key!r}]"
     transport = entry.get("transport") or "direct"
     environment = text(entry.get("environment"))
     environment = environment.strip().lower() if environment else None
     if transport == "direct" and environment not in ("sandbox", "production"):
         environment = "sandbox"  # OpenClaw's default for direct registrations
     updated = ms(entry.get("updatedAtMs"))
-    token = text(entry.get("token"))
-    suffix = text(entry.get("tokenDebugSuffix"))
-    return {
+    row: dict[str, Any] = {
         "node_id": (text(entry.get("nodeId")) or key).strip(),
         "transport": transport,
-        "token": normalise_apns_token(token) if token is not None else None,
-        "relay_handle": text(entry.get("relayHandle")),
-        "send_grant": text(entry.get("sendGrant")),
-        "installation_id": text(entry.get("installationId")),
+        "token": None,
+        "relay_handle": None,
+        "send_grant": None,
+        "installation_id": None,
         "topic": entry["topic"].strip(),
         "environment": environment,
-        "distribution": text(entry.get("distribution")),
-        "token_debug_suffix": re.sub(r"[^0-9A-Za-z]", "", suffix) if suffix is not None else None,
+        "distribution": None,
+        "token_debug_suffix": None,
         "updated_at_ms": updated if updated is not None else fallback_ms,
+        "relay_origin": None,
     }
+    if transport == "direct":
+        token = normalise_apns_token(text(entry.get("token")) or "")
+        if not re.fullmatch(r"[0-9a-f]{32,512}", token):
+            raise SourceError(rel, "direct registration token is not an APNs device token (hex, 32+ digits)", json_path=f"{where}.token")
+        row["token"] = token
+        return row
+    if environment not in ("sandbox", "production"):
+        raise SourceError(rel, "relay registration needs environment sandbox or production", json_path=f"{where}.environment")
+    distribution = text(entry.get("distribution"))
+    if distribution is None or distribution.strip().lower() != "official":
+        raise SourceError(rel, "relay registration needs distribution official", json_path=f"{where}.distribution")
+    row.update(
+        relay_handle=text(entry.get("relayHandle")).strip() if text(entry.get("relayHandle")) else None,
+        send_grant=text(entry.get("sendGrant")).strip() if text(entry.get("sendGrant")) else None,
+        installation_id=text(entry.get("installationId")).strip() if text(entry.get("installationId")) else None,
+        distribution="official",
+        token_debug_suffix=normalise_debug_suffix(entry.get("tokenDebugSuffix")),
+    )
+    if entry.get("relayOrigin") is not None:
+        origin = normalise_relay_origin(entry["relayOrigin"]) if isinstance(entry["relayOrigin"], str) else None
+        if origin is None:
+            raise SourceError(rel, "relayOrigin is not an https relay URL", json_path=f"{where}.relayOrigin")
+        row["relay_origin"] = origin
+    return row
 
 
 class ApnsRegistrationsReader(Reader):
@@ -203,7 +262,7 @@ class ApnsRegistrationsReader(Reader):
         written: list[str] = []
         kept = 0
         for key, entry in registrations.items():
-            row = apns_row(key, entry, mtime)
+            row = apns_row(key, entry, mtime, source.rel)
             if row["node_id"] in written:
                 raise SourceError(source.rel, "two registrations normalise to the same node id", json_path=f"$.registrationsByNodeId[{key!r}]")
             existing = fetch_row(conn, APNS_TABLE, "node_id = ?", (row["node_id"],))

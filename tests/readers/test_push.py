@@ -7,8 +7,11 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from helpers import global_db
 from legacy_readers.base import fingerprint
+from legacy_readers.push import normalise_debug_suffix, normalise_relay_origin
 from test_devices_harness import (
     MTIME,
     assert_left_in_place,
@@ -115,19 +118,48 @@ def test_apns_round_trip(state: Path) -> None:
     assert report.exit_code == 0, report.to_json()
     row = assert_retired(state, report, APNS, original)
     assert row["report"]["transports"] == {"direct": 2, "relay": 1}
-    assert row["report"]["fields_without_column"] == ["relayOrigin"]
+    assert row["report"]["fields_without_column"] == []
+    # relayOrigin has no v1 column: relay_origin TEXT, the column 2026.9.6 adds to the table, is added for it.
     assert rows(state, "SELECT * FROM apns_registrations ORDER BY node_id") == [
         {"node_id": "ios-node-direct", "transport": "direct", "token": "abcd1234abcd1234abcd1234abcd1234", "relay_handle": None,
          "send_grant": None, "installation_id": None, "topic": "ai.openclaw.ios", "environment": "production", "distribution": None,
-         "token_debug_suffix": None, "updated_at_ms": 1790000900000},
+         "token_debug_suffix": None, "updated_at_ms": 1790000900000, "relay_origin": None},
         {"node_id": "ios-node-legacy", "transport": "direct", "token": "abcdef0123456789abcdef0123456789", "relay_handle": None,
          "send_grant": None, "installation_id": None, "topic": "ai.openclaw.ios", "environment": "sandbox", "distribution": None,
-         "token_debug_suffix": None, "updated_at_ms": 1790000900100},
+         "token_debug_suffix": None, "updated_at_ms": 1790000900100, "relay_origin": None},
         {"node_id": "ios-node-relay", "transport": "relay", "token": None, "relay_handle": "test-relay-handle-0001",
          "send_grant": "test-send-grant-secret-0001", "installation_id": "install-0001", "topic": "ai.openclaw.ios",
-         "environment": "production", "distribution": "official", "token_debug_suffix": "abcd1234", "updated_at_ms": 1790000900200},
+         "environment": "production", "distribution": "official", "token_debug_suffix": "abcd1234", "updated_at_ms": 1790000900200,
+         "relay_origin": "https://relay.example"},
     ]
     assert_secrets_absent(state, report, SECRETS)
+
+
+@pytest.mark.parametrize(
+    ("change", "json_path", "problem"),
+    [
+        ({"ios-node-legacy": {"token": "not-hex-at-all"}}, "['ios-node-legacy'].token", "is not an APNs device token"),
+        ({"ios-node-relay": {"distribution": "adhoc"}}, "['ios-node-relay'].distribution", "needs distribution official"),
+        ({"ios-node-relay": {"relayOrigin": "http://relay.example"}}, "['ios-node-relay'].relayOrigin", "is not an https relay URL"),
+        ({"ios-node-relay": {"relayOrigin": "https://u:p@relay.example"}}, "['ios-node-relay'].relayOrigin", "is not an https relay URL"),
+    ],
+)
+def test_apns_rows_openclaw_would_refuse_are_left_in_place(state: Path, change: dict, json_path: str, problem: str) -> None:
+    """apnsRegistrationFromRow (2026.9.6) throws on a non-canonical row: such a registration is a clear error, never written."""
+    document = json.loads(fixture(APNS))
+    for node, fields in change.items():
+        document["registrationsByNodeId"][node] |= fields
+    original = place(state, APNS, document)
+    assert_left_in_place(state, run(state), APNS, original, f"$.registrationsByNodeId{json_path}", problem)
+    assert rows(state, "SELECT * FROM apns_registrations") == []
+
+
+def test_apns_relay_origin_and_suffix_are_normalised_as_openclaw_does() -> None:
+    assert normalise_relay_origin("HTTPS://Relay.Example:443/") == "https://relay.example"
+    assert normalise_relay_origin("https://relay.example:8443/base//") == "https://relay.example:8443/base"
+    assert normalise_relay_origin("http://127.0.0.1:9000") == "http://127.0.0.1:9000"
+    assert normalise_relay_origin("https://relay.example/?x=1") is None
+    assert normalise_debug_suffix(" AB-cd:1234:ef99 ") == "1234ef99" and normalise_debug_suffix("--") is None
 
 
 def test_apns_relay_without_send_grant_is_left_in_place(state: Path) -> None:
