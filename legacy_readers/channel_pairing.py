@@ -24,9 +24,9 @@ needs a non-empty ``id`` and ``code`` and parseable ISO times (``lastSeenAt``
 defaults to ``createdAt``), else it is skipped with a warning. ``account_id``
 is ``meta.accountId`` lower-cased (``default`` when absent); ``meta_json``
 keeps the string-valued meta fields. The channel's requests are replaced as a
-whole (delete, then insert), so a re-import converges. Times are stored as
-epoch ms in statekit's INTEGER columns, as the original ISO text in OpenClaw
-2026.7's TEXT columns.
+whole (delete, then insert), so a re-import converges. ``created_at`` and
+``last_seen_at`` are the ISO-8601 text of the file (trimmed), as OpenClaw
+2026.9.6's import stores them in these TEXT columns.
 
 ``channel_key`` is OpenClaw's ``safeChannelKey``: lower-case, ``\\/:*?"<>|``
 and ``..`` replaced by ``_``. Pairing codes and sender ids never appear in
@@ -41,7 +41,7 @@ from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
 from legacy_readers._jsjson import js_stringify
-from legacy_readers._small_stores import file_mtime_ms, fit_row, iso_to_ms, load_document, normalize_account_id, text, timestamp_for
+from legacy_readers._small_stores import file_mtime_ms, iso_to_ms, load_document, normalize_account_id, text
 from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, insert_many, require_columns
 from statekit.errors import SourceError
 
@@ -197,26 +197,13 @@ class ChannelPairingRequestsReader(Reader):
             raise SourceError(source.rel, "the file name names no channel")
         conn = ctx.global_db
         conn.execute(f"DELETE FROM {REQUESTS} WHERE channel_key = ?", (channel,))
-        rows = []
-        for (account, request_id), request in sorted(chosen.items()):
-            rows.append(
-                fit_row(
-                    conn,
-                    REQUESTS,
-                    {
-                        "channel_key": channel,
-                        "account_id": account,
-                        "request_id": request_id,
-                        "code": request["code"],
-                        "created_at": timestamp_for(conn, REQUESTS, "created_at", iso_to_ms(request["createdAt"]), request["createdAt"]),
-                        "last_seen_at": timestamp_for(conn, REQUESTS, "last_seen_at", iso_to_ms(request["lastSeenAt"]), request["lastSeenAt"]),
-                        "meta_json": js_stringify(request["meta"]) if request["meta"] else None,
-                    },
-                )
-            )
-        if rows:
-            columns = list(rows[0])
-            insert_many(conn, REQUESTS, columns, [[row[c] for c in columns] for row in rows])
+        columns = ("channel_key", "account_id", "request_id", "code", "created_at", "last_seen_at", "meta_json")
+        rows = [
+            (channel, account, request_id, request["code"], request["createdAt"], request["lastSeenAt"],
+             js_stringify(request["meta"]) if request["meta"] else None)
+            for (account, request_id), request in sorted(chosen.items())
+        ]  # fmt: skip
+        insert_many(conn, REQUESTS, columns, rows)
         result = WriteResult(records=len(rows), warnings=[f"{source.rel}: {w}" for w in warnings])
         result.expect("global", REQUESTS, "channel_key = ?", (channel,), len(rows))
         result.report.update({"channel_key": channel, "requests": len(document["requests"]), "imported": len(rows), "skipped": len(warnings)})

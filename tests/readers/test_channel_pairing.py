@@ -71,8 +71,11 @@ def test_pairing_requests_round_trip(tmp_path: Path):
     assert report.exit_code == 3 and any("requests[2] lacks an id, a code or valid ISO times; skipped" in w for w in report.warnings)
     assert_imported(state, report, PAIRING, originals[PAIRING], records=2)
     assert query(state, "SELECT * FROM channel_pairing_requests ORDER BY request_id") == [
-        {"channel_key": "telegram", "account_id": "default", "request_id": "111", "code": "WXYZ6789", "created_at": 1772794800000, "last_seen_at": 1772794800000, "meta_json": None},
-        {"channel_key": "telegram", "account_id": "ops", "request_id": "987654321", "code": "ABCD2345", "created_at": 1772791200000, "last_seen_at": 1772791500000,
+        # ISO-8601 text, as OpenClaw 2026.9.6 stores these TEXT columns; lastSeenAt defaults to createdAt.
+        {"channel_key": "telegram", "account_id": "default", "request_id": "111", "code": "WXYZ6789", "created_at": "2026-03-06T11:00:00.000Z",
+         "last_seen_at": "2026-03-06T11:00:00.000Z", "meta_json": None},
+        {"channel_key": "telegram", "account_id": "ops", "request_id": "987654321", "code": "ABCD2345", "created_at": "2026-03-06T10:00:00.000Z",
+         "last_seen_at": "2026-03-06T10:05:00.000Z",
          "meta_json": '{"username":"alice","accountId":"Ops"}'},
     ]  # fmt: skip
     printed = report_json(report) + json.dumps(query(state, "SELECT report_json FROM migration_sources"))
