@@ -56,7 +56,6 @@ def test_canary_never_leaks(tmp_path: Path, as_json: bool) -> None:
         assert {s["path"] for s in report["sources"] if s["status"] == "failed" or s["status"] == "unreadable"} >= {
             "agents/work/agent/auth-profiles.json",
             "agents/work/agent/auth.json",
-            "agents/work/agent/models.json",
             "agents/main/agent/auth-profiles.json.tmp",
         }
 
