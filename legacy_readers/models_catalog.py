@@ -1,171 +1,129 @@
 """Generated model catalogs: ``agents/<id>/agent/models.json`` and ``agents/<id>/agent/plugins/<plugin>/catalog.json``.
 
-Both are caches OpenClaw regenerates from the config (``models.providers``),
-the auth profiles and provider plugins. They are imported into the global
-``agent_model_catalogs`` table so the agent keeps its catalog until the runtime
-rebuilds it:
+Both are handled the way OpenClaw 2026.9.6 handles them itself:
 
-* ``catalog_key`` = ``agent:<agentId>`` for ``models.json`` (also the
-  pre-multi-agent ``agent/models.json`` of the default agent, which never
-  replaces a row the agent's own file wrote) and
-  ``agent:<agentId>:plugin:<plugin>`` for a plugin catalog;
-* ``agent_dir`` = ``agents/<agentId>/agent`` (relative to the state dir, so it
-  survives a moved state dir);
-* ``raw_json`` = the document with every secret-bearing field (``apiKey``,
-  tokens, passwords, credential headers) replaced by
-  ``statekit-redacted:<fingerprint>``; environment references (``${VAR}`` or a
-  bare ``UPPER_CASE_NAME``) are kept. The
-  values live in the config and the auth store, which is where the runtime
-  takes them from when it regenerates the catalog.
+* ``models.json`` (also the pre-multi-agent ``agent/models.json``) stays where
+  it is (``retain``): 9.6 still reads the agent's model registry from that
+  file, and its own migration leaves it in place. (Version 1's
+  ``agent_model_catalogs`` table is no home for it: 9.6's upgrade drops that
+  table as dead, with its rows.)
+* ``plugins/<plugin>/catalog.json``, a catalog a provider plugin generated
+  (``generatedBy: "openclaw-plugin-model-catalog-v1"``), goes into the
+  agent's own database as 9.6's doctor imports it: one ``cache_entries`` row,
+  scope ``plugin-model-catalog-v1``, key the plugin id (the directory name,
+  URI-decoded), ``value_json`` the file's text exactly as it is, no blob, no
+  expiry, ``updated_at`` the import time; an existing row for the plugin is
+  replaced. A ``catalog.json`` without that marker, or one that is not JSON,
+  is not a generated catalog: 9.6 leaves it in place, and so does statekit
+  (``retain``, with the reason).
 
 Details: docs/readers/models.md.
 """
 
 from __future__ import annotations
 
-import os
-import re
+import json
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
+from urllib.parse import unquote
 
-from legacy_readers.base import (
-    ImportContext,
-    Inspection,
-    Reader,
-    Source,
-    WriteResult,
-    compact_json,
-    fingerprint,
-    parse_json5_document,
-    upsert,
-    validate,
-)
 from legacy_readers.auth_profiles import owner_agent
+from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, decode_utf8, upsert
+from statekit.errors import SourceError
 
-REDACTED_PREFIX = "statekit-redacted:"
-SECRET_NAMES = frozenset(
-    name.lower()
-    for name in (
-        "apiKey", "api_key", "key", "token", "accessToken", "access_token", "refreshToken", "refresh_token", "idToken",
-        "authToken", "bearerToken", "secret", "clientSecret", "client_secret", "password", "sessionKey", "session_key",
-        "privateKey", "private_key",
-    )
+CACHE_SCOPE = "plugin-model-catalog-v1"
+GENERATED_BY = "openclaw-plugin-model-catalog-v1"
+MODELS_JSON_REASON = (
+    "OpenClaw 2026.9.6 reads the agent's model registry from this file and keeps it in place "
+    "(its upgrade drops agent_model_catalogs as a dead table)"
 )
-SECRET_HEADER = re.compile(r"(authorization|api[-_]?key|token|cookie|secret|password)", re.I)
-ENV_REFERENCE = re.compile(r"^(?:\$\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)$")  # ${VAR} or an env var name
+NOT_GENERATED_REASON = (
+    "not a generated plugin catalog (no generatedBy 'openclaw-plugin-model-catalog-v1' or not JSON); "
+    "OpenClaw 2026.9.6 leaves it in place too"
+)
 
 
-def _redact_value(value: Any, path: str, redacted: list[dict[str, str]]) -> Any:
-    if isinstance(value, str):
-        if not value or ENV_REFERENCE.match(value) or value.startswith(REDACTED_PREFIX):
-            return value
-        marker = fingerprint(value)
-        redacted.append({"path": path, "fingerprint": marker})
-        return REDACTED_PREFIX + marker
-    if isinstance(value, (dict, list)):
-        return redact(value, path, redacted, force=True)
-    return value
-
-
-def redact(value: Any, path: str, redacted: list[dict[str, str]], *, force: bool = False) -> Any:
-    """A copy of ``value`` with secret-bearing fields replaced; ``redacted`` collects (path, fingerprint)."""
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for name, item in value.items():
-            child = f"{path}.{name}"
-            if force or name.lower() in SECRET_NAMES:
-                out[name] = _redact_value(item, child, redacted)
-            elif name.lower() == "headers" and isinstance(item, dict):
-                out[name] = {
-                    header: _redact_value(v, f"{child}.{header}", redacted) if SECRET_HEADER.search(header) else redact(v, f"{child}.{header}", redacted)
-                    for header, v in item.items()
-                }
-            else:
-                out[name] = redact(item, child, redacted)
-        return out
-    if isinstance(value, list):
-        return [redact(item, f"{path}[{index}]", redacted, force=force) for index, item in enumerate(value)]
-    if force:
-        return _redact_value(value, path, redacted)
-    return value
-
-
-def catalog_counts(document: dict[str, Any]) -> tuple[int, int]:
-    providers = document.get("providers") if isinstance(document.get("providers"), dict) else {}
-    models = sum(len(p.get("models") or []) for p in providers.values() if isinstance(p, dict) and isinstance(p.get("models"), list))
-    return len(providers), models
-
-
-class _CatalogReader(Reader):
-    schema_name = "models-json"
-    target_tables = ("global.agent_model_catalogs",)
-    action = "import"
-
-    def _key(self, source: Source, agent: str) -> str:
-        raise NotImplementedError
-
-    def _load(self, source: Source, handle: BinaryIO) -> dict[str, Any]:
-        document = parse_json5_document(handle.read(), source.rel)
-        validate(document, self.schema_name or "", source.rel)
-        return document
-
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
-        document = self._load(source, handle)
-        providers, models = catalog_counts(document)
-        return Inspection(record_count=1, details={"providers": providers, "models": models})
-
-    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
-        agent = owner_agent(source, dict(ctx.config))
-        document = self._load(source, handle)
-        redacted: list[dict[str, str]] = []
-        clean = redact(document, "$", redacted)
-        key = self._key(source, agent)
-        try:
-            updated = int(os.stat(source.path).st_mtime * 1000)
-        except OSError:
-            updated = ctx.now_ms
-        authoritative = source.rel.startswith("agents/")
-        upsert(
-            ctx.global_db,
-            "agent_model_catalogs",
-            {"catalog_key": key, "agent_dir": f"agents/{agent}/agent", "raw_json": compact_json(clean), "updated_at": updated},
-            ("catalog_key",),
-            update=True if authoritative else False,
-        )
-        notices = []
-        if not authoritative:
-            notices.append(f"{source.rel}: pre-multi-agent catalog; an existing {key!r} row (from the agent's own models.json) is kept")
-        providers, models = catalog_counts(document)
-        result = WriteResult(records=1, notices=notices)
-        result.expect("global", "agent_model_catalogs", "catalog_key = ?", (key,), 1)
-        result.report.update({
-            "catalog_key": key,
-            "agent_dir": f"agents/{agent}/agent",
-            "providers": providers,
-            "models": models,
-            "redacted_fields": redacted,
-        })
-        return result
-
-
-class ModelsJsonReader(_CatalogReader):
+class ModelsJsonReader(Reader):
     kind = "models-json"
     family = "models"
-    description = "Generated per-agent model catalog agents/<id>/agent/models.json"
+    description = "Per-agent model registry agents/<id>/agent/models.json (read by OpenClaw as a file)"
     patterns = ("agents/*/agent/models.json", "agent/models.json")
+    action = "retain"
+    reason = MODELS_JSON_REASON
     order = 60
 
-    def _key(self, source: Source, agent: str) -> str:
-        return f"agent:{agent}"
+
+def plugin_id_of(rel: str) -> str | None:
+    """The plugin id of ``.../plugins/<encoded id>/catalog.json`` as OpenClaw decodes it (decodeURIComponent)."""
+    encoded = PurePosixPath(rel).parts[-2]
+    if encoded in ("", ".", ".."):
+        return None
+    try:
+        decoded = unquote(encoded, errors="strict")
+    except UnicodeDecodeError:
+        return None
+    if "%" in encoded and not _valid_percent_escapes(encoded):
+        return None  # decodeURIComponent throws on a malformed escape; OpenClaw skips the directory
+    return decoded or None
 
 
-class PluginCatalogReader(_CatalogReader):
+def _valid_percent_escapes(text: str) -> bool:
+    index = text.find("%")
+    while index != -1:
+        if len(text) < index + 3 or any(c not in "0123456789abcdefABCDEF" for c in text[index + 1:index + 3]):
+            return False
+        index = text.find("%", index + 3)
+    return True
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(name)  # NaN / Infinity: JSON.parse refuses them
+
+
+def generated_catalog_text(data: bytes, rel: str) -> str | None:
+    """The file's text when OpenClaw would import it (JSON with the generated marker), else None."""
+    text = decode_utf8(data, rel)
+    try:
+        parsed = json.loads(text, parse_constant=_reject_constant)
+    except ValueError:
+        return None
+    if isinstance(parsed, dict) and parsed.get("generatedBy") == GENERATED_BY:
+        return text
+    return None
+
+
+class PluginCatalogReader(Reader):
     kind = "plugin-model-catalog"
     family = "models"
     description = "Provider-plugin model catalog agents/<id>/agent/plugins/<plugin>/catalog.json"
     patterns = ("agents/*/agent/plugins/*/catalog.json",)
+    target_tables = ("agent.cache_entries",)
+    action = "import"
     order = 61
 
-    def _key(self, source: Source, agent: str) -> str:
-        plugin = PurePosixPath(source.rel).parts[-2]
-        return f"agent:{agent}:plugin:{plugin}"
+    def _read(self, source: Source, handle: BinaryIO) -> tuple[str | None, str | None]:
+        plugin_id = plugin_id_of(source.rel)
+        text = generated_catalog_text(handle.read(), source.rel)
+        return plugin_id, text
+
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        plugin_id, text = self._read(source, handle)
+        if plugin_id is None or text is None:
+            return Inspection(record_count=0, action="retain", reason=NOT_GENERATED_REASON)
+        return Inspection(record_count=1, details={"plugin_id": plugin_id})
+
+    def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
+        plugin_id, text = self._read(source, handle)
+        if plugin_id is None or text is None:
+            raise SourceError(source.rel, NOT_GENERATED_REASON)
+        agent = owner_agent(source, dict(ctx.config))
+        upsert(
+            ctx.agent_db(agent),
+            "cache_entries",
+            {"scope": CACHE_SCOPE, "key": plugin_id, "value_json": text, "blob": None, "expires_at": None, "updated_at": ctx.now_ms},
+            ("scope", "key"),
+        )
+        result = WriteResult(records=1)
+        result.expect(f"agent:{agent}", "cache_entries", "scope = ? AND key = ? AND value_json = ?", (CACHE_SCOPE, plugin_id, text), 1)
+        result.report.update({"scope": CACHE_SCOPE, "key": plugin_id, "agent_id": agent, "bytes": len(text.encode("utf-8"))})
+        return result
