@@ -1,23 +1,27 @@
 """Current-conversation bindings ``bindings/current-conversations.json`` -> ``global.current_conversation_bindings``.
 
 Only ``{"version": 1, "bindings": [...]}`` exists; any other version is
-refused (the file stays in place). Each binding is normalised like OpenClaw's
-importer does it:
+refused (the file stays in place). Each binding becomes the row OpenClaw
+2026.7.35's own import writes (``normalizeLegacyCurrentConversationBindingRecord``
++ ``currentConversationBindingRow``; 2026.9.6's is the same):
 
-* the conversation ref: ``channel`` lower-cased, ``accountId`` lower-cased
-  (``default`` when empty), ``conversationId`` trimmed, ``parentConversationId``
-  trimmed and dropped when empty or equal to the conversation id;
+* the conversation ref (``normalizeConversationRef``): its fields kept,
+  ``channel`` trimmed and lower-cased, ``accountId`` lower-cased (``default``
+  when empty), ``conversationId`` trimmed, ``parentConversationId`` trimmed
+  and dropped when empty or equal to the conversation id;
+* the record is exactly ``{bindingId, targetSessionKey, targetKind,
+  conversation, status, boundAt, expiresAt?, metadata?}``: ``bindingId`` =
+  ``generic:<binding_key>``, ``targetKind`` ``subagent`` or ``session``,
+  ``status`` ``ending`` / ``ended`` or ``active``, ``boundAt`` / ``expiresAt``
+  floored (a missing ``boundAt`` takes the file's mtime where OpenClaw takes
+  its clock); other fields of a binding stay in the retired copy (a notice
+  names them);
 * ``binding_key`` = ``channel␟accountId␟parentConversationId␟conversationId``
-  (U+241F separators, empty parent allowed), ``binding_id`` =
-  ``generic:<binding_key>``; ``targetSessionKey`` trimmed;
-* ``target_agent_id`` from the ``agent:<id>:`` prefix of the target session
-  key (else ``main``), ``target_session_id`` from ``metadata.targetSessionId``,
-  ``conversation_kind`` = ``conversation.conversationKind`` when it is
-  ``direct`` / ``group`` / ``channel``, else ``direct``;
-* ``target_kind`` / ``status`` / ``bound_at`` default to ``session`` /
-  ``active`` / the file's mtime when missing (OpenClaw's wider table marks
-  them NOT NULL); ``metadata_json`` and the whole normalised record
-  (``record_json``) are kept; ``updated_at`` is the file's mtime.
+  (U+241F separators, empty parent allowed); ``target_agent_id`` from the
+  ``agent:<id>:`` prefix of the target session key (else ``main``);
+  ``target_session_id`` NULL; ``conversation_kind`` = ``current`` (the kind of
+  binding, not of the conversation); ``metadata_json`` and ``record_json`` as
+  ``JSON.stringify``; ``updated_at`` is the file's mtime.
 
 A binding without a channel, conversation id or target session key cannot be
 addressed: it is skipped with a warning. Rows upsert by ``binding_key``; a
@@ -26,23 +30,17 @@ later duplicate in the file wins (reported as a notice).
 
 from __future__ import annotations
 
+import math
 from typing import Any, BinaryIO
 
 from legacy_readers._jsjson import js_stringify
-from legacy_readers._small_stores import (
-    agent_id_of_session_key,
-    file_mtime_ms,
-    fit_row,
-    integer,
-    load_document,
-    normalize_account_id,
-    text,
-)
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, upsert
+from legacy_readers._small_stores import agent_id_of_session_key, file_mtime_ms, load_document, normalize_account_id, text
+from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number, upsert
 
 TABLE = "current_conversation_bindings"
 SEP = "\u241f"
-KINDS = ("direct", "group", "channel")
+CONVERSATION_KIND = "current"  # CURRENT_BINDING_CONVERSATION_KIND
+RECORD_FIELDS = ("bindingId", "targetSessionKey", "targetKind", "conversation", "status", "boundAt", "expiresAt", "metadata")
 
 
 def _id_text(value: Any) -> str | None:
@@ -51,7 +49,12 @@ def _id_text(value: Any) -> str | None:
     return text(value)
 
 
-def normalize_binding(candidate: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+def _floor(value: Any) -> int | None:
+    number = finite_number(value)
+    return None if number is None or abs(number) >= 2**63 else math.floor(number)
+
+
+def normalize_binding(candidate: dict[str, Any], fallback_ms: int) -> tuple[str, dict[str, Any]] | None:
     conversation = candidate.get("conversation") if isinstance(candidate.get("conversation"), dict) else None
     target = text(candidate.get("targetSessionKey"))
     if conversation is None or target is None:
@@ -62,45 +65,61 @@ def normalize_binding(candidate: dict[str, Any]) -> tuple[str, dict[str, Any]] |
         return None
     parent = _id_text(conversation.get("parentConversationId"))
     ref = {k: v for k, v in conversation.items() if k != "parentConversationId"}
-    ref.update({"channel": channel, "accountId": normalize_account_id(conversation.get("accountId")), "conversationId": conversation_id})
+    ref["conversationId"] = conversation_id
     if parent and parent != conversation_id:
         ref["parentConversationId"] = parent
+    ref.update({"channel": channel, "accountId": normalize_account_id(conversation.get("accountId"))})
     key = SEP.join([channel, ref["accountId"], ref.get("parentConversationId", ""), conversation_id])
-    normalized = {**candidate, "bindingId": f"generic:{key}", "targetSessionKey": target, "conversation": ref}
-    return key, normalized
+    bound_at = _floor(candidate.get("boundAt"))
+    expires_at = _floor(candidate.get("expiresAt"))
+    record: dict[str, Any] = {
+        "bindingId": f"generic:{key}",
+        "targetSessionKey": target,
+        "targetKind": "subagent" if candidate.get("targetKind") == "subagent" else "session",
+        "conversation": ref,
+        "status": candidate["status"] if candidate.get("status") in ("ending", "ended") else "active",
+        "boundAt": bound_at if bound_at is not None else fallback_ms,
+    }
+    if expires_at is not None:
+        record["expiresAt"] = expires_at
+    if isinstance(candidate.get("metadata"), dict):
+        record["metadata"] = candidate["metadata"]
+    return key, record
 
 
-def binding_row(key: str, binding: dict[str, Any], mtime: int) -> dict[str, Any]:
-    ref = binding["conversation"]
-    metadata = binding.get("metadata")
-    kind = ref.get("conversationKind")
+def binding_row(key: str, record: dict[str, Any], mtime: int) -> dict[str, Any]:
+    ref = record["conversation"]
+    metadata = record.get("metadata")
     return {
         "binding_key": key,
-        "binding_id": binding["bindingId"],
-        "target_agent_id": agent_id_of_session_key(binding["targetSessionKey"]),
-        "target_session_id": text(metadata.get("targetSessionId")) if isinstance(metadata, dict) else None,
-        "target_session_key": binding["targetSessionKey"],
+        "binding_id": record["bindingId"],
+        "target_agent_id": agent_id_of_session_key(record["targetSessionKey"]),
+        "target_session_id": None,
+        "target_session_key": record["targetSessionKey"],
         "channel": ref["channel"],
         "account_id": ref["accountId"],
-        "conversation_kind": kind if kind in KINDS else "direct",
+        "conversation_kind": CONVERSATION_KIND,
         "parent_conversation_id": ref.get("parentConversationId"),
         "conversation_id": ref["conversationId"],
-        "target_kind": text(binding.get("targetKind")) or "session",
-        "status": text(binding.get("status")) or "active",
-        "bound_at": integer(binding.get("boundAt")) if integer(binding.get("boundAt")) is not None else mtime,
-        "expires_at": integer(binding.get("expiresAt")),
+        "target_kind": record["targetKind"],
+        "status": record["status"],
+        "bound_at": record["boundAt"],
+        "expires_at": record.get("expiresAt"),
         "metadata_json": None if metadata is None else js_stringify(metadata),
-        "record_json": js_stringify(binding),
+        "record_json": js_stringify(record),
         "updated_at": mtime,
     }
 
 
-def select_bindings(document: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str], list[str]]:
+def select_bindings(document: dict[str, Any], fallback_ms: int = 0) -> tuple[dict[str, dict[str, Any]], list[str], list[str]]:
     chosen: dict[str, dict[str, Any]] = {}
     notices: list[str] = []
     warnings: list[str] = []
+    extra = sorted({name for candidate in document["bindings"] if isinstance(candidate, dict) for name in candidate if name not in RECORD_FIELDS})
+    if extra:
+        notices.append(f"field(s) OpenClaw's binding record does not keep, kept only in the retired copy: {', '.join(extra)}")
     for index, candidate in enumerate(document["bindings"]):
-        normalized = normalize_binding(candidate)
+        normalized = normalize_binding(candidate, fallback_ms)
         if normalized is None:
             warnings.append(f"bindings[{index}] has no channel, conversation id or target session key; skipped")
             continue
@@ -131,11 +150,11 @@ class CurrentConversationBindingsReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = load_document(source, handle, self.schema_name or "")
-        chosen, notices, warnings = select_bindings(document)
         mtime = file_mtime_ms(source, ctx.now_ms)
+        chosen, notices, warnings = select_bindings(document, mtime)
         conn = ctx.global_db
-        for key, binding in chosen.items():
-            upsert(conn, TABLE, fit_row(conn, TABLE, binding_row(key, binding, mtime)), ("binding_key",))
+        for key, record in chosen.items():
+            upsert(conn, TABLE, binding_row(key, record, mtime), ("binding_key",))
         result = WriteResult(
             records=len(chosen),
             notices=[f"{source.rel}: {n}" for n in notices],

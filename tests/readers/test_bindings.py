@@ -33,11 +33,11 @@ def test_round_trip(tmp_path: Path):
         "binding_key": key1,
         "binding_id": f"generic:{key1}",
         "target_agent_id": "codex",
-        "target_session_id": "sess-42",
+        "target_session_id": None,  # as OpenClaw writes it (metadata keeps targetSessionId)
         "target_session_key": "agent:codex:acp:workspace-dm",
         "channel": "workspace",
         "account_id": "default",
-        "conversation_kind": "direct",
+        "conversation_kind": "current",  # CURRENT_BINDING_CONVERSATION_KIND: the kind of binding
         "parent_conversation_id": None,
         "conversation_id": "user:U123",
         "target_kind": "session",
@@ -51,7 +51,14 @@ def test_round_trip(tmp_path: Path):
     assert record["conversation"] == {"channel": "workspace", "accountId": "default", "conversationId": "user:U123"}
     key2 = f"discord{SEP}bot2{SEP}guild-1{SEP}thread-9"
     second = rows[key2]
-    assert (second["target_agent_id"], second["conversation_kind"], second["parent_conversation_id"], second["expires_at"]) == ("main", "channel", "guild-1", 9999)
+    assert (second["target_agent_id"], second["conversation_kind"], second["parent_conversation_id"], second["expires_at"]) == ("main", "current", "guild-1", 9999)
+    # Byte for byte the record_json OpenClaw 2026.9.6's doctor wrote for this binding of the every-family fixture.
+    assert second["record_json"] == (
+        f'{{"bindingId":"generic:{key2}","targetSessionKey":"main-thread","targetKind":"session","conversation":{{"channel":"discord",'
+        '"accountId":"bot2","conversationId":"thread-9","conversationKind":"channel","parentConversationId":"guild-1"},'
+        '"status":"active","boundAt":5678,"expiresAt":9999}'
+    )
+    assert list(record) == ["bindingId", "targetSessionKey", "targetKind", "conversation", "status", "boundAt", "metadata"]
 
 
 def test_reimport_upserts(tmp_path: Path):
