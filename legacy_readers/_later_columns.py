@@ -16,13 +16,21 @@ release: a v1 database with some or all of these columns added upgrades to
 v18 with ``openclaw database preflight`` reporting ``exact`` and the values
 intact (see docs/readers/devices.md).
 
+The node-host columns are of the same kind by another route: 2026.9.6's
+upgrade folds ``node_host_config`` into ``config_machine_state``
+(``migrateSingletonStateFoldInV12``) and reads ``gateway_context_path``,
+``gateway_cloudflare_access_json`` and ``installed_apps_sharing`` when the
+table has them (columns of the schema versions between 1 and 12).
+
 Where the data came from, for each column (2026.9.6 field -> column):
 
 * ``device_pairing_pending``: ``refreshedAtMs``, ``browserOrigin``;
 * ``device_pairing_paired``: ``approvedVia``, ``browserOrigin``,
   ``operatorLabel``, ``nodeSurface`` (a node's approved surface, which
   2026.9.6 folds ``nodes/paired.json`` into), ``pendingNodeSurface``;
-* ``apns_registrations``: ``relayOrigin`` of relay registrations.
+* ``apns_registrations``: ``relayOrigin`` of relay registrations;
+* ``node_host_config``: ``gateway.contextPath``, ``gateway.cloudflareAccess``,
+  ``installedAppsSharing`` of ``node.json``.
 
 The v1 tables ``node_pairing_pending`` / ``node_pairing_paired`` are not an
 alternative home: 2026.9.6's upgrade drops both without reading them
@@ -48,6 +56,10 @@ LATER_COLUMNS: dict[tuple[str, str], str] = {
     ("device_pairing_paired", "operator_label"): "TEXT",
     ("device_pairing_paired", "node_surface_json"): "TEXT",
     ("device_pairing_paired", "pending_node_surface_json"): "TEXT",
+    # Read by the v12 fold-in of node_host_config when present.
+    ("node_host_config", "gateway_context_path"): "TEXT",
+    ("node_host_config", "gateway_cloudflare_access_json"): "TEXT",
+    ("node_host_config", "installed_apps_sharing"): "INTEGER",
 }
 
 

@@ -11,15 +11,20 @@ an older row -> replaced; a different ``node_id``, or the same timestamp
 with different content -> conflict, the file stays. The legacy ``token`` is
 imported into the ``token`` column (the target schema has one; newer
 OpenClaw doctors drop it because node auth moved to the device identity);
-the receipt holds its fingerprint. Fields without a column
-(``gateway.contextPath``, ``gateway.cloudflareAccess``,
-``installedAppsSharing``, ``commands``) are named in a notice and kept in the
-retired copy.
+the receipt holds its fingerprint. ``gateway.contextPath``,
+``gateway.cloudflareAccess`` and ``installedAppsSharing`` have no column in the
+version-1 table; 2026.9.6's upgrade reads them from ``gateway_context_path``,
+``gateway_cloudflare_access_json`` and ``installed_apps_sharing`` when the table
+has those columns, so they are added for a file that carries them
+(``legacy_readers._later_columns``). Other fields (``commands``) are named in a
+notice and kept in the retired copy.
 """
 
 from __future__ import annotations
 
 from typing import Any, BinaryIO
+
+from legacy_readers._jsjson import js_stringify
 
 from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
 from legacy_readers.devices import fetch_row, file_mtime_ms, load_object, text, write_row
@@ -29,8 +34,10 @@ FAMILY = "node-host"
 TABLE = "node_host_config"
 CONFIG_KEY = "current"
 TOP_FIELDS = ("version", "nodeId", "token", "displayName", "gateway")
-GATEWAY_FIELDS = ("host", "port", "tls", "tlsFingerprint")
-COMPARED = ("node_id", "token", "display_name", "gateway_host", "gateway_port", "gateway_tls", "gateway_tls_fingerprint")
+TOP_FIELDS = (*TOP_FIELDS, "installedAppsSharing")
+GATEWAY_FIELDS = ("host", "port", "tls", "tlsFingerprint", "contextPath", "cloudflareAccess")
+COMPARED = ("node_id", "token", "display_name", "gateway_host", "gateway_port", "gateway_tls", "gateway_tls_fingerprint",
+            "gateway_context_path", "gateway_cloudflare_access_json", "installed_apps_sharing")  # fmt: skip
 
 
 def _clean(value: Any) -> str | None:
@@ -52,6 +59,10 @@ def config_row(document: dict[str, Any], updated_at: int) -> dict[str, Any]:
         "gateway_tls": None if not isinstance(tls, bool) else int(tls),
         "gateway_tls_fingerprint": _clean(gateway.get("tlsFingerprint")),
         "updated_at_ms": updated_at,
+        # Columns 2026.9.6's upgrade reads when present (added only for a value).
+        "gateway_context_path": _clean(gateway.get("contextPath")),
+        "gateway_cloudflare_access_json": js_stringify(cloud) if isinstance(cloud := gateway.get("cloudflareAccess"), dict) else None,
+        "installed_apps_sharing": None if not isinstance(sharing := document.get("installedAppsSharing"), bool) else int(sharing),
     }
 
 
@@ -91,7 +102,7 @@ class NodeHostConfigReader(Reader):
             if existing.get("node_id") != row["node_id"]:
                 raise SourceError(source.rel, "nodeId conflicts with the node-host config already in the database; left in place")
             existing_at = existing.get("updated_at_ms") or 0
-            same = all(existing.get(c) == row[c] for c in COMPARED)
+            same = all(existing.get(c) == row.get(c) for c in COMPARED)
             if existing_at > row["updated_at_ms"]:
                 decision = "kept newer database row"
                 result.notices.append(f"{source.rel}: kept the newer node-host config already in the database; file retired")
