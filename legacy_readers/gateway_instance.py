@@ -1,7 +1,9 @@
 """``gateway-instance-id``: the ACPX gateway instance id (plain text) -> ``global.plugin_state_entries``.
 
 Row ``(plugin_id 'acpx', namespace 'gateway-instance', entry_key 'current')``
-with ``value_json = {"version": 1, "id": <id>, "createdAt": <ms>}``. The file
+with ``value_json = {"instanceId": <id>, "createdAt": <ms>}``: the record the
+ACPX plugin registers and reads back (``normalizeAcpxGatewayInstanceRecord``,
+OpenClaw 2026.7.35's bundle; any other shape is ignored and a new id drawn). The file
 holds one id (surrounding whitespace and a trailing newline are ignored);
 ``createdAt`` and ``created_at`` are the file's mtime -- when the id was
 written -- so a re-run gives the same row. A row already in the database is
@@ -66,7 +68,7 @@ class GatewayInstanceIdReader(Reader):
                 current: Any = json.loads(existing.get("value_json") or "null")
             except ValueError:
                 current = None
-            current_id = current.get("id") if isinstance(current, dict) else None
+            current_id = current.get("instanceId") if isinstance(current, dict) else None
             if current_id == instance_id:
                 decision = "same id already in the database"
             elif (existing.get("created_at") or 0) > created:
@@ -75,7 +77,7 @@ class GatewayInstanceIdReader(Reader):
             else:
                 decision = "replaced older database row"
         if decision in ("imported", "replaced older database row"):
-            value = {"version": 1, "id": instance_id, "createdAt": created}
+            value = {"instanceId": instance_id, "createdAt": created}
             write_row(
                 conn,
                 TABLE,

@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 
 from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 from legacy_readers.devices import fetch_row, file_mtime_ms, json_col, load_object, ms, text, write_row
+from statekit.errors import SourceError
 
 FAMILY = "gateway"
 SENTINEL_TABLE = "gateway_restart_sentinel"
@@ -34,6 +35,10 @@ SENTINEL_KEY = "current"
 PAYLOAD_FIELDS = (
     "kind", "status", "ts", "sessionKey", "deliveryContext", "threadId", "message", "doctorHint", "stats", "continuation",
 )
+
+
+KINDS = ("config-apply", "config-auto-recovery", "config-patch", "update", "restart")  # RESTART_SENTINEL_KINDS
+STATUSES = ("ok", "error", "skipped")
 
 
 def _thread_id(value: Any) -> str | None:
@@ -44,24 +49,69 @@ def _thread_id(value: Any) -> str | None:
     return text(value)
 
 
-def sentinel_row(document: dict[str, Any], fallback_ms: int) -> dict[str, Any]:
-    payload = document["payload"]
+def _continuation(value: Any) -> dict[str, Any] | None:
+    """``parseRestartSentinelContinuation``: a systemEvent text or an agentTurn message, nothing else."""
+    if isinstance(value, dict) and value.get("kind") == "systemEvent" and isinstance(value.get("text"), str):
+        return {"kind": "systemEvent", "text": value["text"]}
+    if isinstance(value, dict) and value.get("kind") == "agentTurn" and isinstance(value.get("message"), str):
+        return {"kind": "agentTurn", "message": value["message"]}
+    return None
+
+
+def canonical_payload(payload: dict[str, Any], ts: int, rel: str) -> dict[str, Any]:
+    """The payload as OpenClaw 2026.9.6 parses and stores it (``parseRestartSentinelPayload``, its key order).
+
+    A row it could not parse back would be "invalid" and the notice lost, so a
+    kind, status or continuation it does not know is a clear error instead. A
+    numeric ``threadId`` (which 9.6 would discard the file for) becomes its text.
+    """
+    if payload["kind"] not in KINDS:
+        raise SourceError(rel, f"unsupported restart kind (expected one of {', '.join(KINDS)})", json_path="$.payload.kind")
+    if payload["status"] not in STATUSES:
+        raise SourceError(rel, f"unsupported restart status (expected one of {', '.join(STATUSES)})", json_path="$.payload.status")
+    result: dict[str, Any] = {"kind": payload["kind"], "status": payload["status"], "ts": ts}
+    if text(payload.get("sessionKey")) is not None:
+        result["sessionKey"] = payload["sessionKey"]
     delivery = payload.get("deliveryContext") if isinstance(payload.get("deliveryContext"), dict) else {}
-    ts = ms(payload.get("ts"))
+    context = {name: delivery[name] for name in ("channel", "to", "accountId") if isinstance(delivery.get(name), str)}
+    if context:
+        result["deliveryContext"] = context
+    thread = _thread_id(payload.get("threadId"))
+    if thread is not None:
+        result["threadId"] = thread
+    if isinstance(payload.get("message"), str):
+        result["message"] = payload["message"]
+    if payload.get("continuation") is not None:
+        continuation = _continuation(payload["continuation"])
+        if continuation is None:
+            raise SourceError(rel, "continuation is neither a systemEvent text nor an agentTurn message", json_path="$.payload.continuation")
+        result["continuation"] = continuation
+    if isinstance(payload.get("doctorHint"), str):
+        result["doctorHint"] = payload["doctorHint"]
+    if isinstance(payload.get("stats"), dict):
+        result["stats"] = payload["stats"]
+    return result
+
+
+def sentinel_row(document: dict[str, Any], fallback_ms: int, rel: str = "restart-sentinel.json") -> dict[str, Any]:
+    """``buildRestartSentinelRow`` of the canonical payload (2026.9.6)."""
+    ts = ms(document["payload"].get("ts"))
+    payload = canonical_payload(document["payload"], fallback_ms if ts is None else ts, rel)
+    delivery = payload.get("deliveryContext", {})
     return {
         "sentinel_key": SENTINEL_KEY,
-        "version": document.get("version", 1),
+        "version": 1,
         "kind": payload["kind"],
         "status": payload["status"],
-        "ts": fallback_ms if ts is None else ts,
-        "session_key": text(payload.get("sessionKey")),
-        "thread_id": _thread_id(payload.get("threadId")),
-        "delivery_channel": text(delivery.get("channel")),
-        "delivery_to": text(delivery.get("to")),
-        "delivery_account_id": text(delivery.get("accountId")),
-        "message": text(payload.get("message")),
+        "ts": payload["ts"],
+        "session_key": payload.get("sessionKey"),
+        "thread_id": payload.get("threadId"),
+        "delivery_channel": delivery.get("channel"),
+        "delivery_to": delivery.get("to"),
+        "delivery_account_id": delivery.get("accountId"),
+        "message": payload.get("message"),
         "continuation_json": json_col(payload.get("continuation")),
-        "doctor_hint": text(payload.get("doctorHint")),
+        "doctor_hint": payload.get("doctorHint"),
         "stats_json": json_col(payload.get("stats")),
         "payload_json": json_col(payload),
         "updated_at_ms": fallback_ms,
@@ -88,7 +138,9 @@ class RestartSentinelReader(Reader):
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = load_object(handle, source.rel, self.schema_name)
         conn = ctx.global_db
-        row = sentinel_row(document, file_mtime_ms(source, ctx.now_ms))
+        if document.get("version", 1) != 1:
+            raise SourceError(source.rel, "unsupported version (expected 1)", json_path="$.version")
+        row = sentinel_row(document, file_mtime_ms(source, ctx.now_ms), source.rel)
         existing = fetch_row(conn, SENTINEL_TABLE, "sentinel_key = ?", (SENTINEL_KEY,))
         result = WriteResult(records=1)
         if existing is not None and (existing.get("ts") or 0) > row["ts"]:
@@ -99,7 +151,7 @@ class RestartSentinelReader(Reader):
             decision = "imported"
         extra = sorted(set(document["payload"]) - set(PAYLOAD_FIELDS))
         if extra:
-            result.notices.append(f"{source.rel}: payload field(s) without a column, kept in payload_json: {', '.join(extra)}")
+            result.notices.append(f"{source.rel}: payload field(s) OpenClaw does not keep, kept only in the retired copy: {', '.join(extra)}")
         result.expect("global", SENTINEL_TABLE, "sentinel_key = ?", (SENTINEL_KEY,), 1)
         result.report.update({"kind": row["kind"], "status": row["status"], "ts": row["ts"], "decision": decision})
         return result

@@ -40,7 +40,8 @@ def test_gateway_instance_id_round_trip(state: Path) -> None:
         "plugin_id": "acpx",
         "namespace": "gateway-instance",
         "entry_key": "current",
-        "value_json": json.dumps({"version": 1, "id": GW_ID, "createdAt": MTIME}, separators=(",", ":")),
+        # The record ACPX reads back (normalizeAcpxGatewayInstanceRecord: instanceId, createdAt).
+        "value_json": json.dumps({"instanceId": GW_ID, "createdAt": MTIME}, separators=(",", ":")),
         "created_at": MTIME,
         "expires_at": None,
     }
@@ -52,11 +53,11 @@ def test_gateway_instance_id_newer_row_kept_older_replaced(state: Path) -> None:
     original = place_fixture(state, "gateway/gateway-instance-id", INSTANCE)
     report = run(state)
     assert assert_retired(state, report, INSTANCE, original)["report"]["decision"] == "replaced older database row"
-    assert json.loads(one(state, "SELECT value_json FROM plugin_state_entries")["value_json"])["id"] == GW_ID
+    assert json.loads(one(state, "SELECT value_json FROM plugin_state_entries")["value_json"])["instanceId"] == GW_ID
     stale = place(state, INSTANCE, "gw-stale", MTIME - 5000)
     report = run(state)
     assert assert_retired(state, report, INSTANCE, stale)["report"]["decision"] == "kept newer database row"
-    assert json.loads(one(state, "SELECT value_json FROM plugin_state_entries")["value_json"])["id"] == GW_ID
+    assert json.loads(one(state, "SELECT value_json FROM plugin_state_entries")["value_json"])["instanceId"] == GW_ID
 
 
 @pytest.mark.parametrize(
@@ -96,9 +97,28 @@ def test_restart_sentinel_round_trip(state: Path) -> None:
         "continuation_json": '{"kind":"agentTurn","message":"continue after restart"}',
         "doctor_hint": "Run: openclaw doctor --non-interactive",
         "stats_json": '{"mode":"config.patch","durationMs":1200}',
-        "payload_json": json.dumps(payload, separators=(",", ":"), ensure_ascii=False),
+        # The payload as 2026.9.6 parses and stores it (its key order; the numeric threadId as text, which 9.6 reads back).
+        "payload_json": json.dumps({k: payload[k] for k in ("kind", "status", "ts", "sessionKey", "deliveryContext")}
+                                   | {"threadId": "77"} | {k: payload[k] for k in ("message", "continuation", "doctorHint", "stats")},
+                                   separators=(",", ":"), ensure_ascii=False),
         "updated_at_ms": MTIME,
     }
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        ({"kind": "reboot"}, "$.payload.kind: unsupported restart kind (expected one of config-apply"),
+        ({"status": "done"}, "$.payload.status: unsupported restart status (expected one of ok, error, skipped)"),
+        ({"continuation": {"kind": "agentTurn"}}, "$.payload.continuation: continuation is neither a systemEvent text nor an agentTurn message"),
+    ],
+)
+def test_restart_sentinel_openclaw_could_not_read_back_stays(state: Path, change: dict, needle: str) -> None:
+    """parseRestartSentinelPayload (2026.9.6) would read such a row as invalid and drop the notice: left in place instead."""
+    document = json.loads(fixture("gateway/restart-sentinel.json"))
+    document["payload"] |= change
+    original = place(state, SENTINEL, document)
+    assert_left_in_place(state, run(state), SENTINEL, original, needle)
 
 
 def test_restart_sentinel_newer_row_kept(state: Path) -> None:
