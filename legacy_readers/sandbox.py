@@ -7,13 +7,16 @@ one entry per file). Every entry becomes one row keyed by
 ``(registry_kind, container_name)`` with ``registry_kind`` ``container`` or
 ``browser`` (the values OpenClaw's SQLite registry reads):
 
-* ``session_key``, ``image``, ``created_at_ms``, ``last_used_at_ms``,
-  ``config_hash``, ``cdp_port``, ``no_vnc_port`` from the entry;
-* containers get OpenClaw's defaults ``backend_id = docker``,
-  ``runtime_label = containerName``, ``config_label_kind = Image`` when the
-  entry has none (as its registry normaliser does); browsers keep what they
-  have;
-* ``entry_json`` is the (normalised) entry, ``updated_at`` the file's mtime.
+* exactly as OpenClaw 2026.7.35's own import of these files writes a row
+  (``writeLegacyEntryIfMissing`` + ``containerEntryToRow`` /
+  ``browserEntryToRow``): the entry with ``sessionKey``/``image`` defaulted
+  to ``""``, ``createdAtMs``/``lastUsedAtMs`` to ``0`` (and a browser's
+  ``cdpPort`` to ``0``) when absent, projected into the typed columns;
+  ``backend_id``, ``runtime_label`` and ``config_label_kind`` only when the
+  entry has them (OpenClaw fills ``docker`` / the container name / ``Image``
+  when it reads the row back, not in the row);
+* ``entry_json`` is that entry as ``JSON.stringify`` writes it, ``updated_at``
+  the file's mtime (OpenClaw: the time of its import).
 
 Rows upsert, so re-importing a changed file converges; a shard and the
 monolithic file naming the same container both upsert the same row (plan
@@ -30,7 +33,7 @@ from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
 from legacy_readers._jsjson import js_stringify
-from legacy_readers._small_stores import file_mtime_ms, fit_row, integer, load_document, text
+from legacy_readers._small_stores import file_mtime_ms, integer, load_document, text
 from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, upsert
 
 TABLE = "sandbox_registry_entries"
@@ -43,33 +46,46 @@ def registry_kind_of(rel: str) -> str:
     return KIND_OF_NAME[name]
 
 
-def normalize_entry(kind: str, entry: dict[str, Any]) -> dict[str, Any]:
-    if kind != "container":
-        return dict(entry)
-    return {
+def _string(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _number(value: Any) -> Any:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def release_entry(kind: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry as 2026.7.35's ``writeLegacyEntryIfMissing`` completes it before writing the row."""
+    completed = {
         **entry,
-        "backendId": text(entry.get("backendId")) or "docker",
-        "runtimeLabel": text(entry.get("runtimeLabel")) or entry["containerName"],
-        "configLabelKind": text(entry.get("configLabelKind")) or "Image",
+        "containerName": entry["containerName"],
+        "sessionKey": _string(entry.get("sessionKey")),
+        "createdAtMs": _number(entry.get("createdAtMs")),
+        "lastUsedAtMs": _number(entry.get("lastUsedAtMs")),
+        "image": _string(entry.get("image")),
     }
+    if kind == "browser":
+        completed["cdpPort"] = _number(entry.get("cdpPort"))
+    return completed
 
 
 def registry_row(kind: str, entry: dict[str, Any], mtime: int) -> dict[str, Any]:
-    normalized = normalize_entry(kind, entry)
+    completed = release_entry(kind, entry)
+    container = kind == "container"
     return {
         "registry_kind": kind,
-        "container_name": entry["containerName"],
-        "session_key": text(normalized.get("sessionKey")),
-        "backend_id": text(normalized.get("backendId")),
-        "runtime_label": text(normalized.get("runtimeLabel")),
-        "image": text(normalized.get("image")),
-        "created_at_ms": integer(normalized.get("createdAtMs")),
-        "last_used_at_ms": integer(normalized.get("lastUsedAtMs")),
-        "config_label_kind": text(normalized.get("configLabelKind")),
-        "config_hash": text(normalized.get("configHash")),
-        "cdp_port": integer(normalized.get("cdpPort")),
-        "no_vnc_port": integer(normalized.get("noVncPort")),
-        "entry_json": js_stringify(normalized),
+        "container_name": completed["containerName"],
+        "session_key": completed["sessionKey"],
+        "backend_id": text(completed.get("backendId")) if container else None,
+        "runtime_label": text(completed.get("runtimeLabel")) if container else None,
+        "image": completed["image"],
+        "created_at_ms": integer(completed["createdAtMs"]),
+        "last_used_at_ms": integer(completed["lastUsedAtMs"]),
+        "config_label_kind": text(completed.get("configLabelKind")) if container else None,
+        "config_hash": text(completed.get("configHash")),
+        "cdp_port": None if container else integer(completed["cdpPort"]),
+        "no_vnc_port": None if container else integer(completed.get("noVncPort")),
+        "entry_json": js_stringify(completed),
         "updated_at": mtime,
     }
 
@@ -79,7 +95,7 @@ def _write_entries(source: Source, ctx: ImportContext, kind: str, entries: list[
     conn = ctx.global_db
     names: dict[str, None] = {}
     for entry in entries:
-        upsert(conn, TABLE, fit_row(conn, TABLE, registry_row(kind, entry, mtime)), ("registry_kind", "container_name"))
+        upsert(conn, TABLE, registry_row(kind, entry, mtime), ("registry_kind", "container_name"))
         names[entry["containerName"]] = None
     result = WriteResult(records=len(entries))
     if len(names) < len(entries):

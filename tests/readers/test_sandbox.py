@@ -41,23 +41,37 @@ def test_round_trip(tmp_path: Path):
         "registry_kind": "container",
         "container_name": "openclaw-sbx-agent-main-1a2b",
         "session_key": "agent:main:main",
-        "backend_id": "docker",
-        "runtime_label": "openclaw-sbx-agent-main-1a2b",
+        # As 2026.7.35's import writes it: no defaults in the row (OpenClaw fills docker / the name / Image on read).
+        "backend_id": None,
+        "runtime_label": None,
         "image": "openclaw-sandbox:bookworm-slim",
         "created_at_ms": 1774000000000,
         "last_used_at_ms": 1774000900000,
-        "config_label_kind": "Image",
+        "config_label_kind": None,
         "config_hash": "c0ffee",
         "cdp_port": None,
         "no_vnc_port": None,
         "updated_at": MTIME,
     }
-    assert entry["backendId"] == "docker" and entry["configLabelKind"] == "Image"
+    assert "backendId" not in entry and "configLabelKind" not in entry and entry["sessionKey"] == "agent:main:main"
     work = rows["openclaw-sbx-agent-work-3c4d"]
     assert (work["backend_id"], work["runtime_label"], work["config_label_kind"]) == ("podman", "work-box", "Dockerfile")
     browser = rows["openclaw-sbx-browser-main-5e6f"]
     assert (browser["registry_kind"], browser["cdp_port"], browser["no_vnc_port"], browser["backend_id"], browser["config_label_kind"]) == (
         "browser", 9222, 6080, None, None)  # fmt: skip
+
+
+def test_missing_fields_get_the_release_defaults(tmp_path: Path):
+    """writeLegacyEntryIfMissing: sessionKey/image "" and times 0 when absent; a browser's cdpPort 0."""
+    files = {"sandbox/containers.json": {"entries": [{"containerName": "bare"}]}, SHARD: {"containerName": "bare-browser"}}
+    state, _ = new_state(tmp_path, files)
+    run(state)
+    rows = {r["container_name"]: r for r in query(state, "SELECT * FROM sandbox_registry_entries")}
+    bare, browser = rows["bare"], rows["bare-browser"]
+    assert (bare["session_key"], bare["image"], bare["created_at_ms"], bare["last_used_at_ms"], bare["cdp_port"]) == ("", "", 0, 0, None)
+    assert bare["entry_json"] == '{"containerName":"bare","sessionKey":"","createdAtMs":0,"lastUsedAtMs":0,"image":""}'
+    assert (browser["cdp_port"], browser["no_vnc_port"]) == (0, None)
+    assert browser["entry_json"] == '{"containerName":"bare-browser","sessionKey":"","createdAtMs":0,"lastUsedAtMs":0,"image":"","cdpPort":0}'
 
 
 def test_reimport_upserts(tmp_path: Path):
