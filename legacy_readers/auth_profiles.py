@@ -5,10 +5,12 @@ Every agent's store lands in that agent's own database
 release writing schema version 1) kept it:
 ``auth_profile_store(store_key='primary', store_json={version: 1, profiles})``
 and ``auth_profile_state(state_key='primary', state_json={version: 1, order?,
-lastGood?, usageStats?})``. OpenClaw 2026.9.6's own upgrade then moves the
-``main`` agent's rows into its shared store (``config_machine_state``
-``authProfiles.store`` / ``authProfiles.state``) and leaves every other agent's
-rows where they are -- the same rows its own ``doctor --fix`` produces from the
+lastGood?, usageStats?})`` -- 9.6 keeps them there. The ``main`` agent is
+OpenClaw's shared-main owner: its rows go where 9.6's doctor relocates them, the
+shared store in the state database (``config_machine_state`` rows
+``authProfiles.store`` / ``authProfiles.state``, with ``auth.sharedStore =
+{"location": "state-db"}``), so 9.6 runs on the result without a relocation pass
+(``target_for``). Both are the rows 9.6's own ``doctor --fix`` produces from the
 legacy files. (The global tables ``auth_profile_stores`` / ``auth_profile_state``
 are never written: 9.6's consolidation keeps only their ``shared`` row.)
 
@@ -71,7 +73,7 @@ from legacy_readers.base import (
 )
 from statekit.errors import SourceError
 from statekit.fsutil import open_regular_file
-from statekit.layout import DEFAULT_AGENT_ID, is_valid_agent_id, normalize_agent_id
+from statekit.layout import DEFAULT_AGENT_ID, agent_db_path, is_valid_agent_id, normalize_agent_id
 
 STORE_VERSION = 1
 STORE_TABLE = "auth_profile_store"
@@ -485,7 +487,13 @@ def owner_agent(source: Source, config: Any) -> str:
     return source.agent_id
 
 
-# --- writing the agent database's rows ------------------------------------------------
+# --- where an agent's rows go -------------------------------------------------------------
+
+SHARED_TABLE = "config_machine_state"
+SHARED_STORE_KEY = "authProfiles.store"
+SHARED_STATE_KEY = "authProfiles.state"
+OWNERSHIP_KEY = "auth.sharedStore"
+STATE_DB_OWNERSHIP = {"location": "state-db"}
 
 
 def _mtime_ms(source: Source, fallback: int) -> int:
@@ -495,21 +503,201 @@ def _mtime_ms(source: Source, fallback: int) -> int:
         return fallback
 
 
-def _load_row(conn: sqlite3.Connection, table: str, key_column: str, json_column: str, rel: str) -> tuple[dict[str, Any] | None, int]:
-    row = conn.execute(f"SELECT {json_column}, updated_at FROM {table} WHERE {key_column} = ?", (PRIMARY_KEY,)).fetchone()
+class Target:
+    """One agent's two auth rows: in its own database (``primary``), or OpenClaw's shared store (``main``)."""
+
+    def __init__(self, conn: sqlite3.Connection, db: str, agent: str, shared: bool) -> None:
+        self.conn, self.db, self.agent, self.shared = conn, db, agent, shared
+
+    def _where(self, kind: str) -> tuple[str, str, str, str, tuple[Any, ...]]:
+        """(table, key column, json column, updated column, key) of the ``store`` or ``state`` row."""
+        if self.shared:
+            return SHARED_TABLE, "state_key", "value_json", "updated_at_ms", (SHARED_STORE_KEY if kind == "store" else SHARED_STATE_KEY,)
+        if kind == "store":
+            return STORE_TABLE, "store_key", "store_json", "updated_at", (PRIMARY_KEY,)
+        return STATE_TABLE, "state_key", "state_json", "updated_at", (PRIMARY_KEY,)
+
+    def label(self, kind: str) -> str:
+        table, _key, _json, _updated, key = self._where(kind)
+        return f"{table} row {key[0]!r}"
+
+    def load(self, kind: str, rel: str) -> tuple[dict[str, Any] | None, int]:
+        table, key_column, json_column, updated_column, key = self._where(kind)
+        row = self.conn.execute(f"SELECT {json_column}, {updated_column} FROM {table} WHERE {key_column} = ?", key).fetchone()
+        if row is None:
+            return None, 0
+        try:
+            value = json.loads(row[0])
+        except (TypeError, ValueError):
+            raise SourceError(rel, f"existing {self.label(kind)} is not valid JSON; left unchanged") from None
+        if not isinstance(value, dict) or (kind == "store" and not isinstance(value.get("profiles", {}), dict)):
+            raise SourceError(rel, f"existing {self.label(kind)} is not a JSON object with profiles; left unchanged")
+        return value, int(row[1] or 0)
+
+    def save(self, kind: str, value: dict[str, Any], updated_at: int, *, replace: bool = True) -> None:
+        table, key_column, json_column, updated_column, key = self._where(kind)
+        upsert(self.conn, table, {key_column: key[0], json_column: js_stringify(value), updated_column: updated_at}, (key_column,), update=replace)
+
+    def expect(self, result: WriteResult, kind: str, json_path: str | None = None) -> None:
+        table, key_column, json_column, _updated, key = self._where(kind)
+        if json_path is None:
+            result.expect(self.db, table, f"{key_column} = ?", key, 1)
+        else:
+            result.expect(self.db, table, f"{key_column} = ? AND json_type({json_column}, ?) = 'object'", (*key, json_path), 1)
+
+    def report(self) -> dict[str, Any]:
+        if self.shared:
+            return {"agent_id": self.agent, "target": f"state/openclaw.sqlite#{SHARED_TABLE}", "store_key": SHARED_STORE_KEY}
+        return {"agent_id": self.agent, "target": f"agents/{self.agent}/agent/openclaw-agent.sqlite", "store_key": PRIMARY_KEY}
+
+
+def _has_rows(conn: sqlite3.Connection) -> bool:
+    return any(
+        conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (PRIMARY_KEY,)).fetchone() is not None
+        for table, column in ((STORE_TABLE, "store_key"), (STATE_TABLE, "state_key"))
+    )
+
+
+def _ownership(global_conn: sqlite3.Connection) -> Any:
+    row = global_conn.execute(f"SELECT value_json FROM {SHARED_TABLE} WHERE state_key = ?", (OWNERSHIP_KEY,)).fetchone()
     if row is None:
-        return None, 0
+        return None
     try:
-        value = json.loads(row[0])
+        return json.loads(row[0])
     except (TypeError, ValueError):
-        raise SourceError(rel, f"existing {table} row {PRIMARY_KEY!r} is not valid JSON; left unchanged") from None
-    if not isinstance(value, dict) or (table == STORE_TABLE and not isinstance(value.get("profiles", {}), dict)):
-        raise SourceError(rel, f"existing {table} row {PRIMARY_KEY!r} is not a JSON object with profiles; left unchanged")
-    return value, int(row[1] or 0)
+        return row[0]
+
+
+def _has_shared_table(global_conn: sqlite3.Connection) -> bool:
+    return global_conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (SHARED_TABLE,)).fetchone() is not None
+
+
+def target_for(ctx: ImportContext, agent: str) -> Target:
+    """Where ``agent``'s auth rows go.
+
+    Every agent but ``main``: its own database, as 2026.7.35 kept them (9.6 keeps them there). ``main`` is
+    OpenClaw's shared-main owner: its rows go straight into 9.6's shared store (``config_machine_state``),
+    with the ownership marker ``auth.sharedStore = {"location": "state-db"}`` -- the state 9.6's doctor
+    ends in after relocating them. Without the marker, 9.6's first doctor pass would try to read the main
+    agent's version-1 database before upgrading it, and stop. When the main agent's database already holds
+    auth rows of its own (a tree written by 2026.6-2026.7), they are left where they are and merged into,
+    unmarked, for 9.6's relocation to move (as on OpenClaw's own trees of that era).
+    """
+    if agent != SHARED_MAIN_AGENT_ID or not _has_shared_table(ctx.global_db):
+        return Target(ctx.agent_db(agent), _db(agent), agent, shared=False)
+    ownership = _ownership(ctx.global_db)
+    if ownership == STATE_DB_OWNERSHIP:
+        return Target(ctx.global_db, "global", agent, shared=True)
+    if ownership is None:
+        path = agent_db_path(ctx.state_dir, agent)
+        if not (path.exists() and _has_rows(ctx.agent_db(agent))):
+            claim_shared_store(ctx.global_db, ctx.now_ms)
+            return Target(ctx.global_db, "global", agent, shared=True)
+    return Target(ctx.agent_db(agent), _db(agent), agent, shared=False)
+
+
+def claim_shared_store(global_conn: sqlite3.Connection, now_ms: int) -> None:
+    """Record that the shared auth store lives in the state database (9.6's ``auth.sharedStore``)."""
+    upsert(
+        global_conn,
+        SHARED_TABLE,
+        {"state_key": OWNERSHIP_KEY, "value_json": js_stringify(STATE_DB_OWNERSHIP), "updated_at_ms": now_ms},
+        ("state_key",),
+        update=False,
+    )
+
+
+def settle_shared_auth_store(global_conn: sqlite3.Connection, main_conn: sqlite3.Connection | None, now_ms: int) -> str | None:
+    """End-of-run step for the shared auth store (call inside the global database's transaction).
+
+    When no auth file of ``main`` was imported, the ownership marker may still be missing; 9.6's first
+    doctor pass then stops on the main agent's version-1 database. So: nothing to do once the marker
+    is set; with no main database or one without auth rows, set it; with main's own rows, copy them into
+    the shared store (unless it already holds other rows: then leave everything for 9.6's relocation)
+    and set it. The rows left in the main database are removed by ``clean_relocated_main_rows`` after
+    this transaction is committed. Returns a one-line notice, or None when nothing changed.
+    """
+    if not _has_shared_table(global_conn) or _ownership(global_conn) is not None:
+        return None
+    moved = []
+    if main_conn is not None:
+        for kind, (table, key_column, json_column), shared_key in (
+            ("store", (STORE_TABLE, "store_key", "store_json"), SHARED_STORE_KEY),
+            ("state", (STATE_TABLE, "state_key", "state_json"), SHARED_STATE_KEY),
+        ):
+            row = main_conn.execute(f"SELECT {json_column}, updated_at FROM {table} WHERE {key_column} = ?", (PRIMARY_KEY,)).fetchone()
+            if row is None:
+                continue
+            if not _readable(row[0], kind):
+                return f"main's auth {kind} row is not a JSON object OpenClaw can read; left in the main agent's database for OpenClaw's doctor"
+            stored = global_conn.execute(f"SELECT value_json, updated_at_ms FROM {SHARED_TABLE} WHERE state_key = ?", (shared_key,)).fetchone()
+            if stored is not None and tuple(stored) != (row[0], row[1]):
+                return f"main's auth {kind} differs from the shared store; both left for OpenClaw's doctor to reconcile"
+            moved.append((shared_key, row[0], row[1]))
+    for shared_key, value_json, updated_at in moved:
+        upsert(global_conn, SHARED_TABLE, {"state_key": shared_key, "value_json": value_json, "updated_at_ms": updated_at}, ("state_key",), update=False)
+    claim_shared_store(global_conn, now_ms)
+    if moved:
+        return "moved the main agent's auth store into the shared store (auth.sharedStore = state-db), as OpenClaw 2026.9.6 keeps it"
+    return "the shared auth store lives in the state database (auth.sharedStore = state-db), as OpenClaw 2026.9.6 keeps it"
+
+
+def _readable(text: Any, kind: str) -> bool:
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        return False
+    return isinstance(value, dict) and (kind != "store" or isinstance(value.get("profiles"), dict))
+
+
+def clean_relocated_main_rows(global_conn: sqlite3.Connection, main_conn: sqlite3.Connection) -> int:
+    """Remove main's own auth rows once the shared store holds the same values (call after the global commit)."""
+    if _ownership(global_conn) != STATE_DB_OWNERSHIP:
+        return 0
+    removed = 0
+    for (table, key_column, json_column), shared_key in (
+        ((STORE_TABLE, "store_key", "store_json"), SHARED_STORE_KEY),
+        ((STATE_TABLE, "state_key", "state_json"), SHARED_STATE_KEY),
+    ):
+        row = main_conn.execute(f"SELECT {json_column}, updated_at FROM {table} WHERE {key_column} = ?", (PRIMARY_KEY,)).fetchone()
+        stored = global_conn.execute(f"SELECT value_json, updated_at_ms FROM {SHARED_TABLE} WHERE state_key = ?", (shared_key,)).fetchone()
+        if row is not None and stored is not None and tuple(stored) == (row[0], row[1]):
+            main_conn.execute(f"DELETE FROM {table} WHERE {key_column} = ?", (PRIMARY_KEY,))
+            removed += 1
+    return removed
+
+
+def finish_shared_auth_store(global_conn: sqlite3.Connection, main_conn: sqlite3.Connection | None, now_ms: int) -> str | None:
+    """The end-of-run step of a migration (both connections outside a transaction): settle, commit, clean, commit.
+
+    Idempotent and safe to interrupt: the copy and the marker commit together; the main database's own
+    rows are removed only afterwards, and only while the shared store holds the same values.
+    """
+    global_conn.execute("BEGIN IMMEDIATE")
+    try:
+        notice = settle_shared_auth_store(global_conn, main_conn, now_ms)
+        global_conn.execute("COMMIT")
+    except BaseException:
+        if global_conn.in_transaction:
+            global_conn.execute("ROLLBACK")
+        raise
+    if main_conn is not None:
+        main_conn.execute("BEGIN IMMEDIATE")
+        try:
+            clean_relocated_main_rows(global_conn, main_conn)
+            main_conn.execute("COMMIT")
+        except BaseException:
+            if main_conn.in_transaction:
+                main_conn.execute("ROLLBACK")
+            raise
+    return notice
+
+
+# --- merging into the rows ----------------------------------------------------------------
 
 
 def merge_store(
-    conn: sqlite3.Connection,
+    target: Target,
     profiles: dict[str, dict[str, Any]],
     updated_at: int,
     authoritative: bool,
@@ -522,7 +710,7 @@ def merge_store(
     ``first``: the incoming ids go first, in their order (OpenClaw applies ``auth.json`` before
     ``auth-profiles.json``, so its profiles lead the store even though they never win).
     """
-    existing, existing_at = _load_row(conn, STORE_TABLE, "store_key", "store_json", rel)
+    existing, existing_at = target.load("store", rel)
     current = dict(existing) if existing else {}
     merged = dict(current.get("profiles") or {})
     counts = {"added": 0, "replaced": 0, "kept_existing": 0, "unchanged": 0}
@@ -540,30 +728,18 @@ def merge_store(
     if first:
         merged = {**{pid: merged[pid] for pid in profiles}, **{pid: v for pid, v in merged.items() if pid not in profiles}}
     others = {name: value for name, value in current.items() if name not in ("version", "profiles")}
-    store = {"version": current.get("version", STORE_VERSION), "profiles": merged, **others}
-    upsert(
-        conn,
-        STORE_TABLE,
-        {"store_key": PRIMARY_KEY, "store_json": js_stringify(store), "updated_at": max(updated_at, existing_at)},
-        ("store_key",),
-    )
+    target.save("store", {"version": current.get("version", STORE_VERSION), "profiles": merged, **others}, max(updated_at, existing_at))
     return counts
 
 
-def ensure_store_row(conn: sqlite3.Connection, updated_at: int) -> None:
+def ensure_store_row(target: Target, updated_at: int) -> None:
     """An empty store row when none exists: OpenClaw reads an agent's state only together with its store."""
-    upsert(
-        conn,
-        STORE_TABLE,
-        {"store_key": PRIMARY_KEY, "store_json": js_stringify({"version": STORE_VERSION, "profiles": {}}), "updated_at": updated_at},
-        ("store_key",),
-        update=False,
-    )
+    target.save("store", {"version": STORE_VERSION, "profiles": {}}, updated_at, replace=False)
 
 
-def merge_state(conn: sqlite3.Connection, state: dict[str, dict[str, Any]], updated_at: int, authoritative: bool, rel: str) -> None:
+def merge_state(target: Target, state: dict[str, dict[str, Any]], updated_at: int, authoritative: bool, rel: str) -> None:
     """Merge runtime state per field, then per provider / profile id (an entry is replaced whole)."""
-    existing, existing_at = _load_row(conn, STATE_TABLE, "state_key", "state_json", rel)
+    existing, existing_at = target.load("state", rel)
     merged: dict[str, Any] = {name: value for name, value in (existing or {}).items() if name != "version"}
     for name in STATE_FIELDS:
         incoming = state.get(name)
@@ -577,12 +753,7 @@ def merge_state(conn: sqlite3.Connection, state: dict[str, dict[str, Any]], upda
         merged[name] = combined
     version = (existing or {}).get("version", STORE_VERSION)
     ordered = {"version": version, **{n: merged[n] for n in STATE_FIELDS if n in merged}, **{n: v for n, v in merged.items() if n not in STATE_FIELDS}}
-    upsert(
-        conn,
-        STATE_TABLE,
-        {"state_key": PRIMARY_KEY, "state_json": js_stringify(ordered), "updated_at": max(updated_at, existing_at)},
-        ("state_key",),
-    )
+    target.save("state", ordered, max(updated_at, existing_at))
 
 
 def credential_fingerprints(profile: dict[str, Any]) -> dict[str, str]:
@@ -605,38 +776,28 @@ def _db(agent: str) -> str:
     return f"agent:{agent}"
 
 
-def _expect_profiles(result: WriteResult, agent: str, profile_ids: list[str]) -> None:
-    result.expect(_db(agent), STORE_TABLE, "store_key = ?", (PRIMARY_KEY,), 1)
-    for profile_id in profile_ids:
-        if '"' not in profile_id and "\\" not in profile_id:
-            result.expect(
-                _db(agent), STORE_TABLE, "store_key = ? AND json_type(store_json, ?) = 'object'", (PRIMARY_KEY, f'$.profiles."{profile_id}"'), 1
-            )
-
-
-def _report_target(agent: str) -> dict[str, Any]:
-    return {"agent_id": agent, "target": f"agents/{agent}/agent/openclaw-agent.sqlite", "store_key": PRIMARY_KEY}
-
-
 def _import_store(
     source: Source, ctx: ImportContext, agent: str, parsed: Parsed, authoritative: bool, fill_note: str, *, first: bool = False
 ) -> WriteResult:
-    conn = ctx.agent_db(agent)
+    target = target_for(ctx, agent)
     updated = _mtime_ms(source, ctx.now_ms)
-    counts = merge_store(conn, parsed.profiles, updated, authoritative, source.rel, first=first)
+    counts = merge_store(target, parsed.profiles, updated, authoritative, source.rel, first=first)
     if parsed.state:
-        merge_state(conn, parsed.state, updated, authoritative, source.rel)
+        merge_state(target, parsed.state, updated, authoritative, source.rel)
     notices = []
     if counts["kept_existing"]:
         notices.append(f"{source.rel}: {counts['kept_existing']} profile(s) already in agent {agent!r}'s store were kept ({fill_note})")
     if parsed.dropped:
         notices.append(f"{source.rel}: field(s) OpenClaw does not keep were not carried: {', '.join(sorted(parsed.dropped))}")
     result = WriteResult(records=len(parsed.profiles), notices=notices, warnings=list(parsed.warnings))
-    _expect_profiles(result, agent, list(parsed.profiles))
+    target.expect(result, "store")
+    for profile_id in parsed.profiles:
+        if '"' not in profile_id and "\\" not in profile_id:
+            target.expect(result, "store", f'$.profiles."{profile_id}"')
     if parsed.state:
-        result.expect(_db(agent), STATE_TABLE, "state_key = ?", (PRIMARY_KEY,), 1)
+        target.expect(result, "state")
     result.report.update({
-        **_report_target(agent),
+        **target.report(),
         "format": parsed.format,
         "authoritative": authoritative,
         "profiles": [profile_summary(pid, p) for pid, p in sorted(parsed.profiles.items())],
@@ -654,7 +815,7 @@ class AuthProfilesReader(Reader):
     description = "Auth profile store auth-profiles.json (per agent, or the pre-multi-agent agent/ dir)"
     patterns = ("agents/*/agent/auth-profiles.json", "agent/auth-profiles.json")
     schema_name = "auth-profiles"
-    target_tables = ("agent.auth_profile_store", "agent.auth_profile_state")
+    target_tables = ("agent.auth_profile_store", "agent.auth_profile_state", "global.config_machine_state")
     action = "import"
     order = 50
 
@@ -675,7 +836,7 @@ class AuthStateReader(Reader):
     description = "Auth profile runtime state auth-state.json (order, lastGood, usageStats)"
     patterns = ("agents/*/agent/auth-state.json", "agent/auth-state.json")
     schema_name = "auth-state"
-    target_tables = ("agent.auth_profile_state",)
+    target_tables = ("agent.auth_profile_state", "global.config_machine_state")
     action = "import"
     order = 51
 
@@ -690,16 +851,16 @@ class AuthStateReader(Reader):
         authoritative = source.rel.startswith("agents/")
         updated = _mtime_ms(source, ctx.now_ms)
         result = WriteResult(records=1 if state else 0)
+        target = target_for(ctx, agent)
         if state:
-            conn = ctx.agent_db(agent)
-            ensure_store_row(conn, updated)
-            merge_state(conn, state, updated, authoritative, source.rel)
-            result.expect(_db(agent), STATE_TABLE, "state_key = ?", (PRIMARY_KEY,), 1)
+            ensure_store_row(target, updated)
+            merge_state(target, state, updated, authoritative, source.rel)
+            target.expect(result, "state")
         else:
             result.notices.append(f"{source.rel}: no runtime state OpenClaw keeps (order, lastGood, usageStats); nothing written")
         usage = state.get("usageStats", {})
         result.report.update({
-            **_report_target(agent),
+            **target.report(),
             "authoritative": authoritative,
             "fields": sorted(state),
             "usage_stats_profiles": sorted(usage),
@@ -732,7 +893,7 @@ class AuthJsonReader(_ProviderMapReader):
     description = "PI runtime credential cache agents/<id>/agent/auth.json"
     patterns = ("agents/*/agent/auth.json", "agent/auth.json")
     schema_name = "auth-json"
-    target_tables = ("agent.auth_profile_store",)
+    target_tables = ("agent.auth_profile_store", "global.config_machine_state")
     action = "import"
     order = 52
 
@@ -743,7 +904,7 @@ class OAuthJsonReader(_ProviderMapReader):
     description = "Legacy shared OAuth credentials credentials/oauth.json (the shared-main agent, main)"
     patterns = ("credentials/oauth.json",)
     schema_name = "oauth-json"
-    target_tables = ("agent.auth_profile_store",)
+    target_tables = ("agent.auth_profile_store", "global.config_machine_state")
     action = "import"
     order = 53
     parse = staticmethod(parse_oauth_json)

@@ -193,6 +193,7 @@ class Migration:
                 if outcome.status in WARNING_OUTCOMES and outcome.message:
                     self.report.warnings.append(outcome.message)
                 self.report.notices.extend(outcome.notices)
+            self._finish_shared_auth_store()
             apply_steps(plan, self.state_dir, self.run_id, self.report)
         except BaseException as exc:
             self.report.status = "failed"
@@ -208,6 +209,17 @@ class Migration:
         checkpoint("before-close-run")
         close_run(self.global_conn, self.run_id, self.report.finished_at, self.report.status, self.report.to_json())
         return self.report
+
+    def _finish_shared_auth_store(self) -> None:
+        """OpenClaw 2026.9.6 keeps the shared-main (``main``) auth store in the state database; mark it so (auth readers)."""
+        from legacy_readers.auth_profiles import SHARED_MAIN_AGENT_ID, finish_shared_auth_store
+        from statekit.layout import agent_db_path
+
+        assert self.global_conn is not None
+        main = self.agent_conn(SHARED_MAIN_AGENT_ID) if agent_db_path(self.state_dir, SHARED_MAIN_AGENT_ID).exists() else None
+        notice = finish_shared_auth_store(self.global_conn, main, now_ms())
+        if notice:
+            self.report.notices.append(notice)
 
     def _backup(self) -> Any:
         try:

@@ -31,19 +31,34 @@ def build(tmp_path: Path, files: dict[str, Any], mtime_ms: int = MTIME_MS) -> Pa
     return state
 
 
+def _row(state: Path, agent: str, kind: str) -> tuple[str, int]:
+    """``main``'s rows are OpenClaw's shared store (config_machine_state); every other agent's are in its own database."""
+    if agent == "main":
+        key = "authProfiles.store" if kind == "store" else "authProfiles.state"
+        (row,) = rows(global_db(state), "SELECT value_json, updated_at_ms FROM config_machine_state WHERE state_key = ?", (key,))
+    elif kind == "store":
+        (row,) = rows(agent_db(state, agent), "SELECT store_json, updated_at FROM auth_profile_store WHERE store_key = 'primary'")
+    else:
+        (row,) = rows(agent_db(state, agent), "SELECT state_json, updated_at FROM auth_profile_state WHERE state_key = 'primary'")
+    return str(row[0]), int(row[1])
+
+
 def store(state: Path, agent: str = "main") -> tuple[dict[str, Any], int]:
-    (row,) = rows(agent_db(state, agent), "SELECT store_json, updated_at FROM auth_profile_store WHERE store_key = 'primary'")
-    return json.loads(row[0]), row[1]
+    text, updated = _row(state, agent, "store")
+    return json.loads(text), updated
 
 
 def store_text(state: Path, agent: str = "main") -> str:
-    ((text,),) = rows(agent_db(state, agent), "SELECT store_json FROM auth_profile_store WHERE store_key = 'primary'")
-    return str(text)
+    return _row(state, agent, "store")[0]
 
 
 def state_row(state: Path, agent: str = "main") -> tuple[dict[str, Any], int]:
-    (row,) = rows(agent_db(state, agent), "SELECT state_json, updated_at FROM auth_profile_state WHERE state_key = 'primary'")
-    return json.loads(row[0]), row[1]
+    text, updated = _row(state, agent, "state")
+    return json.loads(text), updated
+
+
+def ownership(state: Path) -> list[tuple[Any, ...]]:
+    return rows(global_db(state), "SELECT value_json FROM config_machine_state WHERE state_key = 'auth.sharedStore'")
 
 
 def assert_global_auth_tables_empty(state: Path) -> None:
@@ -89,8 +104,11 @@ def test_auth_profiles_and_state_round_trip(tmp_path: Path) -> None:
     assert state_updated == MTIME_MS
 
     profiles_report = assert_retired(state, f"{MAIN}/auth-profiles.json", files[f"{MAIN}/auth-profiles.json"])
-    assert (profiles_report["agent_id"], profiles_report["store_key"], profiles_report["format"]) == ("main", "primary", "canonical")
-    assert profiles_report["target"] == "agents/main/agent/openclaw-agent.sqlite" and profiles_report["dropped_fields"] == []
+    assert (profiles_report["agent_id"], profiles_report["store_key"], profiles_report["format"]) == ("main", "authProfiles.store", "canonical")
+    assert profiles_report["target"] == "state/openclaw.sqlite#config_machine_state" and profiles_report["dropped_fields"] == []
+    # main is OpenClaw's shared-main owner: its store is the shared one, marked as living in the state database
+    assert ownership(state) == [('{"location":"state-db"}',)]
+    assert not agent_db(state).exists()  # nothing else of main's: no agent database was created for it
     assert profiles_report["credential_fingerprints"] == {
         "anthropic:me@example.com": {
             "access": fingerprint(source["profiles"]["anthropic:me@example.com"]["access"]),
@@ -223,6 +241,7 @@ def test_malformed_auth_files_stay_in_place(tmp_path: Path) -> None:
     for agent in ("main", "work"):
         if agent_db(state, agent).exists():
             assert rows(agent_db(state, agent), "SELECT count(*) FROM auth_profile_store") == [(0,)]
+    assert rows(global_db(state), "SELECT count(*) FROM config_machine_state WHERE state_key LIKE 'authProfiles.%'") == [(0,)]
     assert_global_auth_tables_empty(state)
     assert rows(global_db(state), "SELECT count(*) FROM migration_sources WHERE status = 'failed'") == [(3,)]
 
@@ -244,6 +263,8 @@ def test_existing_foreign_row_that_is_not_json_is_left_alone(tmp_path: Path) -> 
     assert any("existing auth_profile_store row 'primary' is not valid JSON" in w for w in report.warnings)
     assert rows(agent_db(state), "SELECT store_json FROM auth_profile_store") == [("not json",)]
     assert (state / rel).exists()
+    assert ownership(state) == []  # an unreadable row of main's own: not moved, nothing marked (9.6's doctor reports it)
+    assert any("is not a JSON object OpenClaw can read" in n for n in report.notices)
 
 
 def test_credentials_and_state_are_normalised_as_openclaw_keeps_them(tmp_path: Path) -> None:
@@ -280,7 +301,7 @@ def test_credentials_and_state_are_normalised_as_openclaw_keeps_them(tmp_path: P
         '"x:tok":{"type":"token","provider":"x","token":"tok-CANARY-2222","expires":0},'
         '"y:oauth":{"type":"oauth","provider":"y","access":"acc-CANARY","refresh":"ref-CANARY","subscriptionType":"pro","expires":1790000000000}}}'
     )
-    ((state_json,),) = rows(agent_db(state), "SELECT state_json FROM auth_profile_state WHERE state_key = 'primary'")
+    state_json = _row(state, "main", "state")[0]
     assert state_json == (
         '{"version":1,"order":{"openai":["OpenAI:work"]},"lastGood":{"openai":"OpenAI:work"},'
         '"usageStats":{"x:tok":{"lastUsed":1790000000000,"errorCount":1,"failureCounts":{"rate_limit":2}}}}'
@@ -321,3 +342,103 @@ def test_auth_json_entries_need_a_type_and_oauth_json_goes_to_main(tmp_path: Pat
         "google:default": {"type": "oauth", "provider": "google", "access": "a", "refresh": "r", "projectId": "p", "expires": 5}
     }
     assert receipt(state, "credentials/oauth.json")[3]["dropped_fields"] == ["google:default.x"]
+
+
+def _agent_with_rows(state: Path, agent: str, store_json: str, state_json: str | None = None) -> None:
+    from statekit.schema import open_agent, open_global
+
+    global_conn, _ = open_global(state)
+    conn, _ = open_agent(state, agent, global_conn)
+    conn.execute("INSERT INTO auth_profile_store VALUES ('primary', ?, 5)", (store_json,))
+    if state_json is not None:
+        conn.execute("INSERT INTO auth_profile_state VALUES ('primary', ?, 6)", (state_json,))
+    conn.commit()
+    conn.close()
+    global_conn.commit()
+    global_conn.close()
+
+
+def test_main_rows_already_in_its_database_are_merged_there_then_moved_to_the_shared_store(tmp_path: Path) -> None:
+    """A tree written by 2026.6-2026.7 keeps main's store in main's database: statekit adds to it there, and the
+    end of the run moves it into the shared store as 9.6's doctor relocates it (copy and marker, then cleanup)."""
+    state = build(tmp_path, {f"{MAIN}/auth.json": fixture("auth.json")})
+    _agent_with_rows(state, "main", '{"version":1,"profiles":{"old:default":{"type":"token","provider":"old","token":"t-old"}}}')
+    report = migrate(state, MigrateOptions(backup=False))
+    assert report.status == "completed", report.warnings
+    assert receipt(state, f"{MAIN}/auth.json")[3]["target"] == "agents/main/agent/openclaw-agent.sqlite"
+    assert list(store(state)[0]["profiles"]) == ["anthropic:default", "openai:default", "google:default", "old:default"]
+    assert ownership(state) == [('{"location":"state-db"}',)]
+    assert rows(agent_db(state), "SELECT count(*) FROM auth_profile_store") == [(0,)]
+    assert any("moved the main agent's auth store into the shared store" in n for n in report.notices)
+
+
+def test_settle_moves_main_rows_into_the_shared_store_then_cleans_them(tmp_path: Path) -> None:
+    from legacy_readers.auth_profiles import clean_relocated_main_rows, settle_shared_auth_store
+    from statekit.schema import open_agent, open_global
+
+    store_json = '{"version":1,"profiles":{"fakellm:manual":{"type":"token","provider":"fakellm","token":"t-main"}}}'
+    state_json = '{"version":1,"lastGood":{"fakellm":"fakellm:manual"}}'
+    state = build(tmp_path, {})
+    _agent_with_rows(state, "main", store_json, state_json)
+    global_conn, _ = open_global(state)
+    main_conn, _ = open_agent(state, "main", None)
+    try:
+        assert clean_relocated_main_rows(global_conn, main_conn) == 0  # nothing moved yet: nothing removed
+        assert settle_shared_auth_store(global_conn, main_conn, MTIME_MS) == (
+            "moved the main agent's auth store into the shared store (auth.sharedStore = state-db), as OpenClaw 2026.9.6 keeps it"
+        )
+        global_conn.commit()
+        assert settle_shared_auth_store(global_conn, main_conn, MTIME_MS) is None  # settled once
+        assert clean_relocated_main_rows(global_conn, main_conn) == 2
+        main_conn.commit()
+    finally:
+        main_conn.close()
+        global_conn.close()
+    assert _row(state, "main", "store") == (store_json, 5) and _row(state, "main", "state") == (state_json, 6)
+    assert ownership(state) == [('{"location":"state-db"}',)]
+    assert rows(agent_db(state), "SELECT count(*) FROM auth_profile_store") == [(0,)]
+    assert rows(agent_db(state), "SELECT count(*) FROM auth_profile_state") == [(0,)]
+
+
+def test_settle_marks_the_shared_store_when_main_has_no_auth_rows_and_refuses_a_conflict(tmp_path: Path) -> None:
+    from legacy_readers.auth_profiles import settle_shared_auth_store
+    from statekit.schema import open_global
+
+    state = build(tmp_path, {})
+    conn, _ = open_global(state)
+    try:
+        assert "lives in the state database" in (settle_shared_auth_store(conn, None, MTIME_MS) or "")
+        conn.commit()
+    finally:
+        conn.close()
+    assert ownership(state) == [('{"location":"state-db"}',)]
+
+    other = build(tmp_path / "other", {})
+    _agent_with_rows(other, "main", '{"version":1,"profiles":{}}')
+    from statekit.schema import open_agent
+
+    conn, _ = open_global(other)
+    main_conn, _ = open_agent(other, "main", None)
+    conn.execute("INSERT INTO config_machine_state VALUES ('authProfiles.store', '{\"version\":1,\"profiles\":{\"x:y\":{}}}', 1)")
+    try:
+        assert "differs from the shared store" in (settle_shared_auth_store(conn, main_conn, MTIME_MS) or "")
+        conn.commit()
+    finally:
+        main_conn.close()
+        conn.close()
+    assert ownership(other) == []
+
+
+def test_a_run_without_main_auth_files_still_marks_the_shared_store(tmp_path: Path) -> None:
+    """Without the marker 9.6's first doctor pass reads main's version-1 database, and stops."""
+    from statekit.schema import open_agent, open_global
+
+    state = build(tmp_path, {"agents/work/agent/auth-profiles.json": fixture("auth-profiles.json")})
+    global_conn, _ = open_global(state)
+    open_agent(state, "main", global_conn)[0].close()  # main has a database (sessions, say), no auth rows
+    global_conn.close()
+    report = migrate(state, MigrateOptions(backup=False))
+    assert report.status == "completed", report.warnings
+    assert ownership(state) == [('{"location":"state-db"}',)]
+    assert rows(global_db(state), "SELECT count(*) FROM config_machine_state WHERE state_key LIKE 'authProfiles.%'") == [(0,)]
+    assert set(store(state, "work")[0]["profiles"]) == set(json.loads(fixture("auth-profiles.json"))["profiles"])

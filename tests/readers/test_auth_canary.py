@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import FIXTURES, agent_db, global_db, make_state, rows, run_cli
+from helpers import FIXTURES, global_db, make_state, rows, run_cli
 
 CANARY = re.compile(r"sk-CANARY-[A-Za-z0-9-]*")
 
@@ -67,7 +67,7 @@ def test_canary_never_leaks(tmp_path: Path, as_json: bool) -> None:
     for (raw_json,) in rows(db, "SELECT raw_json FROM agent_model_catalogs"):
         assert_clean(raw_json, "agent_model_catalogs.raw_json")
     # the credentials themselves were imported where they belong
-    stores = " ".join(r[0] for r in rows(agent_db(state, "main"), "SELECT store_json FROM auth_profile_store"))
+    stores = " ".join(r[0] for r in rows(db, "SELECT value_json FROM config_machine_state WHERE state_key = 'authProfiles.store'"))
     assert "sk-CANARY-openai-0000000000000000" in stores and "sk-CANARY-oauth-access-aaaa" in stores
     assert "sk-CANARY-tmp-differs" not in stores
 
