@@ -1,24 +1,30 @@
 """Durable delivery queues: ``delivery-queue/`` and ``session-delivery-queue/`` (plus their ``failed/`` dirs).
 
 One JSON file per queued delivery becomes one ``global.delivery_queue_entries``
-row (upstream-legacy-formats.md §2.7; OpenClaw's doctor ``legacy-state`` step):
+row, exactly as OpenClaw 2026.7.35's own import writes it
+(``migrateLegacyDeliveryQueues`` / ``buildLegacyDeliveryQueueRow``; 2026.9.6's
+upgrade then compacts and back-fills such rows itself):
 
-* ``queue_name`` is ``outbound-delivery`` for ``delivery-queue/`` and
-  ``session-delivery`` for ``session-delivery-queue/``;
-* ``id`` is the file's basename without ``.json``; ``status`` is ``failed``
-  for files under ``failed/``, else ``pending``;
-* ``enqueued_at`` is the file's mtime (ms); ``failed_at`` equals it for failed
-  entries; ``updated_at`` is the import time;
-* ``entry_json`` is ``{id, enqueuedAt, retryCount: 0, ...file}`` (the file's
-  own fields win, exactly as OpenClaw's importer spreads them);
-* the typed columns come from the file the way OpenClaw's newest importer
-  derives them: ``entry_kind`` = ``kind`` (``outbound`` by default for the
-  outbound queue), ``session_key`` = ``sessionKey`` | ``session.key`` |
-  ``mirror.sessionKey``, ``channel`` / ``target`` / ``account_id`` from the
-  top level, then ``route``, then ``deliveryContext`` (``target`` is ``to``;
-  ``account_id`` also looks at ``session.requesterAccountId``),
+* ``queue_name`` is ``outbound`` for ``delivery-queue/`` and ``session`` for
+  ``session-delivery-queue/`` (the queue names OpenClaw reads);
+* ``id`` is the entry's ``id`` (else the file's basename without ``.json``);
+  ``status`` is ``failed`` for files under ``failed/``, else ``pending``;
+* ``entry_json`` is ``{...file, id, enqueuedAt, retryCount}`` (OpenClaw's
+  spread: these three last); ``enqueued_at`` the entry's ``enqueuedAt``
+  (else the file's mtime); ``failed_at`` ``failedAt``, else ``lastAttemptAt``,
+  else ``enqueued_at`` for failed entries; ``updated_at`` the import time;
+* the typed columns: ``entry_kind`` = ``kind`` (``outbound`` by default),
+  ``session_key`` = ``sessionKey`` | ``session.key``, ``channel`` /
+  ``target`` / ``account_id`` from the top level (``to`` is the target), then
+  ``route``, then ``deliveryContext`` -- string values only --;
   ``retry_count``, ``last_attempt_at``, ``last_error``, ``recovery_state``,
-  ``platform_send_started_at``.
+  ``platform_send_started_at`` when they have the right type.
+
+A pending delivery OpenClaw 2026.9.6 would not replay is not queued again
+either (never re-sending a stale message): one with a ``.delivered`` marker,
+without a valid past ``enqueuedAt``, or enqueued at least 72 hours before the
+migration. Its file is retired (the retired copy keeps it) with a warning, as
+9.6's doctor archives it with one.
 
 The same id pending and failed at once is a plan ``conflict``: the failed
 copy wins (OpenClaw imported failed rows last), the pending one stays in
@@ -30,19 +36,21 @@ apply loop moves them to the run's retired folder, nothing is written.
 
 from __future__ import annotations
 
+import os
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
-from legacy_readers._small_stores import file_mtime_ms, integer, load_document, nested_text, text
 from legacy_readers._jsjson import js_stringify
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, upsert
+from legacy_readers._small_stores import file_mtime_ms, load_document
+from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number, upsert
 
 TABLE = "delivery_queue_entries"
-QUEUES = {"delivery-queue": "outbound-delivery", "session-delivery-queue": "session-delivery"}
+QUEUES = {"delivery-queue": "outbound", "session-delivery-queue": "session"}  # LEGACY_DELIVERY_QUEUE_DIRS
+MAX_REPLAY_AGE_MS = 72 * 3600 * 1000  # LEGACY_DELIVERY_QUEUE_MAX_AGE_MS (2026.9.6)
 
 
 def queue_of(rel: str) -> tuple[str, str, bool]:
-    """(queue_name, entry id, failed?) for a queue file path."""
+    """(queue_name, file id, failed?) for a queue file path."""
     parts = PurePosixPath(rel).parts
     queue = QUEUES[parts[0]]
     failed = len(parts) == 3 and parts[1] == "failed"
@@ -50,47 +58,72 @@ def queue_of(rel: str) -> tuple[str, str, bool]:
     return queue, name[: -len(".json")] if name.endswith(".json") else name, failed
 
 
-def _target(value: Any) -> str | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(int(value)) if float(value).is_integer() else str(value)
-    return text(value)
+def entry_id(document: dict[str, Any], file_id: str) -> str:
+    return document["id"] if isinstance(document.get("id"), str) and document["id"] else file_id
 
 
-def queue_row(queue: str, entry_id: str, failed: bool, document: dict[str, Any], enqueued_at: int, now_ms: int) -> dict[str, Any]:
-    entry = {"id": entry_id, "enqueuedAt": enqueued_at, "retryCount": 0, **document}
-    session_key = text(document.get("sessionKey")) or nested_text(document, "session", "key") or nested_text(document, "mirror", "sessionKey")
-    channel = text(document.get("channel")) or nested_text(document, "route", "channel") or nested_text(document, "deliveryContext", "channel")
-    target = (
-        _target(document.get("to"))
-        or _target((document.get("route") or {}).get("to") if isinstance(document.get("route"), dict) else None)
-        or _target((document.get("deliveryContext") or {}).get("to") if isinstance(document.get("deliveryContext"), dict) else None)
-    )
-    account = (
-        text(document.get("accountId"))
-        or nested_text(document, "session", "requesterAccountId")
-        or nested_text(document, "route", "accountId")
-        or nested_text(document, "deliveryContext", "accountId")
-    )
-    retry = integer(document.get("retryCount"))
+def _string(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _number(value: Any) -> Any:
+    number = finite_number(value)
+    if number is None or abs(number) >= 2**63:
+        return None
+    return int(number) if float(number).is_integer() else number
+
+
+def _nested(document: dict[str, Any], key: str, field: str) -> str | None:
+    value = document.get(key)
+    return _string(value.get(field)) if isinstance(value, dict) else None
+
+
+def _first(document: dict[str, Any], field: str) -> str | None:
+    return _string(document.get(field)) or _nested(document, "route", field) or _nested(document, "deliveryContext", field)
+
+
+def queue_row(queue: str, row_id: str, failed: bool, document: dict[str, Any], fallback_ms: int, now_ms: int) -> dict[str, Any]:
+    enqueued = _number(document.get("enqueuedAt"))
+    enqueued_at = enqueued if enqueued is not None else fallback_ms
+    retry = _number(document.get("retryCount"))
+    retry_count = retry if retry is not None else 0
+    last_attempt = _number(document.get("lastAttemptAt"))
+    failed_at = None
+    if failed:
+        failed_at = next((v for v in (_number(document.get("failedAt")), last_attempt) if v is not None), enqueued_at)
+    target = _string(document.get("to")) or _nested(document, "route", "to") or _nested(document, "deliveryContext", "to")
     return {
         "queue_name": queue,
-        "id": entry_id,
+        "id": row_id,
         "status": "failed" if failed else "pending",
-        "entry_kind": text(document.get("kind")) or ("outbound" if queue == "outbound-delivery" else None),
-        "session_key": session_key,
-        "channel": channel,
+        "entry_kind": _string(document.get("kind")) or "outbound",
+        "session_key": _string(document.get("sessionKey")) or _nested(document, "session", "key"),
+        "channel": _first(document, "channel"),
         "target": target,
-        "account_id": account,
-        "retry_count": retry if retry is not None and retry >= 0 else 0,
-        "last_attempt_at": integer(document.get("lastAttemptAt")),
-        "last_error": text(document.get("lastError")),
-        "recovery_state": text(document.get("recoveryState")),
-        "platform_send_started_at": integer(document.get("platformSendStartedAt")),
-        "entry_json": js_stringify(entry),
+        "account_id": _first(document, "accountId"),
+        "retry_count": retry_count,
+        "last_attempt_at": last_attempt,
+        "last_error": _string(document.get("lastError")),
+        "recovery_state": _string(document.get("recoveryState")),
+        "platform_send_started_at": _number(document.get("platformSendStartedAt")),
+        "entry_json": js_stringify({**document, "id": row_id, "enqueuedAt": enqueued_at, "retryCount": retry_count}),
         "enqueued_at": enqueued_at,
         "updated_at": now_ms,
-        "failed_at": enqueued_at if failed else None,
+        "failed_at": failed_at,
     }
+
+
+def not_replayed(source: Source, document: dict[str, Any], row_id: str, file_id: str, now_ms: int) -> str | None:
+    """Why 2026.9.6 would not replay this pending delivery (its doctor's rules), else None."""
+    queue_dir = source.path.parent
+    if any(os.path.lexists(queue_dir / f"{name}.delivered") for name in {file_id, row_id}):
+        return "already delivered (a .delivered marker exists)"
+    enqueued = document.get("enqueuedAt")
+    if finite_number(enqueued) is None or not float(enqueued).is_integer() or enqueued < 0 or enqueued > now_ms:
+        return "unverified enqueue time"
+    if now_ms - enqueued >= MAX_REPLAY_AGE_MS:
+        return "at least 72 hours old"
+    return None
 
 
 class DeliveryQueueReader(Reader):
@@ -112,21 +145,32 @@ class DeliveryQueueReader(Reader):
         return None
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
-        load_document(source, handle, self.schema_name or "")
-        queue, entry_id, failed = queue_of(source.rel)
+        document = load_document(source, handle, self.schema_name or "")
+        queue, file_id, failed = queue_of(source.rel)
         return Inspection(
             record_count=1,
-            details={"identity": (queue, entry_id), "identity_label": "queue entry id", "preferred": failed},
+            details={"identity": (queue, entry_id(document, file_id)), "identity_label": "queue entry id", "preferred": failed},
         )
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = load_document(source, handle, self.schema_name or "")
-        queue, entry_id, failed = queue_of(source.rel)
-        enqueued_at = file_mtime_ms(source, ctx.now_ms)
-        upsert(ctx.global_db, TABLE, queue_row(queue, entry_id, failed, document, enqueued_at, ctx.now_ms), ("queue_name", "id"))
+        queue, file_id, failed = queue_of(source.rel)
+        row_id = entry_id(document, file_id)
+        status = "failed" if failed else "pending"
+        reason = None if failed else not_replayed(source, document, row_id, file_id, ctx.now_ms)
+        if reason is not None:
+            result = WriteResult(records=0)
+            result.warnings.append(
+                f"{source.rel}: not queued again: {reason}, as OpenClaw does not replay it; "
+                "the retired copy keeps it -- review it before sending the message again"
+            )
+            result.report.update({"queue_name": queue, "entry_id": row_id, "status": status, "not_replayed": reason})
+            return result
+        row = queue_row(queue, row_id, failed, document, file_mtime_ms(source, ctx.now_ms), ctx.now_ms)
+        upsert(ctx.global_db, TABLE, row, ("queue_name", "id"))
         result = WriteResult(records=1)
-        result.expect("global", TABLE, "queue_name = ? AND id = ? AND status = ?", (queue, entry_id, "failed" if failed else "pending"), 1)
-        result.report.update({"queue_name": queue, "entry_id": entry_id, "status": "failed" if failed else "pending"})
+        result.expect("global", TABLE, "queue_name = ? AND id = ? AND status = ?", (queue, row_id, status), 1)
+        result.report.update({"queue_name": queue, "entry_id": row_id, "status": status})
         return result
 
 
