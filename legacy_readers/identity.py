@@ -17,7 +17,11 @@
   the receipt holds a fingerprint of the public key only.
 * ``device-auth`` (order 46): ``{version: 1, deviceId, tokens: {role: {token,
   role, scopes, updatedAtMs}}}`` -> ``global.device_auth_tokens`` (one row per
-  role, upsert by ``(device_id, role)``, the newer ``updatedAtMs`` wins).
+  role, upsert by ``(device_id, role)``, the newer ``updatedAtMs`` wins), as
+  OpenClaw 2026.9.6 imports the file: the role is the map key (trimmed), the
+  scopes are normalised (trimmed, deduplicated, sorted, ``operator.admin``
+  implying ``operator.read`` and ``operator.write``, ``operator.write``
+  implying ``operator.read``).
 """
 
 from __future__ import annotations
@@ -334,6 +338,16 @@ class DeviceIdentityReader(Reader):
 # --- identity/device-auth.json ------------------------------------------------------------
 
 
+def normalize_scopes(scopes: Any) -> list[str]:
+    """``normalizeDeviceAuthScopes`` (2026.9.6)."""
+    found = {scope.strip() for scope in scopes if isinstance(scope, str) and scope.strip()} if isinstance(scopes, list) else set()
+    if "operator.admin" in found:
+        found |= {"operator.read", "operator.write"}
+    elif "operator.write" in found:
+        found.add("operator.read")
+    return sorted(found)
+
+
 class DeviceAuthReader(Reader):
     kind = "device-auth"
     family = FAMILY
@@ -360,13 +374,13 @@ class DeviceAuthReader(Reader):
         roles: list[str] = []
         kept = 0
         for key, entry in tokens.items():
-            role = (entry.get("role") if isinstance(entry.get("role"), str) and entry["role"].strip() else key).strip()
+            role = key.strip() or (entry.get("role") or "").strip()
             updated = ms(entry.get("updatedAtMs"))
             row = {
                 "device_id": device_id,
                 "role": role,
                 "token": entry["token"],
-                "scopes_json": json_col(entry.get("scopes") if isinstance(entry.get("scopes"), list) else []),
+                "scopes_json": json_col(normalize_scopes(entry.get("scopes"))),
                 "updated_at_ms": mtime if updated is None else updated,
             }
             existing = fetch_row(conn, AUTH_TABLE, "device_id = ? AND role = ?", (device_id, role))

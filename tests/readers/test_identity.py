@@ -11,6 +11,7 @@ import pytest
 
 from helpers import global_db, run_cli
 from legacy_readers.identity import (
+    normalize_scopes,
     ed25519_public_key,
     ed25519_sign,
     ed25519_verify,
@@ -167,6 +168,18 @@ def test_device_auth_round_trip(state: Path) -> None:
         },
     ]
     assert_secrets_absent(state, report, ["test-device-auth-node-0001", "test-device-auth-operator-0001"])
+
+
+def test_device_auth_roles_and_scopes_as_openclaw_imports_them(state: Path) -> None:
+    """2026.9.6: role = the map key (trimmed); scopes trimmed, deduplicated, sorted, with the implied operator scopes."""
+    document = json.loads(fixture("identity/device-auth.json"))
+    document["tokens"] = {" operator ": document["tokens"]["operator"] | {"role": "ignored", "scopes": [" operator.write ", "x.y", "x.y", ""]}}
+    place(state, "identity/device-auth.json", document)
+    run(state)
+    assert rows(state, "SELECT role, scopes_json FROM device_auth_tokens") == [
+        {"role": "operator", "scopes_json": '["operator.read","operator.write","x.y"]'}
+    ]
+    assert normalize_scopes(["operator.admin"]) == ["operator.admin", "operator.read", "operator.write"] and normalize_scopes(None) == []
 
 
 def test_device_auth_newer_database_row_is_kept(state: Path) -> None:
