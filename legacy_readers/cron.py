@@ -24,7 +24,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import math
-import sqlite3
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -49,6 +48,7 @@ from legacy_readers.base import (
     upsert,
     validate,
 )
+from statekit.db import Connection, IntegrityError, SQLiteError
 from statekit.errors import SchemaError, SourceError
 from statekit.fsutil import iter_lines
 
@@ -257,7 +257,7 @@ def store_key_for(rel: str) -> str:
 
 
 @contextmanager
-def _savepoint(conn: sqlite3.Connection, name: str) -> Iterator[None]:
+def _savepoint(conn: Connection, name: str) -> Iterator[None]:
     """All of one reader's rows or none, even if the caller forgot to roll back."""
     conn.execute(f"SAVEPOINT {name}")
     try:
@@ -269,7 +269,7 @@ def _savepoint(conn: sqlite3.Connection, name: str) -> Iterator[None]:
     conn.execute(f"RELEASE {name}")
 
 
-def _explain_integrity(exc: sqlite3.IntegrityError, table: str) -> Exception:
+def _explain_integrity(exc: SQLiteError, table: str) -> Exception:
     message = str(exc)
     if message.startswith("NOT NULL constraint failed"):
         column = message.rsplit(".", 1)[-1]
@@ -294,7 +294,7 @@ def _expect_jobs(result: WriteResult, store_key: str, job_ids: Sequence[str], ta
         result.expect("global", table, "store_key = ?", (store_key,), len(job_ids))
 
 
-def _existing_rows(conn: sqlite3.Connection, store_key: str, job_ids: Sequence[str], columns: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+def _existing_rows(conn: Connection, store_key: str, job_ids: Sequence[str], columns: Sequence[str]) -> dict[str, tuple[Any, ...]]:
     found: dict[str, tuple[Any, ...]] = {}
     select = ", ".join(("job_id", *columns))
     for chunk in _chunks(list(job_ids)):
@@ -920,7 +920,7 @@ class CronJobsReader(Reader):
                         update = [c for c in update if c != "runtime_updated_at_ms"]
                     try:
                         upsert(conn, JOBS_TABLE, row, JOB_KEY, update=update)
-                    except sqlite3.IntegrityError as exc:
+                    except IntegrityError as exc:
                         raise _explain_integrity(exc, JOBS_TABLE) from None
                     written.append(row["job_id"])
         result.records = len(written)
@@ -1135,7 +1135,7 @@ class CronRunsReader(Reader):
             replaced = conn.execute(f"DELETE FROM {RUNS_TABLE} WHERE store_key = ? AND job_id = ?", (store_key, job_id)).rowcount
             try:
                 insert_many(conn, RUNS_TABLE, RUN_COLUMNS, rows())
-            except sqlite3.IntegrityError as exc:
+            except IntegrityError as exc:
                 raise _explain_integrity(exc, RUNS_TABLE) from None
         result = WriteResult(records=counts["rows"])
         if counts["other_job"]:

@@ -26,12 +26,11 @@ Nothing is written: databases are read through :func:`statekit.db.read_only_view
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from statekit.db import is_sqlite_file, read_only_view, table_names
+from statekit.db import Connection, SQLiteError, is_sqlite_file, read_only_view, table_names
 from statekit.errors import ExitCode, StatekitError
 from statekit.layout import AGENT_DB_NAME, ResolvedStateDir, agent_db_path, global_db_path, is_valid_agent_id, normalize_agent_id
 from statekit.schema import ROLE_AGENT, ROLE_GLOBAL, SCHEMA_VERSION
@@ -146,11 +145,11 @@ class InspectReport:
         }
 
 
-def _count(conn: sqlite3.Connection, table: str) -> int:
+def _count(conn: Connection, table: str) -> int:
     return conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
 
 
-def _check(conn: sqlite3.Connection, report: DatabaseReport) -> None:
+def _check(conn: Connection, report: DatabaseReport) -> None:
     report.user_version = conn.execute("PRAGMA user_version").fetchone()[0]
     rows = [r[0] for r in conn.execute("PRAGMA integrity_check")]
     report.integrity = "ok" if rows == ["ok"] else "; ".join(str(r) for r in rows[:SAMPLE])
@@ -160,7 +159,7 @@ def _check(conn: sqlite3.Connection, report: DatabaseReport) -> None:
     if "schema_meta" in tables:
         try:
             row = conn.execute("SELECT role, agent_id FROM schema_meta WHERE meta_key = 'primary'").fetchone()
-        except sqlite3.Error:
+        except SQLiteError:
             row = None
         if row:
             report.role, report.agent_id = row
@@ -206,7 +205,7 @@ def inspect_database(state_dir: Path, path: Path, role: str, agent_id: str | Non
     try:
         with read_only_view(path) as conn:
             _check(conn, report)
-    except sqlite3.DatabaseError as exc:
+    except SQLiteError as exc:
         report.corruption.append(f"{rel}: cannot read: {exc}")
     except OSError as exc:
         report.corruption.append(f"{rel}: cannot read: {exc.strerror or exc}")
@@ -223,7 +222,7 @@ def _registered_agents(state_dir: Path) -> dict[str, Path]:
             if "agent_databases" in table_names(conn):
                 for agent_id, db_path in conn.execute("SELECT agent_id, path FROM agent_databases ORDER BY agent_id, path"):
                     found.setdefault(str(agent_id), Path(str(db_path)))
-    except (sqlite3.Error, OSError):
+    except (SQLiteError, OSError):
         pass
     return found
 

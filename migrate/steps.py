@@ -25,7 +25,6 @@ the ones marked ``apply`` at the end of a ``migrate`` run:
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ from migrate.config_aliases import ConfigRewrite, rebase_paths, render, rewrite_
 from migrate.receipts import source_key, write_receipt
 from migrate.relocate import marker_path, read_marker, relocation_steps
 from migrate.retire import retired_path
-from statekit.db import BUSY_TIMEOUT_MS
+from statekit.db import BUSY_TIMEOUT_MS, SQLiteError, connect
 from statekit.errors import SourceError
 from statekit.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, ensure_private_dir, fsync_dir, read_regular_file, sha256_bytes
 from statekit.layout import (
@@ -235,7 +234,7 @@ def _record_config_receipt(
     path = global_db_path(state_dir)
     if not path.is_file():
         return
-    conn = sqlite3.connect(str(path), isolation_level=None)
+    conn = connect(path)
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA foreign_keys = ON")
@@ -256,7 +255,7 @@ def _record_config_receipt(
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-    except sqlite3.Error as exc:
+    except SQLiteError as exc:
         report.warnings.append(f"config receipt not recorded ({exc}); the old config is at {relative_posix(retired, state_dir)}")
     finally:
         conn.close()
