@@ -49,6 +49,11 @@ ENGINE = "apsw"
 ENGINE_VERSION: str = apsw.apsw_version()
 SQLITE_VERSION: str = apsw.sqlite_lib_version()
 
+
+def engine_description() -> str:
+    """``SQLite 3.54.1, apsw 3.54.1.0``: the library every database is opened with."""
+    return f"SQLite {SQLITE_VERSION}, {ENGINE} {ENGINE_VERSION}"
+
 # ---------------------------------------------------------------------------- errors
 #
 # ``SQLiteError`` is everything the engine raises (``sqlite3.Error`` and
