@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from b2_harness import MTIME, assert_failed_in_place, assert_imported, new_state, place, query, run
-from helpers import FIXTURES, global_db
+from helpers import FIXTURES, global_db, open_db
 from legacy_readers import reader_for
 
 FIX = FIXTURES / "readers" / "acp"
@@ -56,7 +55,7 @@ def test_openclaw_session_id_keyed_tables(tmp_path: Path):
     state, originals = new_state(tmp_path, {REL: ledger})
     db = global_db(state)
     db.parent.mkdir(parents=True)
-    conn = sqlite3.connect(db)
+    conn = open_db(db)
     conn.executescript(
         "CREATE TABLE acp_replay_sessions (session_id TEXT NOT NULL PRIMARY KEY, session_key TEXT NOT NULL, cwd TEXT NOT NULL,"
         " complete INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, next_seq INTEGER NOT NULL);"

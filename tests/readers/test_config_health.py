@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from helpers import global_db
+from helpers import global_db, open_db
 from test_devices_harness import (
     MTIME,
     assert_left_in_place,
@@ -55,7 +54,7 @@ def test_round_trip(state: Path) -> None:
 def test_newer_database_entry_is_kept(state: Path) -> None:
     place_fixture(state, "config-health/config-health.json", REL)
     run(state)
-    conn = sqlite3.connect(global_db(state))
+    conn = open_db(global_db(state))
     conn.execute("UPDATE config_health_entries SET last_observed_suspicious_signature = 'newer', updated_at_ms = ? WHERE config_path = '/srv/openclaw/openclaw.json'", (MTIME + 10**6,))
     conn.commit()
     conn.close()

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from helpers import global_db, run_cli
+from helpers import global_db, open_db, run_cli
 from test_devices_harness import (
     assert_left_in_place,
     assert_retired,
@@ -109,7 +108,7 @@ def test_paired_round_trip_keeps_tokens_verbatim(state: Path) -> None:
 def test_paired_keeps_a_newer_database_row_and_replaces_an_older_one(state: Path) -> None:
     place_fixture(state, "devices/paired.json", "devices/paired.json")
     run(state)
-    conn = sqlite3.connect(global_db(state))
+    conn = open_db(global_db(state))
     conn.execute("UPDATE device_pairing_paired SET display_name = 'renamed later', last_seen_at_ms = 1890000000000 WHERE device_id = ?", (DEV2,))
     conn.execute("UPDATE device_pairing_paired SET display_name = 'older', approved_at_ms = 1, last_seen_at_ms = NULL WHERE device_id = ?", (DEV1,))
     conn.commit()

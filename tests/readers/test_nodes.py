@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
-from helpers import global_db
+from helpers import global_db, open_db
 from test_devices_harness import (
     assert_left_in_place,
     assert_retired,
@@ -96,7 +95,7 @@ def test_newer_surface_in_the_database_is_kept(state: Path) -> None:
     place_fixture(state, "devices/paired.json", "devices/paired.json")
     run(state)
     newer = json.dumps({"displayName": "renamed", "approvedAtMs": 1890000000000, "createdAtMs": 1})
-    conn = sqlite3.connect(global_db(state))
+    conn = open_db(global_db(state))
     conn.execute("UPDATE device_pairing_paired SET node_surface_json = ? WHERE device_id = ?", (newer, DEV2))
     conn.commit()
     conn.close()

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from b2_harness import assert_failed_in_place, assert_imported, new_state, query, run
-from helpers import FIXTURES, global_db
+from helpers import FIXTURES, global_db, open_db
 from legacy_readers import reader_for
 
 FIX = FIXTURES / "readers" / "plugin-installs"
@@ -37,7 +36,7 @@ def test_openclaw_table_without_raw_json_is_refused(tmp_path: Path):
     state, originals = new_state(tmp_path, {REL: (FIX / "installs.json").read_bytes()})
     db = global_db(state)
     db.parent.mkdir(parents=True)
-    conn = sqlite3.connect(db)
+    conn = open_db(db)
     conn.execute(
         "CREATE TABLE installed_plugin_index (index_key TEXT NOT NULL PRIMARY KEY, version INTEGER NOT NULL, host_contract_version TEXT NOT NULL,"
         " compat_registry_version TEXT NOT NULL, migration_version INTEGER NOT NULL, policy_hash TEXT NOT NULL, generated_at_ms INTEGER NOT NULL,"

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from pathlib import Path
 
-from helpers import global_db
+from helpers import global_db, open_db
 from legacy_readers.base import fingerprint
 from test_devices_harness import (
     MTIME,
@@ -55,7 +54,7 @@ def test_web_push_subscriptions_round_trip(state: Path) -> None:
 def test_web_push_newer_database_row_wins(state: Path) -> None:
     place_fixture(state, SUBS, SUBS)
     run(state)
-    conn = sqlite3.connect(global_db(state))
+    conn = open_db(global_db(state))
     conn.execute("UPDATE web_push_subscriptions SET auth = 'rotated', updated_at_ms = 1890000000000 WHERE endpoint_hash = ?", (h(EP1),))
     conn.commit()
     conn.close()

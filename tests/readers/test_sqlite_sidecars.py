@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
-from helpers import corpus_or_skip, extract_corpus_tree, make_state, run_cli, tree_digest, write_files
+from helpers import corpus_or_skip, extract_corpus_tree, make_state, open_db, run_cli, tree_digest, write_files
 from migrate.plan import build_plan
 from test_plugin_common import assert_imported, outcome, receipt, run
 
 
 def _sqlite(path: Path, table: str = "t") -> bytes:
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path)
+    conn = open_db(path)
     conn.execute(f"CREATE TABLE {table} (id TEXT PRIMARY KEY, payload TEXT)")
     conn.execute(f"INSERT INTO {table} VALUES ('a', 'x')")
     conn.commit()
@@ -84,7 +83,7 @@ def test_migrate_retains_and_drops(tmp_path: Path) -> None:
             assert receipt(state, rel)["report"]["kind"] == "memory-index-sqlite"
     # The retired index is still a readable database (moved byte for byte with its WAL).
     retired = state / ".statekit" / "migrated" / report.run_id / "memory" / "main.sqlite"
-    assert sqlite3.connect(retired).execute("SELECT payload FROM chunks").fetchone() == ("x",)
+    assert open_db(retired).execute("SELECT payload FROM chunks").fetchone() == ("x",)
 
 
 def test_cli_plan_json_lists_reasons(tmp_path: Path) -> None:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from b2_harness import MTIME, assert_failed_in_place, assert_imported, new_state, outcome, place, query, run
-from helpers import FIXTURES, global_db
+from helpers import FIXTURES, global_db, open_db
 from legacy_readers import reader_for
 
 FIX = FIXTURES / "readers" / "subagents"
@@ -72,7 +71,7 @@ def test_openclaw_wide_table_gets_its_not_null_columns(tmp_path: Path):
     state, originals = new_state(tmp_path, {REL: (FIX / "runs-v1.json").read_bytes()})
     db = global_db(state)
     db.parent.mkdir(parents=True)
-    conn = sqlite3.connect(db)
+    conn = open_db(db)
     conn.execute(
         "CREATE TABLE subagent_runs (run_id TEXT NOT NULL PRIMARY KEY, child_session_key TEXT NOT NULL, controller_session_key TEXT,"
         " requester_session_key TEXT NOT NULL, requester_display_key TEXT NOT NULL, requester_origin_json TEXT, task TEXT NOT NULL,"

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from helpers import global_db
+from helpers import global_db, open_db
 from test_devices_harness import (
     MTIME,
     assert_left_in_place,
@@ -38,7 +37,7 @@ def test_round_trip(state: Path) -> None:
 def test_newer_pointer_kept_missing_updated_at_takes_mtime(state: Path) -> None:
     place_fixture(state, "tui/last-session.json", REL)
     run(state)
-    conn = sqlite3.connect(global_db(state))
+    conn = open_db(global_db(state))
     conn.execute("UPDATE tui_last_sessions SET session_key = 'agent:main:newer', updated_at = 1890000000000 WHERE scope_key LIKE '0f3c%'")
     conn.commit()
     conn.close()

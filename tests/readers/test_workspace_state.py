@@ -5,14 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import tarfile
 from pathlib import Path
 
 import pytest
 
 from b2_harness import MTIME, assert_failed_in_place, assert_imported, new_state, query, run
-from helpers import FIXTURES, corpus_or_skip, global_db
+from helpers import FIXTURES, corpus_or_skip, global_db, open_db
 from legacy_readers import reader_for
 from migrate.discover import discover
 
@@ -63,7 +62,7 @@ def test_openclaw_text_columns_get_iso_text(tmp_path: Path):
     state, originals = new_state(tmp_path, {NEW: (FIX / "workspace-state.json").read_bytes()})
     db = global_db(state)
     db.parent.mkdir(parents=True)
-    conn = sqlite3.connect(db)
+    conn = open_db(db)
     conn.execute(
         "CREATE TABLE workspace_setup_state (workspace_key TEXT NOT NULL PRIMARY KEY, workspace_path TEXT NOT NULL, version INTEGER NOT NULL,"
         " bootstrap_seeded_at TEXT, setup_completed_at TEXT, updated_at INTEGER NOT NULL)"
