@@ -15,11 +15,15 @@ the ones marked ``apply`` at the end of a ``migrate`` run:
     ``moltbot.json``) to ``openclaw.json`` when that is absent (found state
     dirs only; ``OPENCLAW_CONFIG_PATH`` is never touched), rewrites retired
     aliases (:mod:`migrate.config_aliases`) and rebases paths under a
-    relocated root. Only when something changes: the old file is copied
+    relocated root, then makes it valid for OpenClaw 2026.9.6
+    (:mod:`migrate.config_openclaw96`: retired keys, retired enum values, the
+    multi-agent default marker). Only when something changes: the old file is copied
     byte-exact to ``.statekit/migrated/<run_id>/<its name>``, the new one is
     written atomically (0600), and a ``migration_sources`` receipt (kind
     ``config``) lets ``statekit recover`` put the old file back. A config
-    that does not parse is reported and left alone.
+    that does not parse, or that 9.6 would still refuse for a key statekit
+    cannot rewrite (status ``refused``), is reported (a run warning, exit 3)
+    and left byte-identical: never half-rewritten.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any
 
 from legacy_readers.base import parse_json5_document
 from migrate.config_aliases import ConfigRewrite, rebase_paths, render, rewrite_aliases
+from migrate.config_openclaw96 import OPENCLAW_RELEASE, config_problems, rewrite_for_openclaw96
 from migrate.receipts import source_key, write_receipt
 from migrate.relocate import marker_path, read_marker, relocation_steps
 from migrate.retire import retired_path
@@ -102,7 +107,28 @@ def compute_config(state_dir: Path, config: Path, resolved: ResolvedStateDir, en
         roots, new_root = _old_roots(state_dir, resolved, read_marker(state_dir))
         home = state_dir.parent if state_dir.name in (CANONICAL_DIR_NAME, *LEGACY_DIR_NAMES) else None
         rebase_paths(rewrite, roots, new_root, home)
+    _make_valid_for_openclaw96(rewrite)
     return rewrite, None, target
+
+
+def _make_valid_for_openclaw96(rewrite: ConfigRewrite) -> None:
+    """Add the 2026.9.6 rewrites to ``rewrite``, or record why the config must be left alone."""
+    result = rewrite_for_openclaw96(rewrite.document)
+    if result.unfixable:
+        rewrite.blockers = [f"{p.path}: {p.reason}" for p in result.unfixable]
+        return
+    rewrite.document = result.document
+    rewrite.changes.extend(result.changes)
+
+
+def _refused_step(rel: str, rewrite: ConfigRewrite) -> dict[str, Any]:
+    planned = len(rewrite.changes)
+    also = f"; the {planned} other rewrite(s) statekit planned are not applied either" if planned else ""
+    return {
+        "kind": CONFIG_KIND, "apply": False, "status": "refused", "path": rel, "problems": rewrite.blockers,
+        "description": f"config {rel}: OpenClaw {OPENCLAW_RELEASE} would refuse it and statekit cannot rewrite "
+        + "; ".join(rewrite.blockers) + f"; config left unchanged{also}",
+    }
 
 
 def config_step(state_dir: Path, config_path: Path | None, resolved: ResolvedStateDir, env: Any) -> dict[str, Any] | None:
@@ -121,6 +147,8 @@ def config_step(state_dir: Path, config_path: Path | None, resolved: ResolvedSta
     if problem is not None or rewrite is None:
         return {"kind": CONFIG_KIND, "apply": False, "status": "unparseable", "path": rel, "problem": problem,
                 "description": f"config {problem}"}
+    if rewrite.blockers:
+        return _refused_step(rel, rewrite)
     renamed = target != rel
     if not rewrite.changed and not renamed:
         if rewrite.notes:
@@ -147,12 +175,17 @@ def _outside_step(config_path: Path) -> dict[str, Any] | None:
     except (OSError, SourceError):
         return None
     rewrite = rewrite_aliases(document)
-    if not rewrite.changed:
+    refused = config_problems(document)
+    if not rewrite.changed and not refused:
         return None
+    what = [f"retired aliases: {'; '.join(rewrite.changes)}"] if rewrite.changed else []
+    if refused:
+        what.append(f"keys OpenClaw {OPENCLAW_RELEASE} refuses: " + ", ".join(p.path for p in refused))
     return {
         "kind": CONFIG_KIND, "apply": False, "status": "outside-state-dir", "path": str(config_path), "changes": rewrite.changes,
-        "description": f"config {config_path} (OPENCLAW_CONFIG_PATH, outside the state dir) has retired aliases: "
-        + "; ".join(rewrite.changes) + "; not rewritten by statekit",
+        "problems": [f"{p.path}: {p.reason}" for p in refused],
+        "description": f"config {config_path} (OPENCLAW_CONFIG_PATH, outside the state dir) has " + " and ".join(what)
+        + "; not rewritten by statekit",
     }
 
 
@@ -176,7 +209,7 @@ def apply_steps(plan: Any, state_dir: Path, run_id: str, report: Any) -> None:
     resolved = ResolvedStateDir(state_dir, origin if origin in ("flag", "env", "default", "legacy") else "flag")
     for step in getattr(plan, "steps", []) or []:
         kind = step.get("kind")
-        if kind == CONFIG_KIND and step.get("status") in ("unparseable", "unreadable"):
+        if kind == CONFIG_KIND and (step.get("status") in ("unparseable", "unreadable", "refused") or step.get("problems")):
             report.warnings.append(str(step.get("description")))
         if not step.get("apply"):
             continue
@@ -202,6 +235,9 @@ def apply_config_step(step: dict[str, Any], state_dir: Path, run_id: str, report
     rewrite, problem, target = compute_config(state_dir, config, resolved, env, data)
     if problem is not None or rewrite is None:
         report.warnings.append(f"config {problem}")
+        return
+    if rewrite.blockers:  # the file changed since the plan: same rule, nothing written
+        report.warnings.append(str(_refused_step(rel, rewrite)["description"]))
         return
     renamed = target != rel
     if not rewrite.changed and not renamed:
