@@ -112,16 +112,21 @@ _DML = re.compile(r"\s*(?:(?:--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))\s*)*(insert|updat
 _TAIL_IGNORABLE = re.compile(r"(?:\s|;|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*", re.DOTALL)
 
 
-def _exec_trace(cursor: apsw.Cursor, sql: str, bindings: Any) -> bool:
-    """Before each statement: refuse a second statement in ``execute`` before the first one runs."""
-    if isinstance(cursor, Cursor) and not cursor._script:
-        whole = cursor._sql
-        if len(sql) < len(whole):
-            at = whole.find(sql)
-            rest = whole[at + len(sql):] if at >= 0 else ""
-            if not _TAIL_IGNORABLE.fullmatch(rest):
-                raise apsw.MisuseError("You can only execute one statement at a time.")
-        cursor._dml = _DML.match(sql) is not None
+_CHECKED: dict[str, bool] = {}  # SQL text seen to hold one statement -> is it INSERT/UPDATE/DELETE/REPLACE
+_CHECKED_LIMIT = 4096
+
+
+def _first_run_check(cursor: apsw.Cursor, sql: str, bindings: Any) -> bool:
+    """Exec tracer for SQL text not seen yet: refuse a second statement before the first one runs."""
+    whole = cursor._sql if isinstance(cursor, Cursor) else sql
+    if len(sql) < len(whole):
+        at = whole.find(sql)
+        rest = whole[at + len(sql):] if at >= 0 else ""
+        if not _TAIL_IGNORABLE.fullmatch(rest):
+            raise apsw.MisuseError("You can only execute one statement at a time.")
+    if len(_CHECKED) >= _CHECKED_LIMIT:
+        _CHECKED.clear()
+    _CHECKED[whole] = _DML.match(sql) is not None
     return True
 
 
@@ -164,37 +169,47 @@ class Cursor(apsw.Cursor):
     """apsw's cursor with the ``sqlite3`` conveniences statekit uses: ``rowcount``, one statement per ``execute``."""
 
     _sql = ""
-    _script = False
     _dml = False
     _rowcount = -1
 
     def execute(self, statements: str, bindings: Any = None, **kwargs: Any) -> Cursor:  # type: ignore[override]
-        self._sql = statements
-        self._dml = False
-        super().execute(statements, bindings, **kwargs)
-        self._rowcount = self.connection.changes() if self._dml else -1
+        dml = _CHECKED.get(statements)
+        if dml is None:  # first time this text runs: check it while it runs (one tracer call per statement)
+            self._sql = statements
+            self.exec_trace = _first_run_check
+            try:
+                super().execute(statements, bindings, **kwargs)
+            finally:
+                self.exec_trace = None
+            dml = _CHECKED.get(statements, False)
+        else:
+            super().execute(statements, bindings, **kwargs)
+        self._dml = dml
+        self._rowcount = self.connection.changes() if dml else -1
         return self
 
     def executemany(self, statements: str, sequenceofbindings: Iterable[Any], **kwargs: Any) -> Cursor:  # type: ignore[override]
         """Run ``statements`` once per binding set; ``rowcount`` is the sum of the rows each run changed."""
         total = 0
-        dml = False
+        checked = False
+        run = super().execute
+        changes = self.connection.changes
         for bindings in sequenceofbindings:
-            self.execute(statements, bindings, **kwargs)
-            dml = dml or self._dml
-            total += max(self._rowcount, 0)
-        self._rowcount = total if dml else -1
+            if not checked:  # the first run checks the text (one statement) and learns whether it is DML
+                self.execute(statements, bindings, **kwargs)
+                checked = True
+                total = max(self._rowcount, 0)
+            else:
+                run(statements, bindings, **kwargs)
+                if self._dml:
+                    total += changes()
+        self._rowcount = total if self._dml else -1
         return self
 
     def executescript(self, statements: str) -> Cursor:
         """Run every statement of ``statements`` (results are discarded)."""
-        self._sql = statements
-        self._script = True
-        try:
-            for _ in super().execute(statements):
-                pass
-        finally:
-            self._script = False
+        for _ in super().execute(statements):
+            pass
         self._rowcount = -1
         return self
 
@@ -216,7 +231,10 @@ class Cursor(apsw.Cursor):
             raise _decode_failure(exc) from None
 
     def fetchall(self) -> list[Any]:
-        return list(self)
+        try:
+            return super().fetchall()
+        except UnicodeDecodeError as exc:
+            raise _decode_failure(exc) from None
 
 
 class Connection(apsw.Connection):
@@ -224,22 +242,13 @@ class Connection(apsw.Connection):
 
     def __init__(self, filename: str, flags: int, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> None:
         super().__init__(filename, flags=flags)
-        self.cursor_factory = Cursor
-        self.exec_trace = _exec_trace
+        self.cursor_factory = Cursor  # execute/executemany/cursor() of the connection go through Cursor below
         self.convert_binding = _convert_binding
         self.set_busy_timeout(busy_timeout_ms)
 
-    def execute(self, statements: str, bindings: Any = None, **kwargs: Any) -> Cursor:  # type: ignore[override]
-        return self.cursor().execute(statements, bindings, **kwargs)
-
-    def executemany(self, statements: str, sequenceofbindings: Iterable[Any], **kwargs: Any) -> Cursor:  # type: ignore[override]
-        return self.cursor().executemany(statements, sequenceofbindings, **kwargs)
-
     def executescript(self, statements: str) -> Cursor:
-        return self.cursor().executescript(statements)
-
-    def cursor(self) -> Cursor:
-        return Cursor(self)
+        cursor: Cursor = self.cursor()
+        return cursor.executescript(statements)
 
     @property
     def total_changes(self) -> int:  # type: ignore[override]
