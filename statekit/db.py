@@ -203,6 +203,8 @@ class Cursor(apsw.Cursor):
                 run(statements, bindings, **kwargs)
                 if self._dml:
                     total += changes()
+        if not checked:  # no binding set: nothing ran (0 rows for DML, as sqlite3 says)
+            self._dml = _DML.match(statements) is not None
         self._rowcount = total if self._dml else -1
         return self
 

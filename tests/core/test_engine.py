@@ -229,7 +229,9 @@ def test_rowcount_counts_the_statement_not_its_triggers() -> None:
         "CREATE TRIGGER t_ins AFTER INSERT ON t BEGIN INSERT INTO log VALUES (new.a); INSERT INTO log VALUES (new.a); END;"
     )
     assert conn.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(4)]).rowcount == 4
-    assert conn.total_changes == 12  # triggers included there, as sqlite3's total_changes
+    assert conn.executemany("INSERT INTO t VALUES (?)", []).rowcount == 0
+    assert conn.executemany("INSERT INTO t VALUES (?)", iter([(10,), (11,)])).rowcount == 2
+    assert conn.total_changes == 18  # triggers included there, as sqlite3's total_changes
     assert conn.execute("DELETE FROM t WHERE a < 3").rowcount == 3
     assert conn.execute("UPDATE t SET a = a WHERE a = 99").rowcount == 0
     assert conn.execute("SELECT * FROM t").rowcount == -1
