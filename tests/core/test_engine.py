@@ -295,6 +295,18 @@ def test_statekit_databases_keep_their_pragmas_and_modes(tmp_path: Path) -> None
     default.close()
 
 
+def test_deleted_rows_leave_no_bytes_in_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "secrets.sqlite"
+    conn = db.open_rw(path)
+    conn.execute("CREATE TABLE t (v TEXT)")
+    conn.execute("INSERT INTO t VALUES (?)", ("canary-" + "s3cr3t" * 20,))
+    conn.execute("INSERT INTO t VALUES ('kept')")
+    conn.execute("DELETE FROM t WHERE v LIKE 'canary-%'")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    assert b"s3cr3t" not in path.read_bytes() and b"kept" in path.read_bytes()
+
+
 def test_read_only_view_writes_nothing_beside_the_database(tmp_path: Path) -> None:
     path = tmp_path / "live.sqlite"
     writer = db.open_rw(path)
