@@ -268,8 +268,6 @@ RETIRED_KEYS: tuple[Retired, ...] = (
 RENAMED_KEYS: tuple[Renamed, ...] = (
     Renamed("session.maintenance.pruneDays", "pruneAfter", "renamed in 9.6"),
     Renamed("session.threadBindings.ttlHours", "idleHours", "renamed in 9.6"),
-    Renamed("channels.*.threadBindings.ttlHours", "idleHours", "renamed in 9.6"),
-    Renamed("channels.*.accounts.*.threadBindings.ttlHours", "idleHours", "renamed in 9.6"),
     Renamed("talk.realtime.voice", "speakerVoice", "renamed in 9.6"),
     Renamed("tools.exec.timeoutSec", "timeoutSeconds", "renamed in 9.6"),
     Renamed("tools.exec.timeoutSec", "timeoutSeconds", "renamed in 9.6", Scope.AGENT_SCOPES),
