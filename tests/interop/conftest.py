@@ -31,6 +31,7 @@ from interop_flow import (ConfigChecks, Doctored, GatewayOutcome, Reference, Ses
                           Validation, agents_in, run_config_checks, run_doctor, run_gateway, run_reference,
                           run_session_lists, run_subject, run_validation)
 from interop_gateway import read_gateway_config
+from interop_reports import doctor_refusal
 from interop_setup import (OPENCLAW_VERSION, CommandLog, InteropSetupError, InteropUnavailable, OpenClaw,
                            OpenClawInstall, Statekit, find_or_install)
 from interop_trees import HomeSlot, SlotBusy, TreeSource, corpus_trees, demo_tree, legacy_facts
@@ -144,7 +145,6 @@ def reference(interop_tree: TreeRun) -> Reference:
     """A: OpenClaw 9.6's own migration of the tree (doctor --fix, twice when needed), dumped and listed."""
     ref = run_reference(interop_tree)
     if not ref.migrated:
-        from interop_reports import doctor_refusal
         pytest.fail(f"OpenClaw {OPENCLAW_VERSION} could not migrate {interop_tree.source.label} itself, so there is no "
                     f"reference: doctor --fix rc {' then '.join(str(r.rc) for r in ref.doctor)}; "
                     f"{doctor_refusal(ref.doctor[-1])}", pytrace=False)

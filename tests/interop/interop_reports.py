@@ -31,10 +31,15 @@ class DoctorNote:
 
 
 def doctor_notes(output: str) -> list[DoctorNote]:
-    """Every note doctor printed in a box or in the auto-migration list, one paragraph each."""
+    """Every note doctor printed in a box or in the auto-migration list, one paragraph each.
+
+    In a box, a note starts with ``- `` (its wrapped lines are indented past the dash) or is a plain
+    paragraph (its wrapped lines keep its indent); a blank line or a change of indent ends it."""
     notes: list[DoctorNote] = []
     section: str | None = None
     current: list[str] = []
+    indent = -1       # where the current note's continuation lines start
+    bullet = False
 
     def flush() -> None:
         if section is not None and current:
@@ -64,11 +69,21 @@ def doctor_notes(output: str) -> list[DoctorNote]:
             if BOX_END.match(line):
                 section = None
             continue
-        text = boxed.group(1).strip()
-        if not text or text.startswith("- "):
+        raw = boxed.group(1).rstrip()
+        text = raw.strip()
+        at = len(raw) - len(raw.lstrip())
+        if not text:
             flush()
-        if text:
-            current.append(text[2:] if text.startswith("- ") else text)
+        elif text.startswith("- "):
+            flush()
+            current.append(text[2:])
+            indent, bullet = at, True
+        elif current and ((bullet and at > indent) or (not bullet and at == indent)):
+            current.append(text)
+        else:
+            flush()
+            current.append(text)
+            indent, bullet = at, False
     flush()
     return notes
 
