@@ -202,4 +202,4 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if _WORKDIR:
         terminalreporter.write_line(f"interop work dir: {_WORKDIR[0]} (per tree: <tree>/logs/commands.tsv, "
-                                    f"<tree>/*-db*.json, <tree>/rows-diff.txt)")
+                                    f"<tree>/*-db*.json, <tree>/*-rows-diff.txt)")

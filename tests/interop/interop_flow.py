@@ -165,30 +165,28 @@ def run_gateway(run: TreeRun, subject: Subject, keep: bool) -> GatewayOutcome:
         # a tree whose own config never set a gateway up runs the way 9.6 itself advises for that
         allow_unconfigured = run.legacy_config.mode is None
         model_log = run.openclaw.log.next_path("stand-in-model", ".jsonl")
+        unavailable: str | None = None  # no turn possible on this tree at all: the check skips
+        problem: str | None = None      # no turn possible on this subject: the check fails
         if run.legacy_config.model_port is None:
-            unavailable: str | None = ("the tree's own config has no local model provider (models.providers.*.baseUrl "
-                                       "on 127.0.0.1:<port>), so no turn can be answered")
-            model_port = 0
+            unavailable = ("the tree's own config has no local model provider (models.providers.*.baseUrl on "
+                           "127.0.0.1:<port>), so no turn can be answered")
         elif config.model_port is None:
-            unavailable, model_port = None, 0
-        else:
-            unavailable, model_port = None, config.model_port
-        if model_port and not port_free(model_port):
-            return GatewayOutcome(Readiness(False, 0, f"the model provider's port {model_port} is taken on 127.0.0.1"))
-        with stand_in_model(model_port, model_log) as model, \
+            problem = (f"{subject.name}'s openclaw.json has no local model provider, though the legacy config had one "
+                       f"on port {run.legacy_config.model_port}")
+        elif not port_free(config.model_port):
+            problem = f"the model provider's port {config.model_port} is taken on 127.0.0.1: no stand-in model there"
+        model_port = config.model_port if unavailable is None and problem is None else 0  # 0: any port, unused
+        with stand_in_model(model_port or 0, model_log) as model, \
                 Gateway(run.openclaw, run.slot.home, config.token, allow_unconfigured) as gateway:
             readiness = gateway.wait_ready(run.gateway_timeout_s)
-            outcome = GatewayOutcome(readiness, turn_unavailable=unavailable)
+            outcome = GatewayOutcome(readiness, turn_unavailable=unavailable, turn_problem=problem)
             if not readiness.ready:
                 return outcome
             outcome.histories = served_history(gateway, keys, keyless, run.legacy)
-            if unavailable:
+            if unavailable or problem:
                 return outcome
             candidate = turn_candidate(keys, run.legacy)
-            if config.model_port is None:
-                outcome.turn_problem = (f"{subject.name}'s openclaw.json has no local model provider, though the "
-                                        f"legacy config had one on port {run.legacy_config.model_port}")
-            elif candidate is None:
+            if candidate is None:
                 outcome.turn_problem = ("no imported session (from a legacy sessions.json, with messages) is keyed in "
                                         f"{subject.name}'s databases")
             else:

@@ -17,6 +17,7 @@ import shutil
 import tarfile
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ import json5
 from helpers import CORPUS, FIXTURES
 
 MANIFEST_HOME = re.compile(r"^# original HOME: (/\S+)", re.M)
+RECORDING_FILES = re.compile(r"home/\.openclaw/(openclaw\.json|agents/[^/]+/sessions/sessions\.json)")
+RECORDED_PATH = re.compile(r'"(/[^"\\]*?)/\.openclaw(?:/[^"]*)?"')
 TRANSCRIPT_SKIP_SUFFIXES = (".trajectory.jsonl", ".acp-stream.jsonl")
 SERVED_ENTRY_TYPES = frozenset({"message", "compaction"})
 SLOT_POLL_S = 5.0
@@ -39,17 +42,20 @@ class TreeSource:
     home_dir: Path | None = None   # or a directory holding .openclaw (the demo install)
 
     def recorded_home(self) -> Path | None:
-        """The HOME the tree was written under (from its MANIFEST), when the suite may use that path."""
+        """The HOME the tree was written under, when the suite may use that path (inside the temp dir).
+
+        Its MANIFEST names it (``# original HOME: <path>``) where the generator wrote that line; otherwise
+        it is the home below which the tree's openclaw.json and sessions.json store their absolute paths.
+        """
         if self.archive is None:
             return None
-        text = _archive_manifest(self.archive)
-        match = MANIFEST_HOME.search(text)
-        if not match:
+        match = MANIFEST_HOME.search(_archive_manifest(self.archive))
+        home = Path(match.group(1)) if match else _home_of_recorded_paths(self.archive)
+        if home is None:
             return None
-        home = Path(match.group(1))
         parent = Path(os.path.realpath(home.parent))
         temp = Path(os.path.realpath(tempfile.gettempdir()))
-        # never write outside the temp dir, whatever a MANIFEST says
+        # never write outside the temp dir, whatever a tree says
         return home if parent == temp or temp in parent.parents else None
 
     def extract_home(self, dest: Path) -> Path:
@@ -82,6 +88,18 @@ def _archive_manifest(archive: Path) -> str:
         if member is not None:
             return member.read().decode("utf-8", errors="replace")
     return sibling.read_text(encoding="utf-8", errors="replace") if sibling.exists() else ""
+
+
+def _home_of_recorded_paths(archive: Path) -> Path | None:
+    """The most frequent ``<home>`` of absolute ``<home>/.openclaw/...`` strings in the tree's config and indexes."""
+    votes: Counter[str] = Counter()
+    with tarfile.open(archive) as tar:
+        for member in tar.getmembers():
+            if member.isfile() and RECORDING_FILES.fullmatch(member.name):
+                handle = tar.extractfile(member)
+                if handle is not None:
+                    votes.update(RECORDED_PATH.findall(handle.read().decode("utf-8", errors="replace")))
+    return Path(votes.most_common(1)[0][0]) if votes else None
 
 
 def corpus_trees() -> list[TreeSource]:

@@ -192,6 +192,15 @@ def test_recorded_home_is_used_only_inside_the_temp_dir(tmp_path: Path) -> None:
     assert tree("# original HOME: /tmp/gen-1-x/home  (note)\n").recorded_home() == Path("/tmp/gen-1-x/home")
     assert tree("# original HOME: /home/someone\n").recorded_home() is None
     assert tree("# no home here\n").recorded_home() is None
+    # without that line: the home below which the tree's own config stores absolute paths
+    config = tmp_path / "home" / ".openclaw" / "openclaw.json"
+    config.parent.mkdir(parents=True)
+    config.write_text(json.dumps({"agents": {"defaults": {"workspace": "/tmp/gen-2-y/home/.openclaw/workspace"},
+                                             "list": [{"agentDir": "/tmp/gen-2-y/home/.openclaw/agents/w/agent"},
+                                                      {"workspace": "/srv/elsewhere/.openclaw/w"}]}}))
+    with tarfile.open(tmp_path / "t.tar", "w") as archive:
+        archive.add(tmp_path / "home", arcname="home")
+    assert TreeSource(label="t", archive=tmp_path / "t.tar").recorded_home() == Path("/tmp/gen-2-y/home")
 
 
 def test_setup_skips_without_npm_and_refuses_a_missing_binary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
