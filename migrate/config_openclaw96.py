@@ -48,6 +48,7 @@ Paths and reasons only, never a value: the config holds secrets.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -705,9 +706,21 @@ def _gateway_port(run: _Run) -> None:
                   "gateway.port removed (outside 1–65535: 9.6 refuses it and its doctor removes it; the default port applies)")
 
 
+_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
 def _canonical_agent_id(raw: str) -> bool:
-    return bool(raw) and raw == raw.strip() and len(raw) <= 64 and raw[0].isascii() and raw[0].isalnum() \
-        and all(c.isascii() and (c.isalnum() or c in "_-") for c in raw) and raw == raw.lower()
+    return 0 < len(raw) <= 64 and raw[0] not in "_-" and set(raw) <= _ID_CHARS
+
+
+def legacy_agent_id(raw: str) -> str | None:
+    """The id releases 2026.2–2026.9 all derive from a configured one (trim, lower-case, other characters → ``-``,
+    no leading/trailing ``-``, at most 64); None when nothing is left (they fell back to ``main``)."""
+    lowered = raw.strip().lower()
+    if _canonical_agent_id(lowered):
+        return lowered
+    normalized = re.sub(r"[^a-z0-9_-]+", "-", lowered).strip("-")[:64]
+    return normalized or None
 
 
 def _roster(run: _Run) -> None:
@@ -721,13 +734,23 @@ def _roster(run: _Run) -> None:
         return
     if isinstance(listed, list):
         seen: set[str] = set()
+        canonical: list[str] = []
         for index, item in enumerate(listed):
             agent_id = item.get("id") if isinstance(item, dict) else None
-            if not isinstance(agent_id, str) or not _canonical_agent_id(agent_id) or agent_id in seen:
-                run.manual(f"agents.list[{index}].id", "9.6 reads agents.list only when every item has a unique lower-case agent id; "
+            normalized = legacy_agent_id(agent_id) if isinstance(agent_id, str) else None
+            if normalized is None or normalized in seen:
+                run.manual(f"agents.list[{index}].id", "9.6 reads agents.list only when every item has its own agent id; "
                            "its doctor renames the agent")
                 return
-            seen.add(agent_id)
+            seen.add(normalized)
+            canonical.append(normalized)
+        reason = "9.6 reads agents.list only when every id is in canonical form (lower case, a-z 0-9 _ -)"
+        for index, (item, normalized) in enumerate(zip(listed, canonical)):
+            if item["id"] != normalized:
+                item["id"] = normalized
+                run.fixed(f"agents.list[{index}].id", reason,
+                          f"agents.list[{index}].id written in canonical form ({reason}; the agent id, which every release "
+                          "derives the same way, does not change)")
         roster: list[tuple[dict[str, Any], list[Seg]]] = [(item, ["agents", "list", i]) for i, item in enumerate(listed)]
     elif isinstance(entries, dict):
         roster = [(item, ["agents", "entries", key]) for key, item in entries.items() if isinstance(item, dict)]

@@ -30,7 +30,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers import CORPUS, FIXTURES, run_cli  # noqa: E402
-from migrate.config_openclaw96 import config_problems  # noqa: E402
+from migrate.config_openclaw96 import config_problems, legacy_agent_id  # noqa: E402
 
 pytestmark = pytest.mark.interop
 
@@ -66,6 +66,26 @@ def _moltbot(work: Path) -> tuple[Path, Path]:
     return work / "home", legacy / "moltbot.json"
 
 
+ROSTER_EDGES = {  # what a hand-edited legacy config can hold: mixed-case ids, two markers, a bare idleMinutes
+    "agents": {"defaults": {"workspace": "~/ws"}, "list": [
+        {"id": "Main"}, {"id": "Ops", "default": True, "workspace": "~/ops"}, {"id": "work", "default": True}]},
+    "session": {"idleMinutes": 30, "typingMode": "never"},
+    "meta": {"lastTouchedVersion": "2026.6.35", "lastTouchedAt": "2026-06-01T00:00:00.000Z"},
+    "commands": {"native": "auto", "ownerDisplay": "raw"},
+    "messages": {"queue": {"mode": "steer-backlog"}},
+    "bindings": [{"agentId": "ops", "match": {"channel": "telegram", "peer": {"kind": "dm", "id": "1"}}}],
+}
+
+
+def _inline(doc: dict[str, Any]) -> Callable[[Path], tuple[Path, Path]]:
+    def make(work: Path) -> tuple[Path, Path]:
+        state = work / "home" / ".openclaw"
+        state.mkdir(parents=True)
+        (state / "openclaw.json").write_text(json.dumps(doc, indent=2) + "\n")
+        return work / "home", state / "openclaw.json"
+    return make
+
+
 def _cases() -> list[Any]:
     no_corpus = pytest.mark.skip(reason="../shared/corpus is not available")
     trees = sorted((CORPUS / "generated").glob("*.tar")) if CORPUS.is_dir() else []
@@ -74,6 +94,7 @@ def _cases() -> list[Any]:
         cases.append(pytest.param(None, id="corpus", marks=no_corpus))
     cases.append(pytest.param(Case("demo-install", _fixture("demo-install")), id="demo-install"))
     cases.append(pytest.param(Case("every-family", _fixture("every-family")), id="every-family"))
+    cases.append(pytest.param(Case("roster-edges", _inline(ROSTER_EDGES)), id="roster-edges"))
     cases.append(pytest.param(Case("moltbot.json", _moltbot, flag_state_dir=False), id="moltbot.json",
                               marks=[] if MOLTBOT.is_file() else [no_corpus]))
     return cases
@@ -95,7 +116,9 @@ def issue_paths(validated: dict[str, Any]) -> set[str]:
 def _comparable(path: str, doc: dict[str, Any]) -> str:
     """statekit names list items (``agents.list[1]``, ``bindings[0]``); 9.6 names them ``agents.entries.<id>``, ``bindings.0``."""
     listed = (doc.get("agents") or {}).get("list") if isinstance(doc.get("agents"), dict) else None
-    if isinstance(listed, list):
+    ids = [item.get("id") for item in listed if isinstance(item, dict)] if isinstance(listed, list) else []
+    projects = bool(ids) and len(set(ids)) == len(ids) and all(isinstance(i, str) and legacy_agent_id(i) == i for i in ids)
+    if isinstance(listed, list) and projects:  # 9.6 reads a clean list as agents.entries (else it names agents.list)
         for index, item in enumerate(listed):
             if isinstance(item, dict) and isinstance(item.get("id"), str):
                 path = path.replace(f"agents.list[{index}]", f"agents.entries.{item['id']}")
@@ -115,9 +138,10 @@ def expected_agents(doc: dict[str, Any], state: Path, home: Path) -> list[dict[s
     def user_path(value: str) -> str:
         return str(home / value[2:]) if value.startswith("~/") else value
 
+    default_id = legacy_agent_id(default_id) or "main"
     out = []
     for item in listed:
-        agent_id = item["id"]
+        agent_id = legacy_agent_id(item["id"]) or "main"
         if item.get("workspace"):
             workspace = user_path(item["workspace"])
         elif agent_id == default_id:
@@ -147,6 +171,8 @@ def test_openclaw_validates_the_migrated_config(case: Case, openclaw: Any, tmp_p
     assert isinstance(verdict, dict), before.why()
     assert verdict.get("valid") is (not problems), (verdict.get("issues"), [p.path for p in problems])
     named = {_comparable(p.path, legacy_doc) for p in problems}
+    if any(n.startswith("agents.list.") for n in named):
+        named.add("agents.entries")  # an unread list also leaves 9.6 with "agents.entries must contain at least one agent"
     for path in issue_paths(verdict):
         assert any(path == n or path.startswith(n + ".") or n.startswith(path + ".") for n in named), \
             f"9.6 refuses {path}, which statekit does not name ({sorted(named)})"

@@ -88,9 +88,16 @@ def test_a_keyed_roster_without_marker_gets_explicit_ownership_as_9_6_doctor_set
     assert paths == ["agents.ownership"]
 
 
+def test_an_agent_id_is_written_in_the_canonical_form_every_release_derives() -> None:
+    """9.6 reads agents.list only with canonical ids; 2026.2–2026.9 all turn "Ops" into the agent id "ops"."""
+    out, paths, changes = fixed({"agents": {"list": [{"id": "main"}, {"id": " Ops ", "default": True}, {"id": "my agent"}]}})
+    assert out == {"agents": {"list": [{"id": "main"}, {"id": "ops", "default": True}, {"id": "my-agent"}]}}
+    assert paths == ["agents.list[1].id", "agents.list[2].id"] and "Ops" not in " ".join(changes)
+
+
 @pytest.mark.parametrize("agents, path", [
-    ({"list": [{"id": "Main"}, {"id": "work"}]}, "agents.list[0].id"),           # 9.6 reads only canonical ids
-    ({"list": [{"id": "work"}, {"id": "work"}]}, "agents.list[1].id"),
+    ({"list": [{"id": "Work"}, {"id": "work"}]}, "agents.list[1].id"),  # one agent to the old releases: 9.6's doctor renames one
+    ({"list": [{"id": "main"}, {"id": "***"}]}, "agents.list[1].id"),
     ({"list": [{"id": "a", "default": "yes"}, {"id": "b"}]}, "agents.list[0].default"),
     ({"list": [{"id": "a"}], "entries": {"a": {}}}, "agents.list"),
     ({"ownership": "explicit", "list": [{"id": "a", "default": True}, {"id": "b"}]}, "agents.ownership"),
