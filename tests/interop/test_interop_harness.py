@@ -210,3 +210,20 @@ def test_setup_skips_without_npm_and_refuses_a_missing_binary(tmp_path: Path, mo
     with pytest.raises(InteropUnavailable, match="npm is not on PATH"):
         find_or_install({"STATEKIT_INTEROP_CACHE": str(tmp_path / "cache")})
     assert not any(p.name.startswith(("node26", "openclaw-")) for p in (tmp_path / "cache").iterdir())
+
+
+def test_setup_skips_when_the_registry_is_unreachable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+    import socket
+
+    if not shutil.which("npm"):
+        pytest.skip("npm is not on PATH here")
+    with socket.socket() as sock:  # a port on this machine that nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    monkeypatch.setenv("npm_config_registry", f"http://127.0.0.1:{closed}/")
+    monkeypatch.setenv("npm_config_fetch_retries", "0")
+    monkeypatch.setenv("npm_config_cache", str(tmp_path / "npm-cache"))
+    with pytest.raises(InteropUnavailable, match="registry is unreachable"):
+        find_or_install({"STATEKIT_INTEROP_CACHE": str(tmp_path / "cache")})
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == [".install.lock", "install-logs"]
