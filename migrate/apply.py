@@ -568,6 +568,9 @@ def migrate(
                 if planned.action in ("unreadable", "conflict"):
                     report.notices.append(planned.reason or planned.rel)
                     report.outcomes.append(SourceOutcome(planned.kind, planned.rel, planned.agent_id, "left-in-place", message=planned.reason))
+            from migrate.steps import config_warnings
+
+            report.warnings.extend(config_warnings(plan.steps))  # a config OpenClaw 2026.9.6 would refuse is not "done"
             report.finished_at = report.started_at
             _close_stale_runs(state_dir, report)
             return report

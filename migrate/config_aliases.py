@@ -43,6 +43,7 @@ class ConfigRewrite:
     legacy_paths: list[str] = field(default_factory=list)  # JSON paths of the aliases rewritten (OpenClaw 2026.9.6 rejects them)
     # "path: reason" of what OpenClaw 2026.9.6 would refuse and statekit cannot rewrite: the config is then left alone
     blockers: list[str] = field(default_factory=list)
+    withheld: list[str] = field(default_factory=list)  # the change lines not applied because of the blockers
 
     @property
     def changed(self) -> bool:

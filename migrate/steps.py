@@ -116,14 +116,15 @@ def _make_valid_for_openclaw96(rewrite: ConfigRewrite) -> None:
     result = rewrite_for_openclaw96(rewrite.document)
     if result.unfixable:
         rewrite.blockers = [f"{p.path}: {p.reason}" for p in result.unfixable]
+        rewrite.withheld = rewrite.changes + result.changes
         return
     rewrite.document = result.document
     rewrite.changes.extend(result.changes)
 
 
 def _refused_step(rel: str, rewrite: ConfigRewrite) -> dict[str, Any]:
-    planned = len(rewrite.changes)
-    also = f"; the {planned} other rewrite(s) statekit planned are not applied either" if planned else ""
+    withheld = len(rewrite.withheld)
+    also = f"; none of the {withheld} rewrite(s) statekit could do is applied either" if withheld else ""
     return {
         "kind": CONFIG_KIND, "apply": False, "status": "refused", "path": rel, "problems": rewrite.blockers,
         "description": f"config {rel}: OpenClaw {OPENCLAW_RELEASE} would refuse it and statekit cannot rewrite "
@@ -203,14 +204,19 @@ def plan_steps(plan: Any, resolved: ResolvedStateDir | Path, env: Any = None) ->
 # --- apply --------------------------------------------------------------------
 
 
+def config_warnings(steps: list[dict[str, Any]]) -> list[str]:
+    """The run warnings of config steps that leave the config as it is (unreadable, unparseable, refused by 9.6's rules)."""
+    return [str(step.get("description")) for step in steps
+            if step.get("kind") == CONFIG_KIND and (step.get("status") in ("unparseable", "unreadable", "refused") or step.get("problems"))]
+
+
 def apply_steps(plan: Any, state_dir: Path, run_id: str, report: Any) -> None:
     """Carry out the plan's ``apply`` steps at the end of a run; problems become report warnings."""
     origin = getattr(plan, "origin", "flag")
     resolved = ResolvedStateDir(state_dir, origin if origin in ("flag", "env", "default", "legacy") else "flag")
+    report.warnings.extend(config_warnings(getattr(plan, "steps", []) or []))
     for step in getattr(plan, "steps", []) or []:
         kind = step.get("kind")
-        if kind == CONFIG_KIND and (step.get("status") in ("unparseable", "unreadable", "refused") or step.get("problems")):
-            report.warnings.append(str(step.get("description")))
         if not step.get("apply"):
             continue
         try:
@@ -297,4 +303,4 @@ def _record_config_receipt(
         conn.close()
 
 
-__all__ = ["plan_steps", "apply_steps", "config_step", "compute_config"]
+__all__ = ["plan_steps", "apply_steps", "config_step", "compute_config", "config_warnings"]

@@ -283,6 +283,17 @@ def test_a_config_statekit_cannot_make_valid_is_left_alone_with_exit_3(tmp_path:
         assert SECRET not in output and API_KEY not in output
 
 
+def test_a_refused_config_is_reported_even_when_no_source_is_left(tmp_path: Path) -> None:
+    state = make_state(tmp_path, {"openclaw.json": {"meta": {"lastTouchedAt": "x"}, "plugins": {"installs": {"a": {}}},
+                                                    "gateway": {"auth": {"token": SECRET}}}})
+    for _ in range(2):  # the first run and every rerun: 9.6 would still refuse it, so the run is not "done"
+        result = run_cli("migrate", "--state-dir", state, "--yes", "--no-backup")
+        assert result.returncode == 3 and "plugins.installs" in result.stderr and SECRET not in result.stdout + result.stderr
+    assert "none of the 1 rewrite(s) statekit could do is applied either" in result.stderr
+    assert (state / "openclaw.json").read_bytes() == json.dumps({"meta": {"lastTouchedAt": "x"}, "plugins": {"installs": {"a": {}}},
+                                                                 "gateway": {"auth": {"token": SECRET}}}, indent=2).encode()
+
+
 def test_inspect_reports_a_config_9_6_would_refuse_naming_the_keys(tmp_path: Path) -> None:
     state = _state(tmp_path, legacy_735())
     assert run_cli("migrate", "--state-dir", state, "--yes", "--no-backup").returncode == 0
