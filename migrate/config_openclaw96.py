@@ -36,7 +36,9 @@ as the default agent when none was marked, so statekit marks that entry:
 its own doctor does. (``ownership: "explicit"`` alone would move the first
 agent's workspace to ``<workspace>/<id>`` and leave no default agent.) A
 second and later ``default: true`` markers are removed: the old releases
-used the first one.
+used the first one. An id not in canonical form (``"Ops"``) is written as
+the id every release derives from it (``ops``): 9.6 reads ``agents.list``
+only when all ids are canonical, and the agent itself does not change.
 
 Nothing here is a full schema: channel and plugin blocks are validated by
 9.6's plugins, and keys added after 2026.7 are not listed. ``openclaw
