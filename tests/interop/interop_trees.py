@@ -33,6 +33,7 @@ RECORDED_PATH = re.compile(r'"(/[^"\\]*?)/\.openclaw(?:/[^"]*)?"')
 TRANSCRIPT_SKIP_SUFFIXES = (".trajectory.jsonl", ".acp-stream.jsonl")
 SERVED_ENTRY_TYPES = frozenset({"message", "compaction"})
 SLOT_POLL_S = 5.0
+MARKER_WRITE_GRACE_S = 60.0  # an empty marker younger than this is being written by its owner
 
 
 @dataclass(frozen=True)
@@ -134,24 +135,17 @@ class HomeSlot:
             return
         self.home.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + self.wait_s
-        while True:
-            try:
-                fd = os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-            except FileExistsError:
-                owner = _marker_pid(self.marker)
-                if owner is not None and _alive(owner):
-                    if time.monotonic() > deadline:
-                        raise SlotBusy(f"{self.home} is in use by pid {owner} (marker {self.marker}) for more than "
-                                       f"{self.wait_s:.0f} s") from None
-                    time.sleep(SLOT_POLL_S)  # another run owns the path: wait for it
-                    continue
+        while not _create_marker(self.marker):
+            owner = _marker_pid(self.marker)
+            if owner is None and _age_s(self.marker) > MARKER_WRITE_GRACE_S or owner is not None and not _alive(owner):
                 # left by a run that died: its home copy is ours to clear
                 shutil.rmtree(self.home, ignore_errors=True)
                 self.marker.unlink(missing_ok=True)
                 continue
-            with os.fdopen(fd, "w") as handle:
-                handle.write(f"{os.getpid()}\n")
-            break
+            if time.monotonic() > deadline:
+                raise SlotBusy(f"{self.home} is in use by pid {owner} (marker {self.marker}) for more than "
+                               f"{self.wait_s:.0f} s")
+            time.sleep(SLOT_POLL_S)  # another run owns the path (or is writing its marker): wait for it
         if os.path.lexists(self.home):
             self.marker.unlink()
             raise SlotBusy(f"{self.home} exists and was not made by an interop run: move it away first")
@@ -185,6 +179,27 @@ class HomeSlot:
                 shutil.move(self.home, keep_as)
             else:
                 self._clear()
+
+
+def _create_marker(marker: Path) -> bool:
+    """Create ``marker`` holding this pid, atomically and only if it does not exist (a hard link of a
+    complete temp file: nobody ever sees it empty)."""
+    temp = marker.with_name(f"{marker.name}.{os.getpid()}.tmp")
+    temp.write_text(f"{os.getpid()}\n", encoding="utf-8")
+    try:
+        os.link(temp, marker)
+    except FileExistsError:
+        return False
+    finally:
+        temp.unlink()
+    return True
+
+
+def _age_s(path: Path) -> float:
+    try:
+        return time.time() - path.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
 
 
 def _marker_pid(marker: Path) -> int | None:
