@@ -10,12 +10,11 @@ text) — no file contents, hashes or secret values.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from statekit.db import BUSY_TIMEOUT_MS
+from statekit.db import BUSY_TIMEOUT_MS, Connection, SQLiteError, connect
 from statekit.layout import global_db_path
 
 if TYPE_CHECKING:
@@ -46,7 +45,7 @@ def run_summary(result: BackupResult, status: str, error: str | None = None) -> 
 
 
 def record_backup_run(
-    conn: sqlite3.Connection, result: BackupResult, status: str, *, error: str | None = None, now_ms: int | None = None
+    conn: Connection, result: BackupResult, status: str, *, error: str | None = None, now_ms: int | None = None
 ) -> None:
     """Insert the run's row (``status`` ``ok`` or ``failed``) and keep the newest 200 rows."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
@@ -77,15 +76,15 @@ def record_in_state_dir(state_dir: Path, result: BackupResult, status: str, *, e
     if not path.is_file():
         return None
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, isolation_level=None)
-    except sqlite3.Error as exc:
+        conn = connect(path, mode="rw")
+    except SQLiteError as exc:
         return f"{path}: backup run not recorded ({exc})"
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'backup_runs'").fetchone() is None:
             return None
         record_backup_run(conn, result, status, error=error)
-    except sqlite3.Error as exc:
+    except SQLiteError as exc:
         return f"{path}: backup run not recorded ({exc})"
     finally:
         conn.close()
@@ -99,8 +98,8 @@ def mark_interrupted(state_dir: Path, run_ids: list[str]) -> None:
     if not path.is_file() or not run_ids:
         return
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, isolation_level=None)
-    except sqlite3.Error:
+        conn = connect(path, mode="rw")
+    except SQLiteError:
         return
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -121,7 +120,7 @@ def mark_interrupted(state_dir: Path, run_ids: list[str]) -> None:
                 "UPDATE backup_runs SET status = 'failed', manifest_json = ? WHERE id = ?",
                 (json.dumps(summary, separators=(",", ":"), ensure_ascii=False), run_id),
             )
-    except sqlite3.Error:
+    except SQLiteError:
         return
     finally:
         conn.close()

@@ -9,11 +9,10 @@ role / agent id (when that table exists) are read.
 from __future__ import annotations
 
 import os
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from statekit.db import BUSY_TIMEOUT_MS
+from statekit.db import BUSY_TIMEOUT_MS, Connection, OperationalError, SQLiteError, connect, error_name
 from statekit.errors import StatekitError, VerificationError
 from statekit.fsutil import PRIVATE_FILE_MODE, chmod_best_effort, fsync_file, sha256_file
 
@@ -40,30 +39,28 @@ class Snapshot:
     facts: DbFacts
 
 
-def open_source(path: Path) -> sqlite3.Connection:
+def open_source(path: Path) -> Connection:
     """Open a live database for reading through its WAL.
 
     A read-write handle (we only ever read through it) lets SQLite remove the ``-wal``/
     ``-shm`` it creates when we are the last user; a read-only handle would
     leave them behind. Read-only is the fallback for a directory we cannot write.
     """
-    uri = path.resolve().as_uri()
     try:
-        conn = sqlite3.connect(f"{uri}?mode=rw", uri=True, isolation_level=None, check_same_thread=False)
+        conn = connect(path, mode="rw")
         conn.execute("PRAGMA schema_version").fetchone()
-    except sqlite3.OperationalError:
-        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+    except OperationalError:
+        conn = connect(path, mode="ro")
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     return conn
 
 
-def open_snapshot(path: Path) -> sqlite3.Connection:
+def open_snapshot(path: Path) -> Connection:
     """Open a finished, self-contained snapshot without locks or sidecars."""
-    uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
-    return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    return connect(path, mode="ro", immutable=True)
 
 
-def _schema_meta(conn: sqlite3.Connection) -> tuple[str | None, str | None]:
+def _schema_meta(conn: Connection) -> tuple[str | None, str | None]:
     columns = {row[1] for row in conn.execute("PRAGMA table_info('schema_meta')")}
     if "role" not in columns:
         return None, None
@@ -71,7 +68,7 @@ def _schema_meta(conn: sqlite3.Connection) -> tuple[str | None, str | None]:
     order = "CASE meta_key WHEN 'primary' THEN 0 ELSE 1 END, rowid" if "meta_key" in columns else "rowid"
     try:
         row = conn.execute(f"SELECT role, {agent_col} FROM schema_meta ORDER BY {order} LIMIT 1").fetchone()
-    except sqlite3.DatabaseError:
+    except SQLiteError:
         return None, None
     if row is None:
         return None, None
@@ -88,16 +85,16 @@ def inspect_db(path: Path) -> DbFacts:
         integrity = "ok" if rows == ["ok"] else "; ".join(rows)[:500]
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         role, agent = _schema_meta(conn) if integrity == "ok" else (None, None)
-    except sqlite3.DatabaseError as exc:
+    except SQLiteError as exc:
         return DbFacts(f"cannot be read as SQLite ({exc})", 0, None, None)
     finally:
         conn.close()
     return DbFacts(integrity, version, role, agent)
 
 
-def _disk_failure(exc: sqlite3.DatabaseError) -> bool:
-    name = getattr(exc, "sqlite_errorname", "") or ""
-    return isinstance(exc, sqlite3.OperationalError) and (name == "SQLITE_FULL" or name.startswith("SQLITE_IOERR") or "disk" in str(exc))
+def _disk_failure(exc: SQLiteError) -> bool:
+    name = error_name(exc)
+    return isinstance(exc, OperationalError) and (name == "SQLITE_FULL" or name.startswith("SQLITE_IOERR") or "disk" in str(exc))
 
 
 def snapshot_db(source: Path, dest: Path) -> Snapshot:
@@ -109,18 +106,15 @@ def snapshot_db(source: Path, dest: Path) -> Snapshot:
     """
     try:
         conn = open_source(source)
-    except sqlite3.Error as exc:
+    except SQLiteError as exc:
         raise StatekitError(f"{source}: cannot open database for snapshot: {exc}") from None
     try:
         conn.execute("VACUUM INTO ?", (str(dest),))
-    except sqlite3.DatabaseError as exc:
+    except SQLiteError as exc:
         dest.unlink(missing_ok=True)
         if _disk_failure(exc):  # writing the snapshot failed: a full or failing disk says nothing about the database
             raise StatekitError(f"{source}: snapshot could not be written in {dest.parent} ({exc}); free space or check that disk") from None
         raise VerificationError(f"{source}: snapshot failed, database is unreadable or corrupt: {exc}") from None
-    except sqlite3.Error as exc:
-        dest.unlink(missing_ok=True)
-        raise StatekitError(f"{source}: snapshot failed: {exc}") from None
     finally:
         conn.close()
     chmod_best_effort(dest, PRIVATE_FILE_MODE)

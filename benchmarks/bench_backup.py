@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark ``statekit backup create`` against the floor on one generated state dir.
 
-Floor = an online backup of every database (``sqlite3 .backup``, or Python's
-``sqlite3`` backup API when the CLI is missing) plus ``tar | zstd -T0 -3`` of
+Floor = an online backup of every database (``sqlite3 .backup``, or SQLite's
+backup API through statekit's engine when the CLI is missing) plus ``tar | zstd -T0 -3`` of
 the tree (the ``zstandard`` module through a pipe when ``zstd`` is missing).
 Also reports the archive size against ``tar | gzip -6`` of the same tree and
 the peak RSS of the statekit process (``os.wait4`` rusage).
@@ -17,12 +17,13 @@ import json
 import os
 import random
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from statekit.db import connect, online_backup
 
 WORDS = (
     "session agent model tool call result assistant user message gateway cron job delivery channel token "
@@ -45,8 +46,9 @@ def generate(state: Path, size_mb: int, seed: int = 7) -> dict[str, int]:
     per_db = db_budget // len(dbs)
     for db in dbs:
         db.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(db)
+        conn = connect(db)
         conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("BEGIN")  # one transaction per database, committed below
         conn.execute("CREATE TABLE events (id INTEGER PRIMARY KEY, session TEXT, ts INTEGER, body TEXT)")
         conn.execute("CREATE INDEX events_session ON events(session, ts)")
         written = 0
@@ -109,8 +111,8 @@ def floor(state: Path, work: Path) -> tuple[float, int]:
         if shutil.which("sqlite3"):
             subprocess.run(["sqlite3", str(db), f".backup '{dest}'"], check=True)
         else:
-            src, dst = sqlite3.connect(db), sqlite3.connect(dest)
-            src.backup(dst)
+            src, dst = connect(db), connect(dest)
+            online_backup(src, dst)
             src.close()
             dst.close()
     out = work / "floor.tar.zst"

@@ -39,12 +39,11 @@ alternative home: 2026.9.6's upgrade drops both without reading them
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
 from legacy_readers.base import forget_columns
-from statekit.db import table_columns
+from statekit.db import Connection, table_columns
 
 # (table, column) -> declared type, in the order 2026.9.6 adds them.
 LATER_COLUMNS: dict[tuple[str, str], str] = {
@@ -67,7 +66,7 @@ def later_columns_of(table: str) -> list[str]:
     return [column for (name, column) in LATER_COLUMNS if name == table]
 
 
-def ensure_later_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
+def ensure_later_column(conn: Connection, table: str, column: str) -> bool:
     """Add one registered later column to ``table`` if it lacks it; True when it was added."""
     declared = LATER_COLUMNS.get((table, column))
     if declared is None:
@@ -79,7 +78,7 @@ def ensure_later_column(conn: sqlite3.Connection, table: str, column: str) -> bo
     return True
 
 
-def fit_later_columns(conn: sqlite3.Connection, table: str, row: Mapping[str, Any]) -> dict[str, Any]:
+def fit_later_columns(conn: Connection, table: str, row: Mapping[str, Any]) -> dict[str, Any]:
     """``row`` ready for ``table``: a later column with a value is added to the table, one without a value is left out."""
     later = set(later_columns_of(table))
     if not later.intersection(row):

@@ -351,9 +351,7 @@ def load_config(state_dir: Any) -> dict[str, Any]:
 
 
 def sqlite_blob(data: bytes) -> Any:
-    import sqlite3
-
-    return sqlite3.Binary(data)
+    return memoryview(data)  # what sqlite3.Binary was; the engine stores it as a BLOB
 
 
 class NotImportedReader(Reader):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import sqlite3
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,6 +26,7 @@ from legacy_readers.base import (
     upsert,
     validate,
 )
+from statekit.db import Connection
 from statekit.errors import SchemaError
 
 # --- reading -----------------------------------------------------------------
@@ -98,7 +98,7 @@ def ms_to_iso(ms: int) -> str:
 
 # --- foreign (OpenClaw 2026.6-2026.7) table shapes -----------------------------------
 
-def table_info(conn: sqlite3.Connection, table: str) -> dict[str, tuple[str, bool, int]]:
+def table_info(conn: Connection, table: str) -> dict[str, tuple[str, bool, int]]:
     """column -> (declared type upper-case, NOT NULL, pk position) for an existing table.
 
     Not cached: connections come and go (and ``id()`` values get reused); the
@@ -110,17 +110,17 @@ def table_info(conn: sqlite3.Connection, table: str) -> dict[str, tuple[str, boo
     return info
 
 
-def primary_key(conn: sqlite3.Connection, table: str) -> tuple[str, ...]:
+def primary_key(conn: Connection, table: str) -> tuple[str, ...]:
     info = table_info(conn, table)
     return tuple(name for name, _ in sorted(((n, v[2]) for n, v in info.items() if v[2] > 0), key=lambda item: item[1]))
 
 
-def is_text_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
+def is_text_column(conn: Connection, table: str, column: str) -> bool:
     declared = table_info(conn, table).get(column, ("", False, 0))[0]
     return "CHAR" in declared or "TEXT" in declared or "CLOB" in declared
 
 
-def timestamp_for(conn: sqlite3.Connection, table: str, column: str, ms: int | None, iso: str | None = None) -> Any:
+def timestamp_for(conn: Connection, table: str, column: str, ms: int | None, iso: str | None = None) -> Any:
     """A timestamp in the column's own convention: epoch ms (statekit's INTEGER) or ISO text (OpenClaw's TEXT)."""
     if ms is None and iso is None:
         return None
@@ -129,7 +129,7 @@ def timestamp_for(conn: sqlite3.Connection, table: str, column: str, ms: int | N
     return ms if ms is not None else iso_to_ms(iso)
 
 
-def fit_row(conn: sqlite3.Connection, table: str, row: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def fit_row(conn: Connection, table: str, row: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``row`` (statekit's columns, all required) plus the ``extra`` columns the existing table happens to have.
 
     OpenClaw's own 2026.6-2026.7 tables are wider and mark more columns NOT
@@ -153,7 +153,7 @@ PLUGIN_STATE_KEY = ("plugin_id", "namespace", "entry_key")
 
 
 def put_plugin_state(
-    conn: sqlite3.Connection,
+    conn: Connection,
     plugin_id: str,
     namespace: str,
     entry_key: str,

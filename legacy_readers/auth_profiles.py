@@ -54,7 +54,6 @@ import json
 import math
 import os
 import re
-import sqlite3
 from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO, ClassVar
@@ -74,6 +73,7 @@ from legacy_readers.base import (
 from statekit.errors import SourceError
 from statekit.fsutil import open_regular_file
 from statekit.layout import DEFAULT_AGENT_ID, agent_db_path, is_valid_agent_id, normalize_agent_id
+from statekit.db import Connection
 
 STORE_VERSION = 1
 STORE_TABLE = "auth_profile_store"
@@ -506,7 +506,7 @@ def _mtime_ms(source: Source, fallback: int) -> int:
 class Target:
     """One agent's two auth rows: in its own database (``primary``), or OpenClaw's shared store (``main``)."""
 
-    def __init__(self, conn: sqlite3.Connection, db: str, agent: str, shared: bool) -> None:
+    def __init__(self, conn: Connection, db: str, agent: str, shared: bool) -> None:
         self.conn, self.db, self.agent, self.shared = conn, db, agent, shared
 
     def _where(self, kind: str) -> tuple[str, str, str, str, tuple[Any, ...]]:
@@ -551,14 +551,14 @@ class Target:
         return {"agent_id": self.agent, "target": f"agents/{self.agent}/agent/openclaw-agent.sqlite", "store_key": PRIMARY_KEY}
 
 
-def _has_rows(conn: sqlite3.Connection) -> bool:
+def _has_rows(conn: Connection) -> bool:
     return any(
         conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (PRIMARY_KEY,)).fetchone() is not None
         for table, column in ((STORE_TABLE, "store_key"), (STATE_TABLE, "state_key"))
     )
 
 
-def _ownership(global_conn: sqlite3.Connection) -> Any:
+def _ownership(global_conn: Connection) -> Any:
     row = global_conn.execute(f"SELECT value_json FROM {SHARED_TABLE} WHERE state_key = ?", (OWNERSHIP_KEY,)).fetchone()
     if row is None:
         return None
@@ -568,7 +568,7 @@ def _ownership(global_conn: sqlite3.Connection) -> Any:
         return row[0]
 
 
-def _has_shared_table(global_conn: sqlite3.Connection) -> bool:
+def _has_shared_table(global_conn: Connection) -> bool:
     return global_conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (SHARED_TABLE,)).fetchone() is not None
 
 
@@ -596,7 +596,7 @@ def target_for(ctx: ImportContext, agent: str) -> Target:
     return Target(ctx.agent_db(agent), _db(agent), agent, shared=False)
 
 
-def claim_shared_store(global_conn: sqlite3.Connection, now_ms: int) -> None:
+def claim_shared_store(global_conn: Connection, now_ms: int) -> None:
     """Record that the shared auth store lives in the state database (9.6's ``auth.sharedStore``)."""
     upsert(
         global_conn,
@@ -607,7 +607,7 @@ def claim_shared_store(global_conn: sqlite3.Connection, now_ms: int) -> None:
     )
 
 
-def settle_shared_auth_store(global_conn: sqlite3.Connection, main_conn: sqlite3.Connection | None, now_ms: int) -> str | None:
+def settle_shared_auth_store(global_conn: Connection, main_conn: Connection | None, now_ms: int) -> str | None:
     """End-of-run step for the shared auth store (call inside the global database's transaction).
 
     When no auth file of ``main`` was imported, the ownership marker may still be missing; 9.6's first
@@ -650,7 +650,7 @@ def _readable(text: Any, kind: str) -> bool:
     return isinstance(value, dict) and (kind != "store" or isinstance(value.get("profiles"), dict))
 
 
-def clean_relocated_main_rows(global_conn: sqlite3.Connection, main_conn: sqlite3.Connection) -> int:
+def clean_relocated_main_rows(global_conn: Connection, main_conn: Connection) -> int:
     """Remove main's own auth rows once the shared store holds the same values (call after the global commit)."""
     if _ownership(global_conn) != STATE_DB_OWNERSHIP:
         return 0
@@ -667,7 +667,7 @@ def clean_relocated_main_rows(global_conn: sqlite3.Connection, main_conn: sqlite
     return removed
 
 
-def finish_shared_auth_store(global_conn: sqlite3.Connection, main_conn: sqlite3.Connection | None, now_ms: int) -> str | None:
+def finish_shared_auth_store(global_conn: Connection, main_conn: Connection | None, now_ms: int) -> str | None:
     """The end-of-run step of a migration (both connections outside a transaction): settle, commit, clean, commit.
 
     Idempotent and safe to interrupt: the copy and the marker commit together; the main database's own

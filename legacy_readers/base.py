@@ -24,7 +24,6 @@ import json
 import math
 import os
 import re
-import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -35,7 +34,7 @@ from typing import Any, BinaryIO, ClassVar
 import json5
 import jsonschema
 
-from statekit.db import table_columns
+from statekit.db import Connection, table_columns
 from statekit.errors import SchemaError, SourceError
 from statekit.layout import DEFAULT_AGENT_ID, is_valid_agent_id, normalize_agent_id
 
@@ -99,8 +98,8 @@ class ImportContext:
         state_dir: Path,
         run_id: str,
         now_ms: int,
-        global_db: sqlite3.Connection,
-        agent_db_factory: Callable[[str], sqlite3.Connection],
+        global_db: Connection,
+        agent_db_factory: Callable[[str], Connection],
         config: Mapping[str, Any] | None = None,
         run_cache: dict[Any, Any] | None = None,
     ) -> None:
@@ -110,7 +109,7 @@ class ImportContext:
         self.global_db = global_db
         self._agent_db_factory = agent_db_factory
         self.config = config or {}
-        self.touched_agents: dict[str, sqlite3.Connection] = {}
+        self.touched_agents: dict[str, Connection] = {}
         self._run_cache = {} if run_cache is None else run_cache
 
     def run_cached(self, key: Any, compute: Callable[[], Any]) -> Any:
@@ -119,7 +118,7 @@ class ImportContext:
             self._run_cache[key] = compute()
         return self._run_cache[key]
 
-    def agent_db(self, agent_id: str) -> sqlite3.Connection:
+    def agent_db(self, agent_id: str) -> Connection:
         conn = self.touched_agents.get(agent_id)
         if conn is None:
             conn = self._agent_db_factory(agent_id)
@@ -151,7 +150,7 @@ class ImportContext:
         ).fetchone()
         return row is None
 
-    def db(self, name: str, agent_id: str | None = None) -> sqlite3.Connection:
+    def db(self, name: str, agent_id: str | None = None) -> Connection:
         if name == "global":
             return self.global_db
         if agent_id is None:
@@ -163,10 +162,10 @@ class ImportContext:
 
 # id(conn) -> (conn, {table: columns}). Holding the connection keeps its id from being reused
 # by another connection while the entry exists; the apply loop forgets a connection before closing it.
-_columns_cache: dict[int, tuple[sqlite3.Connection, dict[str, set[str]]]] = {}
+_columns_cache: dict[int, tuple[Connection, dict[str, set[str]]]] = {}
 
 
-def require_columns(conn: sqlite3.Connection, table: str, columns: Iterable[str]) -> None:
+def require_columns(conn: Connection, table: str, columns: Iterable[str]) -> None:
     """Refuse to write into an existing table that lacks a column statekit needs."""
     entry = _columns_cache.get(id(conn))
     if entry is None or entry[0] is not conn:
@@ -185,14 +184,14 @@ def require_columns(conn: sqlite3.Connection, table: str, columns: Iterable[str]
         )
 
 
-def forget_columns(conn: sqlite3.Connection) -> None:
+def forget_columns(conn: Connection) -> None:
     entry = _columns_cache.get(id(conn))
     if entry is not None and entry[0] is conn:
         del _columns_cache[id(conn)]
 
 
 def upsert(
-    conn: sqlite3.Connection,
+    conn: Connection,
     table: str,
     row: Mapping[str, Any],
     key: Sequence[str],
@@ -224,7 +223,7 @@ def upsert(
     conn.execute(sql, [row[c] for c in columns])
 
 
-def insert_many(conn: sqlite3.Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
+def insert_many(conn: Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
     require_columns(conn, table, columns)
     placeholders = ", ".join("?" for _ in columns)
     cursor = conn.executemany(f'INSERT INTO "{table}" ({", ".join(columns)}) VALUES ({placeholders})', rows)

@@ -29,7 +29,6 @@ import hashlib
 import json
 import math
 import os
-import sqlite3
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -58,6 +57,7 @@ from legacy_readers.base import (
 )
 from statekit.errors import SchemaError, SourceError
 from statekit.fsutil import iter_lines
+from statekit.db import Connection, IntegrityError
 
 FAMILY = "cron"
 STORE_FILE = "jobs.json"
@@ -275,7 +275,7 @@ def store_rel(rel: str) -> str:
 
 
 @contextmanager
-def _savepoint(conn: sqlite3.Connection, name: str) -> Iterator[None]:
+def _savepoint(conn: Connection, name: str) -> Iterator[None]:
     """All of one reader's rows or none, even if the caller forgot to roll back."""
     conn.execute(f"SAVEPOINT {name}")
     try:
@@ -287,7 +287,7 @@ def _savepoint(conn: sqlite3.Connection, name: str) -> Iterator[None]:
     conn.execute(f"RELEASE {name}")
 
 
-def _explain_integrity(exc: sqlite3.IntegrityError, table: str) -> Exception:
+def _explain_integrity(exc: IntegrityError, table: str) -> Exception:
     message = str(exc)
     if message.startswith("NOT NULL constraint failed"):
         column = message.rsplit(".", 1)[-1]
@@ -312,7 +312,7 @@ def _expect_jobs(result: WriteResult, store_key: str, job_ids: Sequence[str], ta
         result.expect("global", table, "store_key = ?", (store_key,), len(job_ids))
 
 
-def _existing_rows(conn: sqlite3.Connection, store_key: str, job_ids: Sequence[str], columns: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+def _existing_rows(conn: Connection, store_key: str, job_ids: Sequence[str], columns: Sequence[str]) -> dict[str, tuple[Any, ...]]:
     found: dict[str, tuple[Any, ...]] = {}
     select = ", ".join(("job_id", *columns))
     for chunk in _chunks(list(job_ids)):
@@ -1039,7 +1039,7 @@ class CronJobsReader(Reader):
                         update = [c for c in update if c not in ("runtime_updated_at_ms", "updated_at")]
                     try:
                         upsert(conn, JOBS_TABLE, row, JOB_KEY, update=update)
-                    except sqlite3.IntegrityError as exc:
+                    except IntegrityError as exc:
                         raise _explain_integrity(exc, JOBS_TABLE) from None
                     written.append(row["job_id"])
         result.records = len(written)
@@ -1303,7 +1303,7 @@ class CronRunsReader(Reader):
             replaced = conn.execute(f"DELETE FROM {RUNS_TABLE} WHERE store_key = ? AND job_id = ?", (store_key, job_id)).rowcount
             try:
                 insert_many(conn, RUNS_TABLE, RUN_COLUMNS, rows())
-            except sqlite3.IntegrityError as exc:
+            except IntegrityError as exc:
                 raise _explain_integrity(exc, RUNS_TABLE) from None
         result = WriteResult(records=counts["rows"])
         if skipped:

@@ -56,7 +56,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import shutil
-import sqlite3
 import tempfile
 import zlib
 from collections.abc import Iterator, Sequence
@@ -67,6 +66,7 @@ from typing import Any, BinaryIO, ClassVar
 from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, require_columns
 from statekit.errors import SourceError
 from statekit.fsutil import open_regular_file
+from statekit.db import Connection, SQLiteError, connect
 
 SIDECAR_SUFFIXES = ("", "-wal", "-shm", "-journal")
 COPIED_SUFFIXES = ("-wal", "-journal")  # what SQLite needs besides the database to see every committed row
@@ -85,7 +85,7 @@ class _Sidecar(Reader):
 
 
 @contextmanager
-def open_sidecar_copy(source: Source, handle: BinaryIO) -> Iterator[sqlite3.Connection]:
+def open_sidecar_copy(source: Source, handle: BinaryIO) -> Iterator[Connection]:
     """A private copy of the database (and its WAL / hot journal) opened with sqlite3; the original is never opened by SQLite."""
     with tempfile.TemporaryDirectory(prefix="statekit-sidecar-") as tmp:
         copy = Path(tmp) / "sidecar.sqlite"
@@ -101,24 +101,24 @@ def open_sidecar_copy(source: Source, handle: BinaryIO) -> Iterator[sqlite3.Conn
             except OSError as exc:
                 raise SourceError(source.rel, f"cannot read {sibling.name} to see its committed rows ({exc.strerror or exc}); left in place") from None
         try:
-            conn = sqlite3.connect(copy)
-        except sqlite3.Error as exc:
+            conn = connect(copy)
+        except SQLiteError as exc:
             raise SourceError(source.rel, f"not a readable SQLite database ({exc})") from None
         try:
             try:
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            except sqlite3.DatabaseError as exc:
+            except SQLiteError as exc:
                 raise SourceError(source.rel, f"not a readable SQLite database ({exc})") from None
             yield conn
         finally:
             conn.close()
 
 
-def columns_of(conn: sqlite3.Connection, table: str) -> set[str]:
+def columns_of(conn: Connection, table: str) -> set[str]:
     return {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}
 
 
-def select_rows(conn: sqlite3.Connection, rel: str, table: str, wanted: Sequence[str], required: Sequence[str], order_by: str) -> list[dict[str, Any]]:
+def select_rows(conn: Connection, rel: str, table: str, wanted: Sequence[str], required: Sequence[str], order_by: str) -> list[dict[str, Any]]:
     """Rows of ``table`` with the ``wanted`` columns (a missing optional column reads NULL, ``revision`` 0); none when the table is absent."""
     have = columns_of(conn, table)
     if not have:
@@ -130,7 +130,7 @@ def select_rows(conn: sqlite3.Connection, rel: str, table: str, wanted: Sequence
     try:
         cursor = conn.execute(f'SELECT {", ".join(parts)} FROM "{table}" ORDER BY {order_by}')
         return [dict(zip(wanted, row)) for row in cursor]
-    except sqlite3.DatabaseError as exc:
+    except SQLiteError as exc:
         raise SourceError(rel, f"cannot read table {table} ({exc})") from None
 
 
@@ -250,13 +250,13 @@ def flow_run_row(row: dict[str, Any]) -> dict[str, Any]:
 # --- writing ----------------------------------------------------------------------------------
 
 
-def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> None:
+def _insert(conn: Connection, table: str, row: dict[str, Any]) -> None:
     require_columns(conn, table, row)
     names = list(row)
     conn.execute(f'INSERT INTO "{table}" ({", ".join(names)}) VALUES ({", ".join("?" for _ in names)})', [row[n] for n in names])
 
 
-def _stored(conn: sqlite3.Connection, table: str, key_column: str, key: Any, columns: Sequence[str]) -> dict[str, Any] | None:
+def _stored(conn: Connection, table: str, key_column: str, key: Any, columns: Sequence[str]) -> dict[str, Any] | None:
     found = conn.execute(f'SELECT {", ".join(columns)} FROM "{table}" WHERE {key_column} = ?', (key,)).fetchone()
     return None if found is None else dict(zip(columns, found))
 
@@ -268,7 +268,7 @@ def _conflict(rel: str, what: str, keys: list[str]) -> SourceError:
     )
 
 
-def import_task_runs(conn: sqlite3.Connection, sidecar: sqlite3.Connection, rel: str) -> dict[str, Any]:
+def import_task_runs(conn: Connection, sidecar: Connection, rel: str) -> dict[str, Any]:
     tasks = [task_run_row(r) for r in select_rows(sidecar, rel, "task_runs", TASK_COLUMNS, TASK_REQUIRED, "created_at ASC, task_id ASC")]
     deliveries = select_rows(sidecar, rel, "task_delivery_state", DELIVERY_COLUMNS, ("task_id",), "task_id ASC")
     compared = [c for c in TASK_COLUMNS if c != "task_id"]
@@ -299,7 +299,7 @@ def import_task_runs(conn: sqlite3.Connection, sidecar: sqlite3.Connection, rel:
     return {"tasks": tasks, "inserted": inserted, "delivered": delivered, "orphans": orphans}
 
 
-def import_flow_runs(conn: sqlite3.Connection, sidecar: sqlite3.Connection, rel: str) -> dict[str, Any]:
+def import_flow_runs(conn: Connection, sidecar: Connection, rel: str) -> dict[str, Any]:
     flows = [flow_run_row(r) for r in select_rows(sidecar, rel, "flow_runs", FLOW_COLUMNS, FLOW_REQUIRED, "created_at ASC, flow_id ASC")]
     compared = [c for c in FLOW_COLUMNS if c not in ("flow_id", "owner_session_key")]
     conflicts, inserted = [], []
@@ -316,7 +316,7 @@ def import_flow_runs(conn: sqlite3.Connection, sidecar: sqlite3.Connection, rel:
     return {"flows": flows, "inserted": inserted}
 
 
-def import_plugin_state(conn: sqlite3.Connection, sidecar: sqlite3.Connection, rel: str, now_ms: int) -> dict[str, Any]:
+def import_plugin_state(conn: Connection, sidecar: Connection, rel: str, now_ms: int) -> dict[str, Any]:
     entries = select_rows(sidecar, rel, "plugin_state_entries", PLUGIN_STATE_COLUMNS, PLUGIN_STATE_COLUMNS[:4], "plugin_id ASC, namespace ASC, entry_key ASC")
     key = ("plugin_id", "namespace", "entry_key")
     where = "plugin_id = ? AND namespace = ? AND entry_key = ?"
@@ -366,7 +366,7 @@ def _read_blob(source: Source, blob_id: str, blob_dirs: list[Path]) -> tuple[Pat
     raise SourceError(source.rel, f"capture blob {blob_id} is missing (looked for {blob_id}.bin.gz in the session's blob dir and {CAPTURE_BLOBS_REL}); left in place")
 
 
-def capture_rows(source: Source, sidecar: sqlite3.Connection) -> dict[str, list[dict[str, Any]]]:
+def capture_rows(source: Source, sidecar: Connection) -> dict[str, list[dict[str, Any]]]:
     """Sessions, events and blobs of a debug-proxy capture database, as OpenClaw reads them."""
     rel = source.rel
     for table, required in (("capture_sessions", CAPTURE_SESSION_REQUIRED), ("capture_events", (*CAPTURE_EVENT_COLUMNS, "id"))):
@@ -417,7 +417,7 @@ def capture_rows(source: Source, sidecar: sqlite3.Connection) -> dict[str, list[
     return {"sessions": sessions, "events": events, "blobs": blobs}
 
 
-def import_capture(conn: sqlite3.Connection, found: dict[str, list[dict[str, Any]]], rel: str) -> dict[str, int]:
+def import_capture(conn: Connection, found: dict[str, list[dict[str, Any]]], rel: str) -> dict[str, int]:
     counts = {"blobs": 0, "sessions": 0, "events": 0}
     for blob in found["blobs"]:
         stored = _stored(conn, "capture_blobs", "blob_id", blob["blob_id"], ("encoding", "size_bytes", "sha256", "data"))
@@ -464,10 +464,10 @@ class _ImportedSidecar(_Sidecar):
     def _is_database(self, source: Source) -> bool:
         return source.rel == self.database
 
-    def count(self, sidecar: sqlite3.Connection, source: Source) -> int:
+    def count(self, sidecar: Connection, source: Source) -> int:
         raise NotImplementedError
 
-    def apply(self, ctx: ImportContext, sidecar: sqlite3.Connection, source: Source) -> WriteResult:
+    def apply(self, ctx: ImportContext, sidecar: Connection, source: Source) -> WriteResult:
         raise NotImplementedError
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
@@ -487,7 +487,7 @@ class _ImportedSidecar(_Sidecar):
             return self.apply(ctx, sidecar, source)
 
 
-def _count(sidecar: sqlite3.Connection, table: str) -> int:
+def _count(sidecar: Connection, table: str) -> int:
     if not columns_of(sidecar, table):
         return 0
     return int(sidecar.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
@@ -500,10 +500,10 @@ class TaskRunsSidecar(_ImportedSidecar):
     target_tables = ("global.task_runs", "global.task_delivery_state")
     database = "tasks/runs.sqlite"
 
-    def count(self, sidecar: sqlite3.Connection, source: Source) -> int:
+    def count(self, sidecar: Connection, source: Source) -> int:
         return _count(sidecar, "task_runs")
 
-    def apply(self, ctx: ImportContext, sidecar: sqlite3.Connection, source: Source) -> WriteResult:
+    def apply(self, ctx: ImportContext, sidecar: Connection, source: Source) -> WriteResult:
         done = import_task_runs(ctx.global_db, sidecar, source.rel)
         tasks = done["tasks"]
         result = WriteResult(records=len(tasks))
@@ -536,10 +536,10 @@ class FlowRunsSidecar(_ImportedSidecar):
     target_tables = ("global.flow_runs",)
     database = "flows/registry.sqlite"
 
-    def count(self, sidecar: sqlite3.Connection, source: Source) -> int:
+    def count(self, sidecar: Connection, source: Source) -> int:
         return _count(sidecar, "flow_runs")
 
-    def apply(self, ctx: ImportContext, sidecar: sqlite3.Connection, source: Source) -> WriteResult:
+    def apply(self, ctx: ImportContext, sidecar: Connection, source: Source) -> WriteResult:
         done = import_flow_runs(ctx.global_db, sidecar, source.rel)
         flows = done["flows"]
         result = WriteResult(records=len(flows))
@@ -559,10 +559,10 @@ class PluginStateSidecar(_ImportedSidecar):
     target_tables = ("global.plugin_state_entries",)
     database = "plugin-state/state.sqlite"
 
-    def count(self, sidecar: sqlite3.Connection, source: Source) -> int:
+    def count(self, sidecar: Connection, source: Source) -> int:
         return _count(sidecar, "plugin_state_entries")
 
-    def apply(self, ctx: ImportContext, sidecar: sqlite3.Connection, source: Source) -> WriteResult:
+    def apply(self, ctx: ImportContext, sidecar: Connection, source: Source) -> WriteResult:
         done = import_plugin_state(ctx.global_db, sidecar, source.rel, ctx.now_ms)
         result = WriteResult(records=done["inserted"])
         if done["expired"]:
@@ -597,10 +597,10 @@ class DebugProxyCapture(_ImportedSidecar):
     target_tables = ("global.capture_sessions", "global.capture_events", "global.capture_blobs")
     database = "debug-proxy/capture.sqlite"
 
-    def count(self, sidecar: sqlite3.Connection, source: Source) -> int:
+    def count(self, sidecar: Connection, source: Source) -> int:
         return _count(sidecar, "capture_events")
 
-    def apply(self, ctx: ImportContext, sidecar: sqlite3.Connection, source: Source) -> WriteResult:
+    def apply(self, ctx: ImportContext, sidecar: Connection, source: Source) -> WriteResult:
         found = capture_rows(source, sidecar)
         counts = import_capture(ctx.global_db, found, source.rel)
         result = WriteResult(records=len(found["events"]))

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import errno
 import os
-import sqlite3
 import time
 import uuid
 from collections.abc import Callable
@@ -41,7 +40,7 @@ from migrate.receipts import (
 from migrate.retire import delete_source, retire, retired_path
 from statekit import __version__
 from statekit.errors import ExitCode, SchemaError, SourceError, StateDirError, StatekitError
-from statekit.db import open_rw, read_only_view, table_names
+from statekit.db import Connection, OperationalError, SQLiteError, error_name, open_rw, read_only_view, table_names
 from statekit.faults import checkpoint
 from statekit.fsutil import HashingReader, open_regular_file, read_regular_file, remove_orphaned_temps, sha256_file
 from statekit.layout import STATEKIT_DIR_NAME, ResolvedStateDir, global_db_path, lock_path, relative_posix
@@ -144,15 +143,15 @@ class Migration:
         self.progress = progress or (lambda _n: None)
         self.run_id = str(uuid.uuid4())
         self.report = MigrationReport(state_dir=state_dir, run_id=self.run_id, status="running", started_at=now_ms())
-        self.global_conn: sqlite3.Connection | None = None
-        self.agent_conns: dict[str, sqlite3.Connection] = {}
+        self.global_conn: Connection | None = None
+        self.agent_conns: dict[str, Connection] = {}
         self.receipts: dict[str, Receipt] = {}
         self.config: dict[str, Any] = {}
         self.run_cache: dict[Any, Any] = {}  # ImportContext.run_cached: facts read once per run
 
     # -- databases ----------------------------------------------------------
 
-    def agent_conn(self, agent_id: str) -> sqlite3.Connection:
+    def agent_conn(self, agent_id: str) -> Connection:
         conn = self.agent_conns.get(agent_id)
         if conn is None:
             conn, _ = open_agent(self.state_dir, agent_id, self.global_conn, self.report.warnings)
@@ -201,7 +200,7 @@ class Migration:
             self.report.warnings.append(f"run failed: {exc}")
             try:
                 close_run(self.global_conn, self.run_id, self.report.finished_at, "failed", self.report.to_json())
-            except sqlite3.Error:
+            except SQLiteError:
                 pass
             raise
         self.report.status = "warning" if self.report.warnings else "completed"
@@ -361,7 +360,7 @@ class Migration:
             clause = f" WHERE {where}" if where else ""
             try:
                 found = conn.execute(f'SELECT count(*) FROM "{table}"{clause}', params).fetchone()[0]
-            except sqlite3.Error as exc:  # a check built from the file's own data: its failure is this source's
+            except SQLiteError as exc:  # a check built from the file's own data: its failure is this source's
                 if environmental(exc):
                     raise
                 message = f"{planned.rel}: validation failed: the check on {table} could not run ({exc}); source left in place"
@@ -396,7 +395,7 @@ class Migration:
         if planned.source_key and planned.sha256:
             try:
                 self._set_receipt_status(planned, "failed", {"error": message})
-            except sqlite3.Error:
+            except SQLiteError:
                 pass
         return outcome
 
@@ -437,18 +436,18 @@ class Migration:
         }
 
 
-def _rollback(*conns: sqlite3.Connection) -> None:
+def _rollback(*conns: Connection) -> None:
     for conn in conns:
         try:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-        except sqlite3.Error:
+        except SQLiteError:
             pass
 
 
 def root_error(exc: BaseException) -> BaseException:
     """The error a failed ``ROLLBACK`` in a handler masks (SQLite already rolled back after a full disk)."""
-    while "cannot rollback" in str(exc) and isinstance(exc.__context__, sqlite3.Error):
+    while "cannot rollback" in str(exc) and isinstance(exc.__context__, SQLiteError):
         exc = exc.__context__
     return exc
 
@@ -456,8 +455,8 @@ def root_error(exc: BaseException) -> BaseException:
 def environmental(exc: BaseException) -> bool:
     """A full, failing or read-only disk under the databases (not a problem of the source being imported)."""
     exc = root_error(exc)
-    if isinstance(exc, sqlite3.OperationalError):
-        name = getattr(exc, "sqlite_errorname", "") or ""
+    if isinstance(exc, OperationalError):
+        name = error_name(exc)
         return name in ("SQLITE_FULL", "SQLITE_READONLY", "SQLITE_CANTOPEN") or name.startswith(("SQLITE_IOERR", "SQLITE_READONLY_")) or "disk" in str(exc)
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
 
@@ -467,7 +466,7 @@ def _describe(rel: str, exc: BaseException) -> str:
         return str(exc)
     if isinstance(exc, SchemaError):
         return f"{rel}: {exc}"
-    if isinstance(exc, sqlite3.Error):
+    if isinstance(exc, SQLiteError):
         return f"{rel}: database refused the rows: {exc}"
     if isinstance(exc, OSError):
         return f"{rel}: {exc.strerror or exc}"
@@ -504,7 +503,7 @@ def interrupted_retirements(state_dir: Path) -> list[str]:
     return found
 
 
-def database_failure(state_dir: Path, exc: sqlite3.Error) -> str:
+def database_failure(state_dir: Path, exc: SQLiteError) -> str:
     """One line for a database error that stopped the run (the root cause, not a failed ROLLBACK after it)."""
     text = str(root_error(exc))
     hint = "free some space" if "full" in text else "check the disk"
@@ -533,13 +532,13 @@ def _close_stale_runs(state_dir: Path, report: MigrationReport) -> None:
             ).fetchone() is None:
                 return
         conn = open_rw(db)
-    except sqlite3.Error:
+    except SQLiteError:
         return  # best effort: the history stays as it was
     try:
         conn.execute("BEGIN IMMEDIATE")
         stale = close_interrupted_runs(conn, now_ms())
         conn.execute("COMMIT")
-    except sqlite3.Error:
+    except SQLiteError:
         return
     finally:
         conn.close()
@@ -582,13 +581,16 @@ def migrate(
                 if planned.action in ("unreadable", "conflict"):
                     report.notices.append(planned.reason or planned.rel)
                     report.outcomes.append(SourceOutcome(planned.kind, planned.rel, planned.agent_id, "left-in-place", message=planned.reason))
+            from migrate.steps import config_warnings
+
+            report.warnings.extend(config_warnings(plan.steps))  # a config OpenClaw 2026.9.6 would refuse is not "done"
             report.finished_at = report.started_at
             _close_stale_runs(state_dir, report)
             return report
         migration = Migration(state_dir, options, progress)
         try:
             return migration.run(plan)
-        except sqlite3.Error as exc:  # the disk filled up or failed outside one source's transaction
+        except SQLiteError as exc:  # the disk filled up or failed outside one source's transaction
             raise StatekitError(database_failure(state_dir, exc)) from None
         finally:
             migration.close()

@@ -3,7 +3,11 @@
 OpenClaw's runtime reads only the canonical keys; the aliases belong to the
 doctor's config migration, which statekit carries out as a planned step:
 
-* ``session.idleMinutes`` → ``session.reset.idleMinutes``;
+* ``session.idleMinutes`` → ``session.reset.idleMinutes``; when the config had
+  neither ``session.reset`` nor ``session.resetByType``, the new
+  ``session.reset`` also gets ``mode: "idle"``: that is what a bare
+  ``idleMinutes`` meant to the releases that wrote it, while OpenClaw
+  2026.9.6 resets a ``session.reset`` without a mode daily;
 * ``session.resetByType.dm`` → ``session.resetByType.direct``;
 * ``session.writeLock`` is retired: removed;
 * ``memorySearch.store.path`` is retired (the memory index lives in the
@@ -36,22 +40,30 @@ class ConfigRewrite:
     document: Any
     changes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    legacy_paths: list[str] = field(default_factory=list)  # JSON paths of the aliases rewritten (OpenClaw 2026.9.6 rejects them)
+    # "path: reason" of what OpenClaw 2026.9.6 would refuse and statekit cannot rewrite: the config is then left alone
+    blockers: list[str] = field(default_factory=list)
+    withheld: list[str] = field(default_factory=list)  # the change lines not applied because of the blockers
 
     @property
     def changed(self) -> bool:
         return bool(self.changes)
 
 
-def _move(container: dict[str, Any], old: str, parent_path: str, target_key: str, target_field: str, rewrite: ConfigRewrite) -> None:
-    """Move ``container[old]`` to ``container[target_key][target_field]``."""
+def _move(
+    container: dict[str, Any], old: str, parent_path: str, target_key: str, target_field: str, rewrite: ConfigRewrite,
+    created: dict[str, Any] | None = None,
+) -> None:
+    """Move ``container[old]`` to ``container[target_key][target_field]`` (a missing target starts as ``created``)."""
     old_path = f"{parent_path}.{old}"
     new_path = f"{parent_path}.{target_key}.{target_field}"
     target = container.get(target_key)
     if target is None:
-        target = container[target_key] = {}
+        target = container[target_key] = dict(created or {})
     if not isinstance(target, dict):
         rewrite.notes.append(f"{old_path}: not moved, {parent_path}.{target_key} is not an object; left as it is")
         return
+    rewrite.legacy_paths.append(old_path)
     value = container.pop(old)
     if target_field in target:
         rewrite.changes.append(f"{old_path} removed ({new_path} is already set and wins)")
@@ -61,6 +73,7 @@ def _move(container: dict[str, Any], old: str, parent_path: str, target_key: str
 
 
 def _rename_in(container: dict[str, Any], old: str, new: str, parent_path: str, rewrite: ConfigRewrite) -> None:
+    rewrite.legacy_paths.append(f"{parent_path}.{old}")
     value = container.pop(old)
     if new in container:
         rewrite.changes.append(f"{parent_path}.{old} removed ({parent_path}.{new} is already set and wins)")
@@ -106,16 +119,20 @@ def rewrite_aliases(document: Any) -> ConfigRewrite:
     session = doc.get("session")
     if isinstance(session, dict):
         if "idleMinutes" in session:
-            _move(session, "idleMinutes", "session", "reset", "idleMinutes", rewrite)
+            # a bare idleMinutes meant idle resets (no session.reset, no resetByType) to the releases that wrote it
+            implied = {"mode": "idle"} if "reset" not in session and "resetByType" not in session else None
+            _move(session, "idleMinutes", "session", "reset", "idleMinutes", rewrite, implied)
         by_type = session.get("resetByType")
         if isinstance(by_type, dict) and "dm" in by_type:
             _rename_in(by_type, "dm", "direct", "session.resetByType", rewrite)
         if "writeLock" in session:
+            rewrite.legacy_paths.append("session.writeLock")
             session.pop("writeLock")
             rewrite.changes.append("session.writeLock removed (retired)")
     for path, block in _memory_search_blocks(doc):
         store = block.get("store")
         if isinstance(store, dict) and "path" in store:
+            rewrite.legacy_paths.append(f"{path}.store.path")
             store.pop("path")
             rewrite.changes.append(f"{path}.store.path removed (retired: the index lives in the agent database)")
             if not store:

@@ -9,12 +9,11 @@ summarised from each row's report; nothing is written.
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from statekit.db import is_sqlite_file, read_only_view, table_names
+from statekit.db import SQLiteError, is_sqlite_file, read_only_view, table_names
 from statekit.errors import StatekitError
 from statekit.layout import global_db_path
 
@@ -118,7 +117,7 @@ def read_history(state_dir: Path, limit: int | None = None) -> History:
                         "SELECT id, created_at, archive_path, status, manifest_json FROM backup_runs ORDER BY created_at DESC, id" + clause
                     )
                 ]
-    except sqlite3.DatabaseError as exc:
+    except SQLiteError as exc:
         raise StatekitError(f"{path}: cannot read: {exc}", exit_code=5) from None
     return history
 

@@ -16,7 +16,9 @@ Severity:
   newer than statekit's, a ``schema_meta`` that names another role/agent, a
   registered agent database that is missing, legacy files still waiting for
   work (``import``, ``import+archive``, ``drop``, ``already-imported``) or that
-  could not be read (``unreadable``, ``conflict``);
+  could not be read (``unreadable``, ``conflict``), a config (``openclaw.json``)
+  that OpenClaw 2026.9.6 would refuse (its keys named, from
+  :func:`migrate.config_openclaw96.config_problems`; no value printed);
 * ``note`` (exit 0): sessions without a transcript (an entry whose run wrote
   nothing), and legacy files that are ``deferred`` or ``retain`` on purpose.
 
@@ -26,13 +28,15 @@ Nothing is written: databases are read through :func:`statekit.db.read_only_view
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from statekit.db import is_sqlite_file, read_only_view, table_names
-from statekit.errors import ExitCode, StatekitError
+from legacy_readers.base import parse_json5_document
+from migrate.config_openclaw96 import OPENCLAW_RELEASE, config_problems
+from statekit.db import Connection, SQLiteError, is_sqlite_file, read_only_view, table_names
+from statekit.errors import ExitCode, SourceError, StatekitError
+from statekit.fsutil import read_regular_file
 from statekit.layout import AGENT_DB_NAME, ResolvedStateDir, agent_db_path, global_db_path, is_valid_agent_id, normalize_agent_id
 from statekit.schema import ROLE_AGENT, ROLE_GLOBAL, SCHEMA_VERSION
 
@@ -120,6 +124,7 @@ class InspectReport:
     legacy_unassigned: list[dict[str, Any]] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)  # state-dir level (not one database)
     notes: list[str] = field(default_factory=list)
+    config: dict[str, Any] | None = None  # what OpenClaw 2026.9.6 would refuse in the config (paths, reasons)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -143,14 +148,15 @@ class InspectReport:
             "legacy_files": self.legacy_unassigned,
             "findings": self.findings,
             "notes": self.notes,
+            "config": self.config,
         }
 
 
-def _count(conn: sqlite3.Connection, table: str) -> int:
+def _count(conn: Connection, table: str) -> int:
     return conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
 
 
-def _check(conn: sqlite3.Connection, report: DatabaseReport) -> None:
+def _check(conn: Connection, report: DatabaseReport) -> None:
     report.user_version = conn.execute("PRAGMA user_version").fetchone()[0]
     rows = [r[0] for r in conn.execute("PRAGMA integrity_check")]
     report.integrity = "ok" if rows == ["ok"] else "; ".join(str(r) for r in rows[:SAMPLE])
@@ -160,7 +166,7 @@ def _check(conn: sqlite3.Connection, report: DatabaseReport) -> None:
     if "schema_meta" in tables:
         try:
             row = conn.execute("SELECT role, agent_id FROM schema_meta WHERE meta_key = 'primary'").fetchone()
-        except sqlite3.Error:
+        except SQLiteError:
             row = None
         if row:
             report.role, report.agent_id = row
@@ -206,7 +212,7 @@ def inspect_database(state_dir: Path, path: Path, role: str, agent_id: str | Non
     try:
         with read_only_view(path) as conn:
             _check(conn, report)
-    except sqlite3.DatabaseError as exc:
+    except SQLiteError as exc:
         report.corruption.append(f"{rel}: cannot read: {exc}")
     except OSError as exc:
         report.corruption.append(f"{rel}: cannot read: {exc.strerror or exc}")
@@ -223,7 +229,7 @@ def _registered_agents(state_dir: Path) -> dict[str, Path]:
             if "agent_databases" in table_names(conn):
                 for agent_id, db_path in conn.execute("SELECT agent_id, path FROM agent_databases ORDER BY agent_id, path"):
                     found.setdefault(str(agent_id), Path(str(db_path)))
-    except (sqlite3.Error, OSError):
+    except (SQLiteError, OSError):
         pass
     return found
 
@@ -241,6 +247,24 @@ def agent_databases(state_dir: Path) -> dict[str, Path]:
         # The registry records absolute paths from where the state dir was: look where it is now.
         found.setdefault(agent_id, agent_db_path(state_dir, agent_id))
     return found
+
+
+def _inspect_config(report: InspectReport, config: Path | None) -> None:
+    """A config OpenClaw 2026.9.6 would refuse makes the install unhealthy: a finding naming every key."""
+    if config is None or not config.is_file():
+        return
+    rel = config.relative_to(report.state_dir).as_posix() if config.is_relative_to(report.state_dir) else str(config)
+    try:
+        document = parse_json5_document(read_regular_file(config), rel)
+    except (OSError, SourceError):
+        return  # the plan's config step reports it (unreadable, unparseable)
+    problems = config_problems(document)
+    report.config = {"path": rel, "openclaw_release": OPENCLAW_RELEASE, "valid": not problems, "problems": [p.to_json() for p in problems]}
+    if not problems:
+        return
+    manual = sum(not p.fixable for p in problems)
+    todo = "`statekit migrate` rewrites them" if not manual else f"{manual} of them need `openclaw doctor --fix`; statekit leaves the file alone"
+    report.findings.append(f"{rel}: OpenClaw {OPENCLAW_RELEASE} would refuse this config: {', '.join(p.path for p in problems)} ({todo})")
 
 
 def inspect_state(resolved: ResolvedStateDir | Path, agent: str | None = None, env: Any = None) -> InspectReport:
@@ -293,8 +317,11 @@ def inspect_state(resolved: ResolvedStateDir | Path, agent: str | None = None, e
             where = f"{sink.path}: " if isinstance(sink, DatabaseReport) else ""
             sink.findings.append(f"{where}{sum(pending.values())} legacy file(s) still waiting for `statekit migrate` ({what})")
     for step in plan.steps:
+        if step.get("kind") == "config" and step.get("status") == "refused":
+            continue  # named key by key by _inspect_config
         if step.get("apply") or step.get("status") in ("refused", "unparseable", "unreadable"):
             report.findings.append(f"planned step: {step.get('description')}")
+    _inspect_config(report, plan.config_path)
     counts: dict[str, int] = {}
     for items in [d.legacy_files for d in report.databases] + [report.legacy_unassigned]:
         for item in items:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from statekit.db import is_sqlite_file, read_only_view, table_names
+from statekit.db import Connection, Row, is_sqlite_file, read_only_view, table_names
 from statekit.layout import global_db_path
 
 MIGRATION_KIND = "legacy-state"
@@ -35,7 +34,7 @@ class Receipt:
     report: dict[str, Any]
 
 
-def _row_to_receipt(row: sqlite3.Row | tuple) -> Receipt:
+def _row_to_receipt(row: Row | tuple) -> Receipt:
     key, path, status, run_id, removed, sha, report = row
     try:
         parsed = json.loads(report) if report else {}
@@ -47,7 +46,7 @@ def _row_to_receipt(row: sqlite3.Row | tuple) -> Receipt:
 _SELECT = "SELECT source_key, source_path, status, last_run_id, removed_source, source_sha256, report_json FROM migration_sources"
 
 
-def load_receipts(conn: sqlite3.Connection) -> dict[str, Receipt]:
+def load_receipts(conn: Connection) -> dict[str, Receipt]:
     if "migration_sources" not in table_names(conn):
         return {}
     return {r.source_key: r for r in map(_row_to_receipt, conn.execute(_SELECT + " WHERE migration_kind = ?", (MIGRATION_KIND,)))}
@@ -63,7 +62,7 @@ def load_receipts_readonly(state_dir: Path) -> dict[str, Receipt]:
 
 
 def write_receipt(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     key: str,
     rel: str,
@@ -100,14 +99,14 @@ def write_receipt(
     )
 
 
-def mark_removed(conn: sqlite3.Connection, key: str, report: dict[str, Any]) -> None:
+def mark_removed(conn: Connection, key: str, report: dict[str, Any]) -> None:
     conn.execute(
         "UPDATE migration_sources SET removed_source = 1, report_json = ? WHERE source_key = ?",
         (json.dumps(report, ensure_ascii=False, sort_keys=True), key),
     )
 
 
-def close_interrupted_runs(conn: sqlite3.Connection, now_ms: int) -> list[str]:
+def close_interrupted_runs(conn: Connection, now_ms: int) -> list[str]:
     """statekit runs still ``running`` while we hold the state-dir lock were killed: mark them ``failed``.
 
     Only rows statekit wrote (report kind ``legacy-state`` or ``recover``); anything else is left as it is.
@@ -127,14 +126,14 @@ def close_interrupted_runs(conn: sqlite3.Connection, now_ms: int) -> list[str]:
     return ids
 
 
-def open_run(conn: sqlite3.Connection, run_id: str, now_ms: int, report: dict[str, Any]) -> None:
+def open_run(conn: Connection, run_id: str, now_ms: int, report: dict[str, Any]) -> None:
     conn.execute(
         "INSERT INTO migration_runs(id, started_at, finished_at, status, report_json) VALUES (?, ?, NULL, 'running', ?)",
         (run_id, now_ms, json.dumps(report, ensure_ascii=False, sort_keys=True)),
     )
 
 
-def close_run(conn: sqlite3.Connection, run_id: str, now_ms: int, status: str, report: dict[str, Any]) -> None:
+def close_run(conn: Connection, run_id: str, now_ms: int, status: str, report: dict[str, Any]) -> None:
     conn.execute(
         "UPDATE migration_runs SET finished_at = ?, status = ?, report_json = ? WHERE id = ?",
         (now_ms, status, json.dumps(report, ensure_ascii=False, sort_keys=True), run_id),

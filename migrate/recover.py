@@ -29,7 +29,6 @@ import os
 import platform
 import re
 import shutil
-import sqlite3
 import sys
 import time
 import uuid
@@ -40,7 +39,7 @@ from typing import Any
 from migrate.receipts import Receipt, _row_to_receipt, close_interrupted_runs  # noqa: PLC2701 - same package
 from migrate.retire import remove_empty_parents, retired_path
 from statekit import __version__
-from statekit.db import open_rw, read_only_view, table_names
+from statekit.db import Connection, SQLiteError, open_rw, read_only_view, table_names
 from statekit.errors import ExitCode, StatekitError
 from statekit.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, fsync_dir, sha256_file
 from statekit.layout import global_db_path, lock_path, migrated_dir
@@ -105,7 +104,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _load(conn: sqlite3.Connection, run_id: str) -> tuple[str | None, dict[str, Any], list[Receipt]]:
+def _load(conn: Connection, run_id: str) -> tuple[str | None, dict[str, Any], list[Receipt]]:
     if "migration_runs" not in table_names(conn):
         raise StatekitError("no migration_runs table: this state dir has no statekit migration history")
     row = conn.execute("SELECT status, report_json FROM migration_runs WHERE id = ?", (run_id,)).fetchone()
@@ -163,7 +162,7 @@ def _place(source: Path, dest: Path, sha256: str | None) -> None:
     fsync_dir(source.parent)
 
 
-def _mark(conn: sqlite3.Connection, receipt: Receipt, recover_run_id: str, now_ms: int, note: str) -> None:
+def _mark(conn: Connection, receipt: Receipt, recover_run_id: str, now_ms: int, note: str) -> None:
     report = dict(receipt.report, recovered_by=recover_run_id, recovered_at=now_ms, recovery=note)
     conn.execute(
         "UPDATE migration_sources SET status = 'recovered', removed_source = 0, report_json = ? WHERE source_key = ?",
@@ -290,14 +289,14 @@ def recover(state_dir: Path, run_id: str, *, dry_run: bool = False) -> RecoverRe
                 "UPDATE migration_runs SET finished_at = ?, status = ?, report_json = ? WHERE id = ?",
                 (_now_ms(), status, json.dumps(summary, ensure_ascii=False, sort_keys=True), report.recover_run_id),
             )
-        except sqlite3.Error as exc:
+        except SQLiteError as exc:
             raise StatekitError(f"{db}: {exc}") from None
         finally:
             conn.close()
     return report
 
 
-def _collect(state_dir: Path, receipts: list[Receipt], report: RecoverReport, conn: sqlite3.Connection | None, recover_id: str | None) -> None:
+def _collect(state_dir: Path, receipts: list[Receipt], report: RecoverReport, conn: Connection | None, recover_id: str | None) -> None:
     for receipt in receipts:
         if not receipt.removed_source:
             continue
@@ -372,7 +371,7 @@ def write_report(path: Path, report: RecoverReport) -> None:
             row = conn.execute("SELECT report_json FROM migration_runs WHERE id = ?", (report.run_id,)).fetchone()
         loaded = json.loads(row[0]) if row and row[0] else {}
         run_report = loaded if isinstance(loaded, dict) else {}
-    except (sqlite3.Error, ValueError, OSError):
+    except (SQLiteError, ValueError, OSError):
         run_report = {}
     data = json.dumps(sanitized_report(report, run_report), indent=2, ensure_ascii=False) + "\n"
     atomic_write_bytes(Path(os.path.abspath(path)), data.encode("utf-8"), PRIVATE_FILE_MODE)

@@ -37,7 +37,6 @@ import base64
 import json
 import os
 import re
-import sqlite3
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -50,7 +49,7 @@ import zstandard
 
 from legacy_readers.session_family import family_of
 from statekit import __version__
-from statekit.db import open_rw, read_only_view, table_columns, table_names
+from statekit.db import Connection, IntegrityError, SQLiteError, open_rw, read_only_view, table_columns, table_names
 from statekit.errors import StatekitError, UsageError, VerificationError
 from statekit.faults import checkpoint
 from statekit.fsutil import (
@@ -144,7 +143,7 @@ class References:
         return any(session_id in text for text in self.unparsed_texts)
 
 
-def referenced_ids(conn: sqlite3.Connection, exclude_key: str | None = None) -> References:
+def referenced_ids(conn: Connection, exclude_key: str | None = None) -> References:
     """The reference set: the family of every ``session_entries`` row (except ``exclude_key``) plus route targets."""
     refs = References()
     tables = table_names(conn)
@@ -181,7 +180,7 @@ def _decode(value: Any) -> Any:
     return value
 
 
-def _select(conn: sqlite3.Connection, table: str, where: str, params: Sequence[Any]) -> dict[str, Any]:
+def _select(conn: Connection, table: str, where: str, params: Sequence[Any]) -> dict[str, Any]:
     columns = table_columns(conn, table)
     names = ", ".join(f'"{c}"' for c in columns)
     order = "ORDER BY rowid" if _has_rowid(conn, table) else ""
@@ -189,12 +188,12 @@ def _select(conn: sqlite3.Connection, table: str, where: str, params: Sequence[A
     return {"columns": columns, "rows": rows}
 
 
-def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
+def _has_rowid(conn: Connection, table: str) -> bool:
     row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
     return not (row and row[0] and re.search(r"WITHOUT\s+ROWID", row[0], re.I))
 
 
-def session_rows(conn: sqlite3.Connection, session_id: str) -> dict[str, dict[str, Any]]:
+def session_rows(conn: Connection, session_id: str) -> dict[str, dict[str, Any]]:
     """Every row that belongs to one session id, per table (tables that do not exist are skipped)."""
     tables = table_names(conn)
     found: dict[str, dict[str, Any]] = {}
@@ -298,7 +297,7 @@ def existing_agent_db(state_dir: Path, agent_id: str) -> Path:
     return path
 
 
-def _check_shape(conn: sqlite3.Connection, path: Path) -> None:
+def _check_shape(conn: Connection, path: Path) -> None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
         raise StatekitError(f"{path}: schema version {version} is newer than statekit supports ({SCHEMA_VERSION}); left untouched")
@@ -308,7 +307,7 @@ def _check_shape(conn: sqlite3.Connection, path: Path) -> None:
         raise StatekitError(f"{path}: no {', '.join(missing)} table; this agent database holds no migrated sessions")
 
 
-def _compute(conn: sqlite3.Connection, action: str, agent_id: str, key: str) -> tuple[SessionChange, dict[str, Any], dict[str, dict[str, Any]]]:
+def _compute(conn: Connection, action: str, agent_id: str, key: str) -> tuple[SessionChange, dict[str, Any], dict[str, dict[str, Any]]]:
     """Decide the change from the current rows (read-only). Returns (change, entry, entry rows)."""
     row = conn.execute("SELECT session_id, entry_json FROM session_entries WHERE session_key = ?", (key,)).fetchone()
     if row is None:
@@ -338,7 +337,7 @@ def _compute(conn: sqlite3.Connection, action: str, agent_id: str, key: str) -> 
     return change, entry, entry_rows
 
 
-def _any_rows(conn: sqlite3.Connection, session_id: str, tables: set[str]) -> bool:
+def _any_rows(conn: Connection, session_id: str, tables: set[str]) -> bool:
     for table in SESSION_TABLES[1:]:
         if table in tables and conn.execute(f'SELECT 1 FROM "{table}" WHERE session_id = ? LIMIT 1', (session_id,)).fetchone():
             return True
@@ -461,7 +460,7 @@ def iter_receipts(state_dir: Path, agent_id: str | None = None) -> Iterator[tupl
                 yield path, receipt
 
 
-def _change_visible(conn: sqlite3.Connection, receipt: dict[str, Any]) -> bool:
+def _change_visible(conn: Connection, receipt: dict[str, Any]) -> bool:
     """True when the database shows the change a pending receipt describes (its transaction committed)."""
     key = receipt.get("session_key")
     tables = table_names(conn)
@@ -478,7 +477,7 @@ def _change_visible(conn: sqlite3.Connection, receipt: dict[str, Any]) -> bool:
     )
 
 
-def settle_pending(state_dir: Path, agent_id: str, conn: sqlite3.Connection) -> list[str]:
+def settle_pending(state_dir: Path, agent_id: str, conn: Connection) -> list[str]:
     """Settle receipts left ``pending`` by a crash: mark committed, or remove the orphan archive."""
     notes: list[str] = []
     for path, receipt in list(iter_receipts(state_dir, agent_id)):
@@ -520,7 +519,7 @@ def _fresh_entry(entry: dict[str, Any], new_id: str, now_ms: int) -> dict[str, A
     return fresh
 
 
-def _new_session_row(conn: sqlite3.Connection, old_id: str | None, key: str, new_id: str, now_ms: int) -> None:
+def _new_session_row(conn: Connection, old_id: str | None, key: str, new_id: str, now_ms: int) -> None:
     columns = table_columns(conn, "sessions")
     old = None
     if old_id is not None:
@@ -546,7 +545,7 @@ def _new_session_row(conn: sqlite3.Connection, old_id: str | None, key: str, new
         )
 
 
-def _delete_session(conn: sqlite3.Connection, session_id: str, tables: set[str]) -> None:
+def _delete_session(conn: Connection, session_id: str, tables: set[str]) -> None:
     for table in DELETE_ORDER:
         if table in tables and "session_id" in table_columns(conn, table):
             conn.execute(f'DELETE FROM "{table}" WHERE session_id = ?', (session_id,))
@@ -642,7 +641,7 @@ def change_session(state_dir: Path, action: str, key: str, agent: str | None = N
             raise
         conn.execute("COMMIT")
         checkpoint("session-change-committed")
-    except sqlite3.Error as exc:
+    except SQLiteError as exc:
         raise StatekitError(f"{path}: {exc}; nothing was changed") from None
     finally:
         conn.close()
@@ -772,12 +771,12 @@ def read_archive(path: Path) -> tuple[dict[str, Any], str]:
     return document, verified_by
 
 
-def _primary_key(conn: sqlite3.Connection, table: str) -> list[str]:
+def _primary_key(conn: Connection, table: str) -> list[str]:
     info = sorted((row[5], row[1]) for row in conn.execute(f'PRAGMA table_info("{table}")') if row[5])
     return [name for _, name in info]
 
 
-def _live_conflicts(conn: sqlite3.Connection, tables: dict[str, dict[str, Any]]) -> list[str]:
+def _live_conflicts(conn: Connection, tables: dict[str, dict[str, Any]]) -> list[str]:
     conflicts = []
     present = table_names(conn)
     for table, block in tables.items():
@@ -840,14 +839,14 @@ def restore_archive(state_dir: Path, archive: Path, *, dry_run: bool = False, lo
                         f'INSERT INTO "{table}"({names}) VALUES ({marks})',
                         [tuple(_decode(v) for v in row) for row in block["rows"]],
                     )
-                except sqlite3.IntegrityError as exc:
+                except IntegrityError as exc:
                     raise StatekitError(f"{archive}: the database refused the {table} rows ({exc}); nothing was restored") from None
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-    except sqlite3.Error as exc:
+    except SQLiteError as exc:
         raise StatekitError(f"{path}: {exc}; nothing was restored") from None
     finally:
         conn.close()

@@ -15,27 +15,31 @@ the ones marked ``apply`` at the end of a ``migrate`` run:
     ``moltbot.json``) to ``openclaw.json`` when that is absent (found state
     dirs only; ``OPENCLAW_CONFIG_PATH`` is never touched), rewrites retired
     aliases (:mod:`migrate.config_aliases`) and rebases paths under a
-    relocated root. Only when something changes: the old file is copied
+    relocated root, then makes it valid for OpenClaw 2026.9.6
+    (:mod:`migrate.config_openclaw96`: retired keys, retired enum values, the
+    multi-agent default marker). Only when something changes: the old file is copied
     byte-exact to ``.statekit/migrated/<run_id>/<its name>``, the new one is
     written atomically (0600), and a ``migration_sources`` receipt (kind
     ``config``) lets ``statekit recover`` put the old file back. A config
-    that does not parse is reported and left alone.
+    that does not parse, or that 9.6 would still refuse for a key statekit
+    cannot rewrite (status ``refused``), is reported (a run warning, exit 3)
+    and left byte-identical: never half-rewritten.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
 from legacy_readers.base import parse_json5_document
 from migrate.config_aliases import ConfigRewrite, rebase_paths, render, rewrite_aliases
+from migrate.config_openclaw96 import OPENCLAW_RELEASE, config_problems, rewrite_for_openclaw96
 from migrate.receipts import source_key, write_receipt
 from migrate.relocate import marker_path, read_marker, relocation_steps
 from migrate.retire import retired_path
-from statekit.db import BUSY_TIMEOUT_MS
+from statekit.db import BUSY_TIMEOUT_MS, SQLiteError, connect
 from statekit.errors import SourceError
 from statekit.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, ensure_private_dir, fsync_dir, read_regular_file, sha256_bytes
 from statekit.layout import (
@@ -103,7 +107,29 @@ def compute_config(state_dir: Path, config: Path, resolved: ResolvedStateDir, en
         roots, new_root = _old_roots(state_dir, resolved, read_marker(state_dir))
         home = state_dir.parent if state_dir.name in (CANONICAL_DIR_NAME, *LEGACY_DIR_NAMES) else None
         rebase_paths(rewrite, roots, new_root, home)
+    _make_valid_for_openclaw96(rewrite)
     return rewrite, None, target
+
+
+def _make_valid_for_openclaw96(rewrite: ConfigRewrite) -> None:
+    """Add the 2026.9.6 rewrites to ``rewrite``, or record why the config must be left alone."""
+    result = rewrite_for_openclaw96(rewrite.document)
+    if result.unfixable:
+        rewrite.blockers = [f"{p.path}: {p.reason}" for p in result.unfixable]
+        rewrite.withheld = rewrite.changes + result.changes
+        return
+    rewrite.document = result.document
+    rewrite.changes.extend(result.changes)
+
+
+def _refused_step(rel: str, rewrite: ConfigRewrite) -> dict[str, Any]:
+    withheld = len(rewrite.withheld)
+    also = f"; none of the {withheld} rewrite(s) statekit could do is applied either" if withheld else ""
+    return {
+        "kind": CONFIG_KIND, "apply": False, "status": "refused", "path": rel, "problems": rewrite.blockers,
+        "description": f"config {rel}: OpenClaw {OPENCLAW_RELEASE} would refuse it and statekit cannot rewrite "
+        + "; ".join(rewrite.blockers) + f"; config left unchanged{also}",
+    }
 
 
 def config_step(state_dir: Path, config_path: Path | None, resolved: ResolvedStateDir, env: Any) -> dict[str, Any] | None:
@@ -122,6 +148,8 @@ def config_step(state_dir: Path, config_path: Path | None, resolved: ResolvedSta
     if problem is not None or rewrite is None:
         return {"kind": CONFIG_KIND, "apply": False, "status": "unparseable", "path": rel, "problem": problem,
                 "description": f"config {problem}"}
+    if rewrite.blockers:
+        return _refused_step(rel, rewrite)
     renamed = target != rel
     if not rewrite.changed and not renamed:
         if rewrite.notes:
@@ -148,12 +176,17 @@ def _outside_step(config_path: Path) -> dict[str, Any] | None:
     except (OSError, SourceError):
         return None
     rewrite = rewrite_aliases(document)
-    if not rewrite.changed:
+    refused = config_problems(document)
+    if not rewrite.changed and not refused:
         return None
+    what = [f"retired aliases: {'; '.join(rewrite.changes)}"] if rewrite.changed else []
+    if refused:
+        what.append(f"keys OpenClaw {OPENCLAW_RELEASE} refuses: " + ", ".join(p.path for p in refused))
     return {
         "kind": CONFIG_KIND, "apply": False, "status": "outside-state-dir", "path": str(config_path), "changes": rewrite.changes,
-        "description": f"config {config_path} (OPENCLAW_CONFIG_PATH, outside the state dir) has retired aliases: "
-        + "; ".join(rewrite.changes) + "; not rewritten by statekit",
+        "problems": [f"{p.path}: {p.reason}" for p in refused],
+        "description": f"config {config_path} (OPENCLAW_CONFIG_PATH, outside the state dir) has " + " and ".join(what)
+        + "; not rewritten by statekit",
     }
 
 
@@ -171,14 +204,19 @@ def plan_steps(plan: Any, resolved: ResolvedStateDir | Path, env: Any = None) ->
 # --- apply --------------------------------------------------------------------
 
 
+def config_warnings(steps: list[dict[str, Any]]) -> list[str]:
+    """The run warnings of config steps that leave the config as it is (unreadable, unparseable, refused by 9.6's rules)."""
+    return [str(step.get("description")) for step in steps
+            if step.get("kind") == CONFIG_KIND and (step.get("status") in ("unparseable", "unreadable", "refused") or step.get("problems"))]
+
+
 def apply_steps(plan: Any, state_dir: Path, run_id: str, report: Any) -> None:
     """Carry out the plan's ``apply`` steps at the end of a run; problems become report warnings."""
     origin = getattr(plan, "origin", "flag")
     resolved = ResolvedStateDir(state_dir, origin if origin in ("flag", "env", "default", "legacy") else "flag")
+    report.warnings.extend(config_warnings(getattr(plan, "steps", []) or []))
     for step in getattr(plan, "steps", []) or []:
         kind = step.get("kind")
-        if kind == CONFIG_KIND and step.get("status") in ("unparseable", "unreadable"):
-            report.warnings.append(str(step.get("description")))
         if not step.get("apply"):
             continue
         try:
@@ -203,6 +241,9 @@ def apply_config_step(step: dict[str, Any], state_dir: Path, run_id: str, report
     rewrite, problem, target = compute_config(state_dir, config, resolved, env, data)
     if problem is not None or rewrite is None:
         report.warnings.append(f"config {problem}")
+        return
+    if rewrite.blockers:  # the file changed since the plan: same rule, nothing written
+        report.warnings.append(str(_refused_step(rel, rewrite)["description"]))
         return
     renamed = target != rel
     if not rewrite.changed and not renamed:
@@ -235,7 +276,7 @@ def _record_config_receipt(
     path = global_db_path(state_dir)
     if not path.is_file():
         return
-    conn = sqlite3.connect(str(path), isolation_level=None)
+    conn = connect(path)
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA foreign_keys = ON")
@@ -256,10 +297,10 @@ def _record_config_receipt(
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-    except sqlite3.Error as exc:
+    except SQLiteError as exc:
         report.warnings.append(f"config receipt not recorded ({exc}); the old config is at {relative_posix(retired, state_dir)}")
     finally:
         conn.close()
 
 
-__all__ = ["plan_steps", "apply_steps", "config_step", "compute_config"]
+__all__ = ["plan_steps", "apply_steps", "config_step", "compute_config", "config_warnings"]

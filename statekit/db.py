@@ -1,19 +1,304 @@
-"""Open and create statekit databases: PRAGMAs, private modes, short write transactions."""
+"""The SQLite engine, and how statekit opens its databases.
+
+This is the only module that imports the engine. statekit does not use the
+operating system's SQLite (Python's ``sqlite3`` links whatever the distribution
+ships, 3.40 on Debian 12): OpenClaw 2026.9.6 writes schemas that call
+functions such an old library lacks (``octet_length`` needs 3.43) and refuses
+SQLite libraries that are not "WAL-reset-safe" (3.51.3+, 3.50.7+ or 3.44.6+).
+The engine is ``apsw``, whose wheels bundle a current SQLite (see
+``docs/sqlite-engine.md``). Every module goes through :func:`connect` and the
+error groups below, so one SQLite library handles every file in the process
+(two libraries in one process break each other's POSIX locks).
+
+What the rest of the code relies on, kept as it was under ``sqlite3``:
+
+* explicit transactions: a connection is in autocommit mode and nothing
+  begins a transaction behind the caller's back;
+* a busy timeout on every connection (5 s unless the caller asks for more);
+* ``secure_delete`` on: deleted content is zeroed in the file;
+* ``execute`` runs one statement (more is refused before anything runs, as
+  ``sqlite3`` did); :meth:`Connection.executescript` runs several;
+* ``cursor.rowcount`` counts the rows the statement itself changed (not
+  those its triggers changed), summed over ``executemany``;
+* values are bound as ``sqlite3`` bound them (``bool`` as 0/1, ``date`` and
+  ``datetime`` as ISO text, an int beyond 64 bits raises ``OverflowError``); an
+  unsupported type, and TEXT that is not UTF-8, raise :data:`SQLiteError`
+  (apsw alone would raise ``TypeError``/``UnicodeDecodeError``).
+"""
 
 from __future__ import annotations
 
+import datetime as _dt
 import os
+import re
 import shutil
-import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+import apsw
 
 from statekit.fsutil import PRIVATE_FILE_MODE, chmod_best_effort, ensure_private_dir
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000
+DEFAULT_BUSY_TIMEOUT_MS = 5_000  # what Python's sqlite3.connect() waited by default
+
+ENGINE = "apsw"
+ENGINE_VERSION: str = apsw.apsw_version()
+SQLITE_VERSION: str = apsw.sqlite_lib_version()
+
+
+def engine_description() -> str:
+    """``SQLite 3.54.1, apsw 3.54.1.0``: the library every database is opened with."""
+    return f"SQLite {SQLITE_VERSION}, {ENGINE} {ENGINE_VERSION}"
+
+# ---------------------------------------------------------------------------- errors
+#
+# ``SQLiteError`` is everything the engine raises (``sqlite3.Error`` and
+# ``sqlite3.DatabaseError`` both map here: the only difference between those two
+# was API misuse, which apsw reports as MisuseError/RangeError under the same base).
+# The groups are tuples, for ``except`` and ``isinstance``; they follow the result
+# codes exactly as Python's sqlite3 grouped them.
+
+SQLiteError = apsw.Error
+
+IntegrityError: tuple[type[apsw.Error], ...] = (apsw.ConstraintError, apsw.MismatchError)
+"""A constraint (UNIQUE, NOT NULL, CHECK, FOREIGN KEY, STRICT type) or datatype mismatch refused the row."""
+
+OperationalError: tuple[type[apsw.Error], ...] = (
+    apsw.SQLError, apsw.PermissionsError, apsw.AbortError, apsw.BusyError, apsw.LockedError, apsw.ReadOnlyError,
+    apsw.InterruptError, apsw.IOError, apsw.FullError, apsw.CantOpenError, apsw.ProtocolError, apsw.EmptyError,
+    apsw.SchemaChangeError,
+)
+"""Errors of the statement or of its environment (missing table or function, busy, locked, read-only, I/O, full, cannot open)."""
+
+CorruptError: tuple[type[apsw.Error], ...] = (apsw.CorruptError, apsw.NotADBError)
+"""The file is damaged or is not a SQLite database."""
+
+
+class TextDecodeError(apsw.SQLError):
+    """A TEXT value that is not UTF-8 (sqlite3 raised ``OperationalError`` for it)."""
+
+
+def error_name(exc: BaseException) -> str:
+    """The SQLite result code name of ``exc`` (extended when there is one): ``SQLITE_FULL``, ``SQLITE_IOERR_WRITE``...
+
+    Empty for an exception that carries no SQLite result code.
+    """
+    code = getattr(exc, "extendedresult", None)
+    if not isinstance(code, int):
+        code = getattr(exc, "result", None)
+    if not isinstance(code, int):
+        return ""
+    name = apsw.mapping_extended_result_codes.get(code) or apsw.mapping_result_codes.get(code & 0xFF)
+    return name if isinstance(name, str) else ""
+
+
+# ---------------------------------------------------------------------------- bindings
+
+
+def _convert_binding(cursor: apsw.Cursor, number: int, value: Any) -> Any:
+    """Values apsw does not bind natively: the ones sqlite3 adapted by default, otherwise an error like sqlite3's."""
+    if isinstance(value, _dt.datetime):
+        return value.isoformat(" ")
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    raise apsw.BindingsError(f"Error binding parameter {number}: type {type(value).__name__!r} is not supported")
+
+
+_DML = re.compile(r"\s*(?:(?:--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))\s*)*(insert|update|delete|replace)\b", re.IGNORECASE | re.DOTALL)
+_TAIL_IGNORABLE = re.compile(r"(?:\s|;|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*", re.DOTALL)
+
+
+_CHECKED: dict[str, bool] = {}  # SQL text seen to hold one statement -> is it INSERT/UPDATE/DELETE/REPLACE
+_CHECKED_LIMIT = 4096
+
+
+def _first_run_check(cursor: apsw.Cursor, sql: str, bindings: Any) -> bool:
+    """Exec tracer for SQL text not seen yet: refuse a second statement before the first one runs."""
+    whole = cursor._sql if isinstance(cursor, Cursor) else sql
+    if len(sql) < len(whole):
+        at = whole.find(sql)
+        rest = whole[at + len(sql):] if at >= 0 else ""
+        if not _TAIL_IGNORABLE.fullmatch(rest):
+            raise apsw.MisuseError("You can only execute one statement at a time.")
+    if len(_CHECKED) >= _CHECKED_LIMIT:
+        _CHECKED.clear()
+    _CHECKED[whole] = _DML.match(sql) is not None
+    return True
+
+
+# ---------------------------------------------------------------------------- rows and cursors
+
+
+class Row(tuple):  # type: ignore[type-arg]
+    """A result row readable by position and by column name (case-insensitive), like ``sqlite3.Row``."""
+
+    _names: tuple[str, ...]
+
+    def __new__(cls, values: Iterable[Any], names: Sequence[str]) -> Row:
+        row = super().__new__(cls, values)
+        row._names = tuple(names)
+        return row
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            folded = key.casefold()
+            for index, name in enumerate(self._names):
+                if name.casefold() == folded:
+                    return tuple.__getitem__(self, index)
+            raise IndexError(f"no column named {key!r}")
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        return list(self._names)
+
+
+def named_row(cursor: apsw.Cursor, row: tuple[Any, ...]) -> Row:
+    """A row tracer (``conn.row_trace = named_row``) that makes every row a :class:`Row`."""
+    return Row(row, [d[0] for d in cursor.description])
+
+
+def _decode_failure(exc: UnicodeDecodeError) -> TextDecodeError:
+    return TextDecodeError(f"could not decode a TEXT value as UTF-8 ({exc.reason} at byte {exc.start})")
+
+
+class Cursor(apsw.Cursor):
+    """apsw's cursor with the ``sqlite3`` conveniences statekit uses: ``rowcount``, one statement per ``execute``."""
+
+    _sql = ""
+    _dml = False
+    _rowcount = -1
+
+    def execute(self, statements: str, bindings: Any = None, **kwargs: Any) -> Cursor:  # type: ignore[override]
+        dml = _CHECKED.get(statements)
+        if dml is None:  # first time this text runs: check it while it runs (one tracer call per statement)
+            self._sql = statements
+            self.exec_trace = _first_run_check
+            try:
+                super().execute(statements, bindings, **kwargs)
+            finally:
+                self.exec_trace = None
+            dml = _CHECKED.get(statements, False)
+        else:
+            super().execute(statements, bindings, **kwargs)
+        self._dml = dml
+        self._rowcount = self.connection.changes() if dml else -1
+        return self
+
+    def executemany(self, statements: str, sequenceofbindings: Iterable[Any], **kwargs: Any) -> Cursor:  # type: ignore[override]
+        """Run ``statements`` once per binding set; ``rowcount`` is the sum of the rows each run changed."""
+        total = 0
+        checked = False
+        run = super().execute
+        changes = self.connection.changes
+        for bindings in sequenceofbindings:
+            if not checked:  # the first run checks the text (one statement) and learns whether it is DML
+                self.execute(statements, bindings, **kwargs)
+                checked = True
+                total = max(self._rowcount, 0)
+            else:
+                run(statements, bindings, **kwargs)
+                if self._dml:
+                    total += changes()
+        if not checked:  # no binding set: nothing ran (0 rows for DML, as sqlite3 says)
+            self._dml = _DML.match(statements) is not None
+        self._rowcount = total if self._dml else -1
+        return self
+
+    def executescript(self, statements: str) -> Cursor:
+        """Run every statement of ``statements`` (results are discarded)."""
+        for _ in super().execute(statements):
+            pass
+        self._rowcount = -1
+        return self
+
+    @property
+    def rowcount(self) -> int:
+        """Rows changed by the last INSERT/UPDATE/DELETE/REPLACE run through this cursor (-1 for other statements)."""
+        return self._rowcount
+
+    def __next__(self) -> Any:
+        try:
+            return super().__next__()
+        except UnicodeDecodeError as exc:
+            raise _decode_failure(exc) from None
+
+    def fetchone(self) -> Any:
+        try:
+            return super().fetchone()
+        except UnicodeDecodeError as exc:
+            raise _decode_failure(exc) from None
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return super().fetchall()
+        except UnicodeDecodeError as exc:
+            raise _decode_failure(exc) from None
+
+
+class Connection(apsw.Connection):
+    """A connection through statekit's engine. Autocommit: transactions are explicit (``BEGIN IMMEDIATE``...)."""
+
+    def __init__(self, filename: str, flags: int, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> None:
+        super().__init__(filename, flags=flags)
+        self.cursor_factory = Cursor  # execute/executemany/cursor() of the connection go through Cursor below
+        self.convert_binding = _convert_binding
+        self.set_busy_timeout(busy_timeout_ms)
+        # Deleted rows are overwritten, not left in free pages: the OS library Python's sqlite3 used
+        # (Debian's) is built with SECURE_DELETE, apsw's bundled one is not. Touches no file here.
+        self.execute("PRAGMA secure_delete = ON")
+
+    def executescript(self, statements: str) -> Cursor:
+        cursor: Cursor = self.cursor()
+        return cursor.executescript(statements)
+
+    @property
+    def total_changes(self) -> int:  # type: ignore[override]
+        """Rows changed since the connection opened, triggers included (an attribute, as in sqlite3)."""
+        return int(super().total_changes())
+
+    def commit(self) -> None:
+        """Commit the open transaction, if any (there is none unless the caller began one)."""
+        if self.in_transaction:
+            self.execute("COMMIT")
+
+
+def connect(
+    path: Path | str,
+    *,
+    mode: str = "rwc",
+    immutable: bool = False,
+    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+) -> Connection:
+    """Open ``path`` through the engine, with no PRAGMA applied (see :func:`open_rw` for statekit's own databases).
+
+    ``mode``: ``rwc`` read-write, created when missing; ``rw`` read-write, must
+    exist; ``ro`` read-only. ``immutable``: the file is promised not to change
+    (no locks, no ``-wal``/``-shm``), for read-only snapshots and views.
+    ``":memory:"`` opens a private in-memory database.
+    """
+    if mode not in ("rwc", "rw", "ro"):
+        raise ValueError(f"unknown open mode {mode!r}")
+    flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_URI
+    if str(path) == ":memory:":
+        return Connection(":memory:", flags, busy_timeout_ms)
+    uri = f"{Path(path).resolve().as_uri()}?mode={mode}"
+    if immutable:
+        uri += "&immutable=1"
+    return Connection(uri, flags, busy_timeout_ms)
+
+
+def online_backup(source: Connection, dest: Connection) -> None:
+    """Copy the whole ``main`` database of ``source`` into ``dest`` (SQLite's online backup API)."""
+    with dest.backup("main", source, "main") as backup:
+        backup.step(-1)
+
+
+# ---------------------------------------------------------------------------- statekit's databases
 
 
 def is_sqlite_file(path: Path) -> bool:
@@ -25,7 +310,7 @@ def is_sqlite_file(path: Path) -> bool:
         return False
 
 
-def _apply_pragmas(conn: sqlite3.Connection) -> None:
+def _apply_pragmas(conn: Connection) -> None:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
@@ -39,7 +324,7 @@ def harden_modes(path: Path, warnings: list[str] | None = None) -> None:
             chmod_best_effort(candidate, PRIVATE_FILE_MODE, warnings)
 
 
-def open_rw(path: Path, warnings: list[str] | None = None) -> sqlite3.Connection:
+def open_rw(path: Path, warnings: list[str] | None = None) -> Connection:
     """Open (creating if needed) a database for writing with statekit's PRAGMAs.
 
     Parent directories that do not exist are created 0700; the file and its
@@ -50,7 +335,7 @@ def open_rw(path: Path, warnings: list[str] | None = None) -> sqlite3.Connection
         # Create the file ourselves so it never exists with a wider mode.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
         os.close(fd)
-    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    conn = connect(path, busy_timeout_ms=BUSY_TIMEOUT_MS)
     try:
         _apply_pragmas(conn)
     except BaseException:
@@ -60,16 +345,13 @@ def open_rw(path: Path, warnings: list[str] | None = None) -> sqlite3.Connection
     return conn
 
 
-def open_ro(path: Path) -> sqlite3.Connection:
+def open_ro(path: Path) -> Connection:
     """Open an existing database read-only (no file is created, no WAL switch)."""
-    uri = f"{path.resolve().as_uri()}?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    return conn
+    return connect(path, mode="ro", busy_timeout_ms=BUSY_TIMEOUT_MS)
 
 
 @contextmanager
-def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def immediate(conn: Connection) -> Iterator[Connection]:
     """A short ``BEGIN IMMEDIATE`` write transaction: commit on success, roll back on any error."""
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -80,16 +362,16 @@ def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     conn.execute("COMMIT")
 
 
-def table_columns(conn: sqlite3.Connection, table: str, schema: str = "main") -> list[str]:
+def table_columns(conn: Connection, table: str, schema: str = "main") -> list[str]:
     return [row[1] for row in conn.execute(f'PRAGMA "{schema}".table_info("{table}")')]
 
 
-def table_names(conn: sqlite3.Connection) -> set[str]:
+def table_names(conn: Connection) -> set[str]:
     return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
 @contextmanager
-def read_only_view(path: Path) -> Iterator[sqlite3.Connection]:
+def read_only_view(path: Path) -> Iterator[Connection]:
     """Read a database without writing a single byte next to it.
 
     A plain read-only open of a WAL database creates ``-wal``/``-shm`` files.
@@ -103,14 +385,13 @@ def read_only_view(path: Path) -> Iterator[sqlite3.Connection]:
             copy = Path(tmp) / "view.sqlite"
             shutil.copyfile(path, copy)
             shutil.copyfile(wal, Path(f"{copy}-wal"))
-            conn = sqlite3.connect(str(copy), isolation_level=None)
+            conn = connect(copy)
             try:
                 yield conn
             finally:
                 conn.close()
         return
-    uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+    conn = connect(path, mode="ro", immutable=True)
     try:
         yield conn
     finally:

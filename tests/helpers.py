@@ -6,7 +6,6 @@ import hashlib
 import json
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tarfile
@@ -14,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from statekit.db import Connection, connect, named_row
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
@@ -84,8 +85,23 @@ def run_cli(*args: Any, env: dict[str, str] | None = None, input: str | None = N
     )
 
 
+def open_db(path: Path | str, mode: str = "rwc", *, named_rows: bool = False, **options: Any) -> Connection:
+    """Open a database through statekit's engine (``statekit.db``), as every test must.
+
+    Never stdlib ``sqlite3``: a second SQLite library in the process breaks the
+    POSIX locks of the first one on the same file. ``mode``: ``rwc``, ``rw`` or
+    ``ro``; ``named_rows``: rows readable by column name too (like ``sqlite3.Row``).
+    Autocommit: each statement commits unless the test begins a transaction
+    (``BEGIN``/``COMMIT``, or ``with conn:``).
+    """
+    conn = connect(path, mode=mode, **options)
+    if named_rows:
+        conn.row_trace = named_row
+    return conn
+
+
 def rows(db: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    conn = open_db(db, "ro")
     try:
         return conn.execute(sql, params).fetchall()
     finally:
@@ -117,7 +133,7 @@ def tree_digest(root: Path) -> str:
 
 def db_dump(db: Path) -> dict[str, list[str]]:
     """Deterministic dump: every table's rows, sorted."""
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    conn = open_db(db, "ro")
     try:
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
         return {t: sorted(repr(r) for r in conn.execute(f'SELECT * FROM "{t}"')) for t in tables}

@@ -17,7 +17,6 @@ from __future__ import annotations
 import io
 import json
 import shutil
-import sqlite3
 import tarfile
 import uuid
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from helpers import FIXTURES, global_db, run_cli
+from helpers import FIXTURES, global_db, open_db, run_cli
 
 EVERY = FIXTURES / "every-family" / ".openclaw"
 
@@ -109,7 +108,7 @@ def _leaks(text: str, canaries: list[str]) -> list[str]:
 
 
 def _db_texts(state: Path, sql: str) -> str:
-    conn = sqlite3.connect(f"file:{global_db(state)}?mode=ro", uri=True)
+    conn = open_db(global_db(state), "ro")
     try:
         return "\n".join(row[0] for row in conn.execute(sql))
     finally:

@@ -13,6 +13,7 @@ import sys
 import typer
 
 from statekit import __version__
+from statekit.db import engine_description
 
 HELP = """Upgrade OpenClaw's legacy JSON/JSONL state to SQLite, and back that state up safely.
 
@@ -25,7 +26,7 @@ Exit codes: 0 success, 1 fatal error, 2 usage error, 3 finished with warnings,
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"statekit {__version__}")
+        typer.echo(f"statekit {__version__} ({engine_description()})")
         raise typer.Exit(0)
 
 
@@ -42,7 +43,9 @@ def build_app() -> typer.Typer:
 
     @app.callback()
     def _root(
-        version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+        version: bool = typer.Option(
+            False, "--version", "-V", callback=_version, is_eager=True, help="Print the version (and the SQLite it uses) and exit."
+        ),
     ) -> None:
         """statekit: OpenClaw state migration and backups."""
 

@@ -9,7 +9,6 @@ indexes. A database whose ``user_version`` is newer than ours is refused.
 from __future__ import annotations
 
 import re
-import sqlite3
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -17,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from statekit import __version__
-from statekit.db import open_rw, read_only_view, table_columns, table_names
+from statekit.db import Connection, open_rw, read_only_view, table_columns, table_names
 from statekit.errors import SchemaError
 from statekit.layout import agent_db_path, global_db_path
 
@@ -88,7 +87,7 @@ def declared_tables(role: str) -> list[str]:
     return [s.table for s in _statements(role) if s.is_table]
 
 
-def check_version(conn: sqlite3.Connection, path: Path) -> int:
+def check_version(conn: Connection, path: Path) -> int:
     """Return the database's user_version; refuse one that is newer or foreign."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
@@ -101,7 +100,7 @@ def check_version(conn: sqlite3.Connection, path: Path) -> int:
     return version
 
 
-def ensure_schema(conn: sqlite3.Connection, path: Path, role: str, agent_id: str | None, now_ms: int | None = None) -> SchemaReport:
+def ensure_schema(conn: Connection, path: Path, role: str, agent_id: str | None, now_ms: int | None = None) -> SchemaReport:
     """Create missing tables (and their indexes) and the ``schema_meta`` row, in one transaction."""
     version = check_version(conn, path)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
@@ -149,7 +148,7 @@ def precheck(path: Path) -> None:
             check_version(conn, path)
 
 
-def open_global(state_dir: Path, warnings: list[str] | None = None) -> tuple[sqlite3.Connection, SchemaReport]:
+def open_global(state_dir: Path, warnings: list[str] | None = None) -> tuple[Connection, SchemaReport]:
     path = global_db_path(state_dir)
     precheck(path)
     conn = open_rw(path, warnings)
@@ -162,8 +161,8 @@ def open_global(state_dir: Path, warnings: list[str] | None = None) -> tuple[sql
 
 
 def open_agent(
-    state_dir: Path, agent_id: str, global_conn: sqlite3.Connection | None, warnings: list[str] | None = None
-) -> tuple[sqlite3.Connection, SchemaReport]:
+    state_dir: Path, agent_id: str, global_conn: Connection | None, warnings: list[str] | None = None
+) -> tuple[Connection, SchemaReport]:
     """Open or create an agent database and register it in ``agent_databases``."""
     path = agent_db_path(state_dir, agent_id)
     precheck(path)
@@ -178,7 +177,7 @@ def open_agent(
     return conn, report
 
 
-def register_agent_database(global_conn: sqlite3.Connection, agent_id: str, path: Path, now_ms: int | None = None) -> None:
+def register_agent_database(global_conn: Connection, agent_id: str, path: Path, now_ms: int | None = None) -> None:
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     size = path.stat().st_size if path.exists() else None
     global_conn.execute(

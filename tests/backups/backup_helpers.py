@@ -6,7 +6,6 @@ import hashlib
 import io
 import json
 import os
-import sqlite3
 import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import zstandard
+from helpers import open_db
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO / ".." / "shared"
@@ -25,9 +25,10 @@ SECRET = "sk-test-secret-value-0123456789"
 def make_db(path: Path, *, role: str | None, agent_id: str | None = None, user_version: int = 1, tables: int = 3, rows: int = 5, wal: bool = True) -> Path:
     """A database with a schema statekit does not know: N tables, schema_meta when ``role`` is given."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path)
+    conn = open_db(path)
     if wal:
         conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("BEGIN")  # one transaction, committed below
     if role is not None:
         conn.execute(
             "CREATE TABLE schema_meta (meta_key TEXT PRIMARY KEY, role TEXT NOT NULL, schema_version INTEGER NOT NULL,"
@@ -51,7 +52,7 @@ def make_db(path: Path, *, role: str | None, agent_id: str | None = None, user_v
 
 def rows_digest(db: Path) -> str:
     """Deterministic dump of every table (sorted rows), like the acceptance script."""
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    conn = open_db(db, "ro")
     digest = hashlib.sha256()
     try:
         for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name"):

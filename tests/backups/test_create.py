@@ -6,7 +6,6 @@ import errno
 import json
 import os
 import socket
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from backup.lock import backup_lock
 from backup.manifest import schema_problems
 from statekit.errors import BusyError, ExitCode, StatekitError, UsageError, VerificationError
 from backup_helpers import SECRET, make_db, read_members, tree_state
+from helpers import open_db
 
 
 def _assets(result) -> dict[str, dict]:
@@ -71,7 +71,7 @@ def test_every_database_found_by_header_and_described(state_tree, tmp_path):
 
 
 def test_wal_only_rows_are_captured_and_sidecars_never_archived(state_tree, tmp_path):
-    live = sqlite3.connect(state_tree.agent_db)
+    live = open_db(state_tree.agent_db)
     live.execute("PRAGMA wal_autocheckpoint = 0")
     live.execute("INSERT INTO future_table_0(payload) VALUES ('only in the wal')")
     live.commit()
@@ -85,7 +85,7 @@ def test_wal_only_rows_are_captured_and_sidecars_never_archived(state_tree, tmp_
     from backup import restore_archive
 
     restore_archive(result.archive_path, target=target)
-    conn = sqlite3.connect(target / "agents/main/agent/openclaw-agent.sqlite")
+    conn = open_db(target / "agents/main/agent/openclaw-agent.sqlite")
     assert conn.execute("SELECT count(*) FROM future_table_0 WHERE payload = 'only in the wal'").fetchone()[0] == 1
     conn.close()
 
@@ -133,7 +133,7 @@ def test_manifest_and_output_hold_no_secret(state_tree, tmp_path):
     members = read_members(result.archive_path)
     assert SECRET not in members[0].data.decode()
     assert SECRET not in json.dumps(result.to_json())
-    conn = sqlite3.connect(state_tree.global_db)
+    conn = open_db(state_tree.global_db)
     rows = conn.execute("SELECT status, archive_path, manifest_json FROM backup_runs").fetchall()
     conn.close()
     assert [(r[0], r[1]) for r in rows] == [("ok", str(result.archive_path))]
@@ -161,7 +161,7 @@ def test_dry_run_writes_nothing(state_tree, tmp_path):
 
 
 def test_create_leaves_the_state_tree_untouched(state_tree, tmp_path):
-    conn = sqlite3.connect(state_tree.global_db)
+    conn = open_db(state_tree.global_db)
     conn.execute("DELETE FROM backup_runs")  # recording is the one intended write
     conn.close()
     before = tree_state(state_tree.root)
@@ -217,14 +217,14 @@ def test_full_disk_leaves_no_archive_and_records_failure(state_tree, tmp_path, m
         create_backup(state_tree.root, out)
     assert caught.value.exit_code == ExitCode.FATAL
     assert [p.name for p in out.iterdir()] == [".statekit-backup.lock"]
-    conn = sqlite3.connect(state_tree.global_db)
+    conn = open_db(state_tree.global_db)
     rows = conn.execute("SELECT status, manifest_json FROM backup_runs").fetchall()
     conn.close()
     assert rows[0][0] == "failed" and "no space" in json.loads(rows[0][1])["error"].lower()
 
 
 def test_corrupt_database_fails_with_exit_5_and_no_archive(state_tree, tmp_path):
-    conn = sqlite3.connect(state_tree.tasks_db)
+    conn = open_db(state_tree.tasks_db)
     root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'future_table_1'").fetchone()[0]
     page = conn.execute("PRAGMA page_size").fetchone()[0]
     conn.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from backup_helpers import SECRET, make_db, rewrite, rows_digest, tree_state
 from statekit.errors import BusyError, ExitCode, UsageError, VerificationError
 from statekit.layout import lock_path
 from statekit.locking import exclusive_lock
+from helpers import open_db
 
 
 @pytest.fixture
@@ -98,7 +98,7 @@ def test_in_place_restore_brings_back_a_deleted_agent_db(state_tree, archive):
     before = rows_digest(state_tree.work_db)
     state_tree.work_db.unlink()
     (state_tree.root / "agents/main/sessions/s1.jsonl").write_text("changed\n")
-    live = sqlite3.connect(state_tree.agent_db)  # leaves a -wal/-shm pair behind
+    live = open_db(state_tree.agent_db)  # leaves a -wal/-shm pair behind
     live.execute("PRAGMA wal_autocheckpoint = 0")
     live.execute("INSERT INTO future_table_0(payload) VALUES ('after the backup')")
     live.commit()
@@ -110,7 +110,7 @@ def test_in_place_restore_brings_back_a_deleted_agent_db(state_tree, archive):
     assert (state_tree.root / "agents/main/sessions/s1.jsonl").read_text().startswith('{"type":"session"')
     assert not Path(f"{state_tree.agent_db}-wal").exists()
     assert str(state_tree.agent_db) + "-wal" in result.removed_sidecars
-    conn = sqlite3.connect(state_tree.agent_db)
+    conn = open_db(state_tree.agent_db)
     assert conn.execute("SELECT count(*) FROM future_table_0 WHERE payload = 'after the backup'").fetchone()[0] == 0
     conn.close()
     aside = result.pre_restore_dir

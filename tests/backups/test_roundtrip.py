@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tarfile
@@ -17,6 +16,7 @@ from backup.create import create_backup
 from backup.restore import restore_archive
 from backup.verify import verify_archive
 from backup_helpers import read_members, rows_digest, tree_state
+from helpers import open_db
 
 
 def _corpus_trees() -> list[str]:
@@ -82,7 +82,7 @@ def test_current_openclaw_databases_with_far_newer_schemas(corpus, tmp_path):
     with tarfile.open(corpus / "generated" / "legacy-2026.7.35-std.tar") as tar:
         tar.extractall(tmp_path / "t", filter="tar")
     state = tmp_path / "t" / "home" / ".openclaw"
-    conn = sqlite3.connect(state / "state" / "openclaw.sqlite")
+    conn = open_db(state / "state" / "openclaw.sqlite")
     tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
     conn.close()
     assert tables > 50
@@ -98,9 +98,10 @@ def test_current_openclaw_databases_with_far_newer_schemas(corpus, tmp_path):
 
 WRITER = textwrap.dedent(
     """
-    import sqlite3, sys, os
+    import sys, os
+    from statekit.db import connect
     db, stop = sys.argv[1], sys.argv[2]
-    conn = sqlite3.connect(db, isolation_level=None)
+    conn = connect(db)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA busy_timeout = 30000")
     n = 0
@@ -122,7 +123,7 @@ WRITER = textwrap.dedent(
 def test_snapshots_hold_a_committed_prefix_while_another_process_writes(state_tree, tmp_path):
     db = state_tree.root / "live" / "busy.sqlite"
     db.parent.mkdir()
-    conn = sqlite3.connect(db)
+    conn = open_db(db)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("CREATE TABLE events (n INTEGER PRIMARY KEY, body TEXT)")
     conn.execute("CREATE TABLE counter (value INTEGER)")
@@ -143,7 +144,7 @@ def test_snapshots_hold_a_committed_prefix_while_another_process_writes(state_tr
         member = next(m for m in read_members(archive) if m.info.name.endswith("live/busy.sqlite"))
         snap = tmp_path / f"snap{index}.sqlite"
         snap.write_bytes(member.data)
-        check = sqlite3.connect(snap)
+        check = open_db(snap)
         assert check.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         count, top = check.execute("SELECT count(*), coalesce(max(n), 0) FROM events").fetchone()
         (value,) = check.execute("SELECT value FROM counter").fetchone()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import tarfile
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import zstandard
 from backup.create import create_backup
 from backup.verify import link_escapes, member_path_problem, verify_archive
 from backup_helpers import Member, add_asset, manifest_of, rewrite, set_manifest, tar_info, write_members
+from helpers import open_db
 
 
 @pytest.fixture
@@ -189,7 +189,7 @@ def test_corrupt_sqlite_snapshot_with_matching_hash(good, tmp_path):
         member = _file_member(members, "tasks/runs.sqlite")
         scratch = tmp_path / "x.sqlite"
         scratch.write_bytes(member.data)
-        conn = sqlite3.connect(scratch)
+        conn = open_db(scratch)
         root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'idx_future_1'").fetchone()[0]
         size = conn.execute("PRAGMA page_size").fetchone()[0]
         conn.close()

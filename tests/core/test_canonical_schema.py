@@ -9,20 +9,20 @@ the session part must hold only unique indexes OpenClaw 2026.9.6 knows
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from helpers import extract_corpus_tree
+from helpers import extract_corpus_tree, open_db
 from scripts.canonical_schema import release_statements
 from statekit.schema import _split_sql, declared_tables
 from importlib import resources
+from statekit.db import Connection
 
 HYBRID = "legacy-2026.7.35-std"
 
 
-def _objects(conn: sqlite3.Connection) -> dict[tuple[str, str], tuple[str, str]]:
+def _objects(conn: Connection) -> dict[tuple[str, str], tuple[str, str]]:
     """(type, name) -> (table, sql) of every user schema object."""
     return {
         (kind, name): (table, sql)
@@ -30,8 +30,8 @@ def _objects(conn: sqlite3.Connection) -> dict[tuple[str, str], tuple[str, str]]
     }
 
 
-def _created(role: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(":memory:")
+def _created(role: str) -> Connection:
+    conn = open_db(":memory:")
     conn.executescript(resources.files("statekit.schema").joinpath(f"{role}.sql").read_text(encoding="utf-8"))
     return conn
 
@@ -44,7 +44,7 @@ def release_dbs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.mark.parametrize("role", ["global", "agent"])
 def test_release_part_is_exactly_what_the_release_wrote(release_dbs: dict[str, Path], role: str) -> None:
-    release = sqlite3.connect(f"file:{release_dbs[role]}?mode=ro&immutable=1", uri=True)
+    release = open_db(release_dbs[role], "ro", immutable=True)
     written = _objects(release)
     ours = _objects(_created(role))
     ours_release = {k: v for k, v in ours.items() if v[0] in {t for _, (t, _) in written.items()}}
@@ -64,7 +64,7 @@ OPENCLAW_96_GLOBAL_TABLES = {
 
 
 def test_global_schema_is_the_release_plus_the_tables_96_keeps(release_dbs: dict[str, Path]) -> None:
-    release = sqlite3.connect(f"file:{release_dbs['global']}?mode=ro&immutable=1", uri=True)
+    release = open_db(release_dbs['global'], "ro", immutable=True)
     tables = {r[0] for r in release.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
     assert set(declared_tables("global")) == tables | set(OPENCLAW_96_GLOBAL_TABLES)
     created = _created("global")

@@ -1,15 +1,15 @@
 from __future__ import annotations
 
 import shutil
-import sqlite3
 import stat
 from pathlib import Path
 
 import pytest
 
-from helpers import db_dump, extract_corpus_tree
+from helpers import db_dump, extract_corpus_tree, open_db
 from statekit.errors import SchemaError
 from statekit.schema import declared_tables, open_agent, open_global
+from statekit.db import Connection, IntegrityError
 
 # The release part: the 74 tables OpenClaw 2026.7.35 creates, plus config_machine_state (tests/core/test_canonical_schema.py diffs
 # their definitions against a database that release wrote); a few statekit writes into, by name.
@@ -21,7 +21,7 @@ session_entries transcript_events transcript_event_identities transcript_snapsho
 trajectory_runtime_events""".split()
 
 
-def _tables(conn: sqlite3.Connection) -> set[str]:
+def _tables(conn: Connection) -> set[str]:
     return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
 
@@ -56,19 +56,19 @@ def test_constraints_hold(tmp_path: Path) -> None:
     state.mkdir()
     conn, _ = open_global(state)
     agent, _ = open_agent(state, "main", conn)
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(IntegrityError):
         agent.execute("INSERT INTO sessions(session_id, session_key, session_scope, created_at, updated_at) VALUES ('s', 'k', 'weird', 0, 0)")
-    with pytest.raises(sqlite3.IntegrityError):  # OpenClaw 2026.9.6's upgrade refuses a session without a key
+    with pytest.raises(IntegrityError):  # OpenClaw 2026.9.6's upgrade refuses a session without a key
         agent.execute("INSERT INTO sessions(session_id, created_at, updated_at) VALUES ('s', 0, 0)")
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(IntegrityError):
         agent.execute("INSERT INTO transcript_events(session_id, seq, event_json, created_at) VALUES ('missing', 0, '{}', 0)")
     agent.execute("INSERT INTO sessions(session_id, session_key, created_at, updated_at) VALUES ('s1', 'agent:main:main', 0, 0)")
     agent.execute("INSERT INTO transcript_events VALUES ('s1', 0, '{}', 0)")
     agent.execute("INSERT INTO transcript_event_identities(session_id, event_id, seq, created_at, message_idempotency_key) VALUES ('s1', 'e', 0, 0, 'k')")
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(IntegrityError):
         agent.execute("INSERT INTO transcript_event_identities(session_id, event_id, seq, created_at, message_idempotency_key) VALUES ('s1', 'f', 0, 0, 'k')")
     agent.execute("INSERT INTO trajectory_runtime_events(session_id, seq, run_id, event_json, created_at) VALUES ('s1', 1, 'r', '{}', 0)")
-    with pytest.raises(sqlite3.IntegrityError):  # one seq per session, whatever the run (9.6's key)
+    with pytest.raises(IntegrityError):  # one seq per session, whatever the run (9.6's key)
         agent.execute("INSERT INTO trajectory_runtime_events(session_id, seq, run_id, event_json, created_at) VALUES ('s1', 1, 'other', '{}', 0)")
     agent.execute("DELETE FROM sessions WHERE session_id = 's1'")
     assert agent.execute("SELECT count(*) FROM transcript_events").fetchone()[0] == 0
@@ -80,7 +80,7 @@ def test_newer_user_version_is_refused_and_left_untouched(tmp_path: Path) -> Non
     state = tmp_path / ".openclaw"
     (state / "state").mkdir(parents=True)
     db = state / "state/openclaw.sqlite"
-    raw = sqlite3.connect(db)
+    raw = open_db(db)
     raw.execute("CREATE TABLE future(x)")
     raw.execute("PRAGMA user_version = 17")
     raw.commit()
@@ -94,7 +94,7 @@ def test_newer_user_version_is_refused_and_left_untouched(tmp_path: Path) -> Non
 def test_foreign_database_without_version_is_refused(tmp_path: Path) -> None:
     state = tmp_path / ".openclaw"
     (state / "state").mkdir(parents=True)
-    raw = sqlite3.connect(state / "state/openclaw.sqlite")
+    raw = open_db(state / "state/openclaw.sqlite")
     raw.execute("CREATE TABLE something(x)")
     raw.commit()
     raw.close()
@@ -107,7 +107,7 @@ def test_hybrid_era_databases_gain_only_missing_tables(tmp_path: Path) -> None:
     global_path = state / "state/openclaw.sqlite"
     agent_path = state / "agents/main/agent/openclaw-agent.sqlite"
     before_global, before_agent = db_dump(global_path), db_dump(agent_path)
-    schema_before = {r[0]: r[1] for r in sqlite3.connect(global_path).execute("SELECT name, sql FROM sqlite_master")}
+    schema_before = {r[0]: r[1] for r in open_db(global_path).execute("SELECT name, sql FROM sqlite_master")}
     conn, report = open_global(state)
     agent, agent_report = open_agent(state, "main", conn)
     conn.close()
@@ -118,7 +118,7 @@ def test_hybrid_era_databases_gain_only_missing_tables(tmp_path: Path) -> None:
             assert after_global[table] == table_rows, table
     for table, table_rows in before_agent.items():
         assert after_agent[table] == table_rows, table
-    schema_after = {r[0]: r[1] for r in sqlite3.connect(global_path).execute("SELECT name, sql FROM sqlite_master")}
+    schema_after = {r[0]: r[1] for r in open_db(global_path).execute("SELECT name, sql FROM sqlite_master")}
     assert all(schema_after[name] == sql for name, sql in schema_before.items())
     assert "sessions" in agent_report.created_tables and "cache_entries" in agent_report.existing_tables
     assert "cron_jobs" in report.existing_tables

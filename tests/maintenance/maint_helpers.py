@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from pathlib import Path
 from typing import Any
 
-from helpers import agent_db, make_state
+from helpers import agent_db, make_state, open_db
 
 T0 = 1767225600000  # 2026-01-01T00:00:00Z
 
@@ -53,7 +52,7 @@ def migrated_state(tmp_path: Path, entries: dict[str, dict[str, Any]], transcrip
 
 
 def count(state: Path, sql: str, params: tuple[Any, ...] = (), agent: str = "main") -> int:
-    conn = sqlite3.connect(f"file:{agent_db(state, agent)}?mode=ro", uri=True)
+    conn = open_db(agent_db(state, agent), "ro")
     try:
         return conn.execute(sql, params).fetchone()[0]
     finally:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from helpers import agent_db, global_db, make_state, run_cli, tree_digest
+from helpers import agent_db, global_db, make_state, open_db, run_cli, tree_digest
 from maint_helpers import cli, copy_state, entry, migrated_state, transcript
 from migrate.history import read_history
 from migrate.inspect import inspect_state
@@ -42,7 +41,7 @@ def test_healthy_tree_exits_0_and_reports_each_database(tmp_path: Path) -> None:
 
 def test_orphans_and_legacy_files_are_findings(tmp_path: Path) -> None:
     state = _healthy(tmp_path)
-    conn = sqlite3.connect(agent_db(state))
+    conn = open_db(agent_db(state))
     conn.execute("PRAGMA foreign_keys = OFF")
     with conn:
         conn.execute("INSERT INTO transcript_events(session_id, seq, event_json, created_at) VALUES ('ghost', 0, '{}', 1)")

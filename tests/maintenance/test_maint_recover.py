@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import global_db, make_state, rows, run_cli, tree_digest
+from helpers import global_db, make_state, open_db, rows, run_cli, tree_digest
 from maint_helpers import cli, copy_state, entry, transcript
 from migrate.apply import MigrateOptions, migrate
 from migrate.recover import recover, sanitize_line
@@ -150,7 +150,7 @@ def test_recover_config_rewrite_only_while_unchanged(tmp_path: Path, wired: bool
     old = b'{"session": {"idleMinutes": 30}, "gateway": {"auth": {"token": "t0k"}}}\n'
     state = make_state(tmp_path, {"openclaw.json": old, "agents/main/sessions/sessions.json": {"agent:main:main": entry("s1")}})
     run = migrate(state, MigrateOptions(backup=False))
-    assert json.loads((state / "openclaw.json").read_text())["session"] == {"reset": {"idleMinutes": 30}}
+    assert json.loads((state / "openclaw.json").read_text())["session"] == {"reset": {"mode": "idle", "idleMinutes": 30}}
     other = copy_state(state, tmp_path / "copy")
     (other / "openclaw.json").write_text("{}\n")  # edited by the user since
     edited = recover(other, run.run_id)
@@ -179,11 +179,9 @@ def test_recover_every_corpus_tree(tmp_path: Path, migrated_corpus: dict[str, Pa
 
 
 def test_recover_closes_a_killed_run_and_leaves_foreign_rows_alone(tmp_path: Path) -> None:
-    import sqlite3
-
     state, _, _ = _state(tmp_path)
     first = migrate(state, MigrateOptions(backup=False))
-    with sqlite3.connect(global_db(state)) as conn:  # what a SIGKILLed migrate and an OpenClaw doctor run leave behind
+    with open_db(global_db(state)) as conn:  # what a SIGKILLed migrate and an OpenClaw doctor run leave behind
         conn.execute("INSERT INTO migration_runs VALUES ('killed', 1, NULL, 'running', '{\"kind\": \"legacy-state\"}')")
         conn.execute("INSERT INTO migration_runs VALUES ('theirs', 2, NULL, 'running', '{\"kind\": \"doctor\"}')")
     assert cli("recover", first.run_id, "--state-dir", state, "--yes").returncode == 0

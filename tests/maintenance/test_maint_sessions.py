@@ -5,12 +5,11 @@ from __future__ import annotations
 import builtins
 import json
 import os
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from helpers import agent_db, db_dump, run_cli, tree_digest
+from helpers import agent_db, db_dump, open_db, run_cli, tree_digest
 from maint_helpers import T0, checkpoint, cli, copy_state, count, entry, migrated_state, mode, session_row_counts
 from migrate.sessions import (
     change_session,
@@ -27,7 +26,7 @@ from statekit.fsutil import sha256_file
 
 def _add_side_rows(state: Path, session_id: str) -> None:
     """A snapshot and two trajectory rows for ``session_id`` (tables the legacy importers fill later)."""
-    conn = sqlite3.connect(agent_db(state))
+    conn = open_db(agent_db(state))
     with conn:
         conn.execute(
             "INSERT INTO transcript_snapshots(session_id, snapshot_id, reason, event_count, created_at, metadata_json) VALUES (?, ?, ?, ?, ?, ?)",
@@ -179,7 +178,7 @@ def test_reset_routes_the_key_to_a_fresh_session_and_archives_the_old_family(tmp
     assert new_id and new_id not in ("s-old", "s-pre", "s-u")
     assert change.reason == "reset" and change.archived == ["s-old", "s-pre", "s-u"]
     db = agent_db(state)
-    conn = sqlite3.connect(db)
+    conn = open_db(db)
     (sid, text), = conn.execute("SELECT session_id, entry_json FROM session_entries WHERE session_key = ?", (key,)).fetchall()
     route = conn.execute("SELECT session_id FROM session_routes WHERE session_key = ?", (key,)).fetchone()[0]
     new_row = conn.execute("SELECT session_key, session_scope, chat_type, channel, primary_conversation_id FROM sessions WHERE session_id = ?",
@@ -325,7 +324,7 @@ def test_crash_after_commit_is_completed_by_the_next_run(tmp_path: Path) -> None
 def test_unparseable_remaining_entry_that_names_an_id_keeps_it(tmp_path: Path) -> None:
     state = migrated_state(tmp_path, {"agent:main:main": entry("s1", usageFamilySessionIds=["s0"]), "agent:main:b": entry("s2")},
                            {"s0": 1, "s1": 1, "s2": 1})
-    conn = sqlite3.connect(agent_db(state))
+    conn = open_db(agent_db(state))
     with conn:
         conn.execute("UPDATE session_entries SET entry_json = ? WHERE session_key = 'agent:main:b'", ('{broken "s0"',))
     conn.close()

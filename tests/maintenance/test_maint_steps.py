@@ -117,6 +117,8 @@ def test_plan_shows_relocation_and_exact_config_change_without_secrets(tmp_path:
         "agents.defaults.memorySearch.store.path removed (retired: the index lives in the agent database)",
         "agents.list[0].memorySearch.store.path removed (retired: the index lives in the agent database)",
         f"agents.defaults.workspace: path rebased from {home / '.clawdbot'} to {home / '.openclaw'}",
+        "agents.defaults.memorySearch → memory.search (moved in 9.6 to its canonical memory owner)",
+        "agents.list[0].memorySearch → agents.list[0].memory.search (moved in 9.6 to its canonical memory owner)",
     ]
     text = json.dumps(plan.to_json())
     assert SECRET not in text and API_KEY not in text
@@ -146,8 +148,9 @@ def test_migrate_relocates_renames_and_rewrites_the_config(tmp_path: Path, wired
     assert written["session"] == {"resetByType": {"direct": {"mode": "idle", "idleMinutes": 20}, "group": {"mode": "daily"}},
                                   "reset": {"idleMinutes": 45}}
     assert written["gateway"]["auth"]["token"] == SECRET and written["models"]["providers"]["openai"]["apiKey"] == API_KEY
-    assert written["agents"]["defaults"] == {"workspace": str(target / "workspace"), "memorySearch": {"enabled": True}}
-    assert written["agents"]["list"][0]["memorySearch"] == {"store": {"vector": {"enabled": False}}}
+    assert written["agents"]["defaults"] == {"workspace": str(target / "workspace")}
+    assert written["memory"] == {"search": {"enabled": True}}  # OpenClaw 2026.9.6's canonical owner
+    assert written["agents"]["list"][0]["memory"] == {"search": {"store": {"vector": {"enabled": False}}}}
     retired = target / ".statekit" / "migrated" / report.run_id / "clawdbot.json"
     assert retired.read_bytes() == old_config and mode(retired) == 0o600
     assert any(c.startswith(f"State dir: {legacy} → {target}") for c in report.changes)

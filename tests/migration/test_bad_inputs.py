@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from helpers import agent_db, global_db, make_state, rows, run_cli
+from helpers import agent_db, global_db, make_state, open_db, rows, run_cli
 from migrate.apply import MigrateOptions, migrate
 from statekit.errors import SchemaError, StateDirError
 
@@ -172,7 +171,7 @@ def test_read_only_state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 def test_database_with_a_newer_user_version(tmp_path: Path) -> None:
     state = make_state(tmp_path, {"agents/main/sessions/n.jsonl": transcript("n")})
     (state / "state").mkdir()
-    conn = sqlite3.connect(state / "state" / "openclaw.sqlite")
+    conn = open_db(state / "state" / "openclaw.sqlite")
     conn.execute("CREATE TABLE t(x)")
     conn.execute("PRAGMA user_version = 9")
     conn.commit()
@@ -189,7 +188,7 @@ def test_database_with_a_newer_user_version(tmp_path: Path) -> None:
 def test_newer_agent_database_blocks_only_that_agent(tmp_path: Path) -> None:
     state = make_state(tmp_path, {"agents/main/sessions/a.jsonl": transcript("a"), "agents/work/sessions/b.jsonl": transcript("b")})
     (state / "agents/work/agent").mkdir(parents=True)
-    conn = sqlite3.connect(state / "agents/work/agent/openclaw-agent.sqlite")
+    conn = open_db(state / "agents/work/agent/openclaw-agent.sqlite")
     conn.execute("CREATE TABLE t(x)")
     conn.execute("PRAGMA user_version = 4")
     conn.commit()

@@ -3,13 +3,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sqlite3
 from pathlib import Path
 
 import jsonschema
 import pytest
 
-from helpers import FIXTURES, REPO, make_state, run_cli, tree_digest
+from helpers import FIXTURES, REPO, make_state, open_db, run_cli, tree_digest
 
 PLAN_SCHEMA = json.loads((REPO / "docs" / "plan.schema.json").read_text())
 
@@ -22,7 +21,7 @@ def demo(tmp_path: Path) -> Path:
 
 def test_plan_writes_nothing_even_with_a_wal_database(demo: Path) -> None:
     (demo / "state").mkdir()
-    conn = sqlite3.connect(demo / "state" / "openclaw.sqlite")
+    conn = open_db(demo / "state" / "openclaw.sqlite")
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA user_version=1")
     conn.execute("CREATE TABLE schema_meta(meta_key TEXT PRIMARY KEY, role TEXT, schema_version INT, agent_id TEXT, app_version TEXT, created_at INT, updated_at INT)")

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 from freezegun import freeze_time
 
-from helpers import global_db, make_state, write_files
+from helpers import global_db, make_state, named_row, open_db, write_files
 from migrate.apply import MigrateOptions, MigrationReport, migrate
 
 NOW_ISO = "2026-06-01T12:00:00Z"
@@ -48,8 +47,8 @@ def outcome(report: MigrationReport, rel: str):
 
 
 def query(state: Path, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-    conn = sqlite3.connect(f"file:{global_db(state)}?mode=ro", uri=True)
-    conn.row_factory = sqlite3.Row
+    conn = open_db(global_db(state), "ro")
+    conn.row_trace = named_row
     try:
         return [dict(r) for r in conn.execute(sql, params)]
     finally:

@@ -85,11 +85,9 @@ def test_missing_time_falls_back_to_mtime_and_reimport_converges(tmp_path: Path)
 def test_runtime_rows_survive_reimport(tmp_path: Path):
     state, _ = new_state(tmp_path, {"audit/crestodian.jsonl": '{"timestamp":"2026-01-01T00:00:00Z"}\n'})
     run(state)
-    import sqlite3
+    from helpers import global_db, open_db
 
-    from helpers import global_db
-
-    conn = sqlite3.connect(global_db(state))
+    conn = open_db(global_db(state))
     conn.execute("INSERT INTO plugin_state_entries VALUES ('core:crestodian','audit','2026-02-01T00:00:00Z:x:uuid','{}',1,NULL)")
     conn.commit()
     conn.close()

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from b2_harness import MTIME, assert_failed_in_place, assert_imported, new_state, place, query, report_json, run
-from helpers import CORPUS, FIXTURES, corpus_or_skip, global_db
+from helpers import CORPUS, FIXTURES, corpus_or_skip, global_db, open_db
 from legacy_readers import reader_for
 from legacy_readers.channel_pairing import split_allow_name
 
@@ -86,7 +85,7 @@ def test_pairing_requests_replace_and_openclaw_text_times(tmp_path: Path):
     state, originals = new_state(tmp_path, {PAIRING: {"version": 1, "requests": [{"id": "1", "code": "C1", "createdAt": "2026-03-06T10:00:00.000Z"}]}})
     db = global_db(state)
     db.parent.mkdir(parents=True)
-    conn = sqlite3.connect(db)
+    conn = open_db(db)
     conn.execute(
         "CREATE TABLE channel_pairing_requests (channel_key TEXT NOT NULL, account_id TEXT NOT NULL, request_id TEXT NOT NULL, code TEXT NOT NULL,"
         " created_at TEXT NOT NULL, last_seen_at TEXT NOT NULL, meta_json TEXT, PRIMARY KEY (channel_key, account_id, request_id))"

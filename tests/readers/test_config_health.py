@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 from freezegun import freeze_time
 
-from helpers import FIXTURES, global_db
+from helpers import FIXTURES, global_db, open_db
 from test_devices_harness import (
     MTIME,
     assert_left_in_place,
@@ -60,7 +59,7 @@ def test_database_entry_is_kept_and_only_gets_missing_snapshots(state: Path) -> 
     place_fixture(state, "config-health/config-health.json", REL)
     with freeze_time("2026-05-01T12:00:00Z"):
         run(state)
-    conn = sqlite3.connect(global_db(state))
+    conn = open_db(global_db(state))
     conn.execute("UPDATE config_health_entries SET last_observed_suspicious_signature = 'newer', last_known_good_json = NULL, updated_at_ms = 5"
                  " WHERE config_path = '/srv/openclaw/openclaw.json'")  # fmt: skip
     conn.execute("UPDATE config_health_entries SET last_known_good_json = '{\"hash\":\"db\"}', updated_at_ms = 6 WHERE config_path = '/home/user/.openclaw/openclaw.json'")

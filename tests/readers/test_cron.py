@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import legacy_readers
-from helpers import FIXTURES, db_dump, global_db, make_state, rows, run_cli, tree_digest, write_files
+from helpers import FIXTURES, db_dump, global_db, make_state, named_row, open_db, rows, run_cli, tree_digest, write_files
 from legacy_readers.base import ImportContext, Reader, Source, WriteResult, forget_columns
 from legacy_readers.cron import (
     CronJobsBackupReader,
@@ -31,6 +30,7 @@ from legacy_readers.cron import (
 from statekit.errors import SchemaError, SourceError
 from statekit.fsutil import HashingReader
 from statekit.schema import open_global
+from statekit.db import Connection
 
 CRON_FIXTURES = FIXTURES / "readers" / "cron"
 NOW = 1_790_000_000_000
@@ -53,7 +53,7 @@ class Env:
     def __init__(self, state: Path, config: dict[str, Any] | None = None) -> None:
         self.state = state
         self.conn, _ = open_global(state)
-        self.conn.row_factory = sqlite3.Row
+        self.conn.row_trace = named_row
         self.ctx = ImportContext(state, "run-test", NOW, self.conn, agent_db_factory=_no_agent_db, config=config or {})
 
     def close(self) -> None:
@@ -109,7 +109,7 @@ class Env:
         return [dict(r) for r in rows]
 
 
-def _no_agent_db(agent_id: str) -> sqlite3.Connection:
+def _no_agent_db(agent_id: str) -> Connection:
     raise AssertionError(f"cron readers never open an agent database ({agent_id})")
 
 
@@ -588,7 +588,7 @@ def test_foreign_table_missing_a_column_is_refused(tmp_path: Path):
     state = make_state(tmp_path)
     db = state / "state" / "openclaw.sqlite"
     db.parent.mkdir(parents=True)
-    conn = sqlite3.connect(db)
+    conn = open_db(db)
     conn.execute("PRAGMA user_version = 1")
     conn.execute("CREATE TABLE cron_jobs (store_key TEXT NOT NULL, job_id TEXT NOT NULL, job_json TEXT NOT NULL, state_json TEXT NOT NULL DEFAULT '{}', updated_at INTEGER NOT NULL, PRIMARY KEY (store_key, job_id))")
     conn.commit()
@@ -607,7 +607,7 @@ def test_foreign_not_null_column_is_a_clear_schema_error(tmp_path: Path):
     state = make_state(tmp_path)
     environment = Env(state)
     environment.close()
-    conn = sqlite3.connect(state / "state" / "openclaw.sqlite")
+    conn = open_db(state / "state" / "openclaw.sqlite")
     conn.execute("ALTER TABLE cron_jobs ADD COLUMN owner_token TEXT NOT NULL DEFAULT 'x'")  # allowed with a default...
     conn.execute("DROP TABLE cron_run_logs")
     conn.execute("CREATE TABLE cron_run_logs (store_key TEXT NOT NULL, job_id TEXT NOT NULL, seq INTEGER NOT NULL, ts INTEGER, status TEXT, error TEXT, summary TEXT, diagnostics_summary TEXT, delivery_status TEXT, delivery_error TEXT, delivered INTEGER, session_id TEXT, session_key TEXT, run_id TEXT, run_at_ms INTEGER, duration_ms INTEGER, next_run_at_ms INTEGER, model TEXT, provider TEXT, total_tokens INTEGER, entry_json TEXT NOT NULL, created_at INTEGER NOT NULL, trace_id TEXT NOT NULL, PRIMARY KEY (store_key, job_id, seq))")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 import tarfile
 from collections import Counter
 from pathlib import Path
@@ -22,11 +21,12 @@ from typing import Any
 
 import pytest
 
-from helpers import corpus_or_skip, make_state
+from helpers import corpus_or_skip, make_state, named_row, open_db
 from legacy_readers.base import ImportContext, Reader, Source, WriteResult, forget_columns
 from legacy_readers.cron import CronJobsBackupReader, CronJobsReader, CronRunsReader, CronStateReader
 from statekit.fsutil import HashingReader
 from statekit.schema import open_global
+from statekit.db import Connection
 
 pytestmark = pytest.mark.corpus
 
@@ -37,13 +37,13 @@ RUNS = CronRunsReader()
 BACKUP = CronJobsBackupReader()
 
 
-def _conn(state: Path) -> sqlite3.Connection:
+def _conn(state: Path) -> Connection:
     conn, _ = open_global(state)
-    conn.row_factory = sqlite3.Row
+    conn.row_trace = named_row
     return conn
 
 
-def _write(conn: sqlite3.Connection, state: Path, reader: Reader, rel: str, config: dict[str, Any] | None = None) -> WriteResult:
+def _write(conn: Connection, state: Path, reader: Reader, rel: str, config: dict[str, Any] | None = None) -> WriteResult:
     ctx = ImportContext(state, "run-corpus", NOW, conn, agent_db_factory=lambda a: pytest.fail(f"agent db {a}"), config=config or {})
     source = Source(state, rel)
     conn.execute("BEGIN IMMEDIATE")
@@ -176,8 +176,8 @@ def test_smoke_2026_5_28_matches_what_openclaw_2026_7_35_wrote(tmp_path: Path):
         forget_columns(conn)
         conn.close()
 
-    ref = sqlite3.connect(f"file:{reference_db}?mode=ro&immutable=1", uri=True)
-    ref.row_factory = sqlite3.Row
+    ref = open_db(reference_db, "ro", immutable=True)
+    ref.row_trace = named_row
     try:
         theirs = {r["name"]: dict(r) for r in ref.execute("SELECT * FROM cron_jobs")}
         their_run = dict(ref.execute("SELECT * FROM cron_run_logs").fetchone())

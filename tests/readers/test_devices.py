@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from helpers import global_db, run_cli
+from helpers import global_db, open_db, run_cli
 from test_devices_harness import (
     assert_left_in_place,
     assert_retired,
@@ -28,7 +27,7 @@ DEV1 = "21fe31dfa154a261626bf854046fd2271b7bed4b6abe45aa58877ef47f9721b9"
 DEV2 = "39f713d0a644253f04529421b9f51b9b08979d08295959c4f3990ee617f5139f"
 REQ1 = "3f1c2a9e-0c4e-4d61-9d1a-5b6f7a8b9c01"
 def columns(state: Path, table: str) -> list[str]:
-    conn = sqlite3.connect(global_db(state))
+    conn = open_db(global_db(state))
     try:
         return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
     finally:
@@ -143,7 +142,7 @@ def test_paired_fields_without_a_v1_column_go_where_openclaw_2026_9_6_keeps_them
 def test_paired_keeps_a_newer_database_row_and_replaces_an_older_one(state: Path) -> None:
     place_fixture(state, "devices/paired.json", "devices/paired.json")
     run(state)
-    conn = sqlite3.connect(global_db(state))
+    conn = open_db(global_db(state))
     conn.execute("UPDATE device_pairing_paired SET display_name = 'renamed later', last_seen_at_ms = 1890000000000 WHERE device_id = ?", (DEV2,))
     conn.execute("UPDATE device_pairing_paired SET display_name = 'older', approved_at_ms = 1, last_seen_at_ms = NULL WHERE device_id = ?", (DEV1,))
     conn.commit()

@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sqlite3
 import tarfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from helpers import FIXTURES, corpus_or_skip, global_db, make_state, write_files
+from helpers import FIXTURES, corpus_or_skip, global_db, make_state, open_db, write_files, named_row
 from legacy_readers.base import forget_columns, upsert
 from legacy_readers.devices import parse_iso_ms, validate_hiding_keys, write_row
 from migrate.apply import MigrateOptions, MigrationReport, migrate
@@ -77,8 +76,8 @@ def run(state: Path) -> MigrationReport:
 
 
 def rows(state: Path, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-    conn = sqlite3.connect(f"file:{global_db(state)}?mode=ro", uri=True)
-    conn.row_factory = sqlite3.Row
+    conn = open_db(global_db(state), "ro")
+    conn.row_trace = named_row
     try:
         return [dict(r) for r in conn.execute(sql, params)]
     finally:
@@ -168,7 +167,7 @@ def test_validate_hiding_keys_numbers_entries_and_never_names_a_key() -> None:
 
 
 def test_write_row_skips_absent_optional_columns_of_a_foreign_table() -> None:
-    conn = sqlite3.connect(":memory:")
+    conn = open_db(":memory:")
     conn.execute("CREATE TABLE t (k TEXT PRIMARY KEY, a TEXT, b TEXT)")
     write_row(conn, "t", {"k": "1", "a": "x", "extra": None}, ("k",), optional=("extra",))
     assert conn.execute("SELECT * FROM t").fetchall() == [("1", "x", None)]

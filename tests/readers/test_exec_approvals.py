@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from helpers import global_db, run_cli
+from helpers import global_db, open_db, run_cli
 from legacy_readers.base import fingerprint
 from test_devices_harness import (
     MTIME,
@@ -139,7 +138,7 @@ def test_not_a_stub_with_unknown_fields(state: Path) -> None:
 def test_newer_database_row_is_kept(state: Path) -> None:
     place_fixture(state, "exec-approvals/exec-approvals.json", REL)
     run(state)
-    conn = sqlite3.connect(global_db(state))
+    conn = open_db(global_db(state))
     conn.execute("UPDATE exec_approvals_config SET raw_json = '{\"version\":1,\"agents\":{}}', agent_count = 0, updated_at_ms = ?", (MTIME + 10**9,))
     conn.commit()
     conn.close()
@@ -236,7 +235,7 @@ def test_corpus_2026_7_database_row_is_not_clobbered(tmp_path: Path) -> None:
     }
     # Same tree, but OpenClaw wrote a newer row after the file: the row stays.
     state2 = corpus_files("legacy-2026.7.35-std", [REL, "state/openclaw.sqlite"], tmp_path / "second")
-    conn = sqlite3.connect(global_db(state2))
+    conn = open_db(global_db(state2))
     newer = (2**53 - 1) // 1000
     conn.execute(
         "INSERT INTO exec_approvals_config (config_key, raw_json, socket_path, has_socket_token, agent_count, allowlist_count, updated_at_ms)"

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import base64
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from helpers import global_db, run_cli
+from helpers import global_db, open_db, run_cli
 from legacy_readers.identity import (
     normalize_scopes,
     ed25519_public_key,
@@ -185,7 +184,7 @@ def test_device_auth_roles_and_scopes_as_openclaw_imports_them(state: Path) -> N
 def test_device_auth_newer_database_row_is_kept(state: Path) -> None:
     place_fixture(state, "identity/device-auth.json", "identity/device-auth.json")
     run(state)
-    conn = sqlite3.connect(global_db(state))
+    conn = open_db(global_db(state))
     conn.execute("UPDATE device_auth_tokens SET token = 'rotated-later', updated_at_ms = 1890000000000 WHERE role = 'operator'")
     conn.commit()
     conn.close()

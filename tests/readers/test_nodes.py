@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
-from helpers import global_db
+from helpers import global_db, open_db
 from test_devices_harness import (
     assert_left_in_place,
     assert_retired,
@@ -21,7 +20,7 @@ from test_devices_harness import (
 )
 
 def columns(state: Path, table: str) -> list[str]:
-    conn = sqlite3.connect(global_db(state))
+    conn = open_db(global_db(state))
     try:
         return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
     finally:
@@ -115,7 +114,7 @@ def test_a_surface_already_in_the_database_is_kept(state: Path) -> None:
     place_fixture(state, "devices/paired.json", "devices/paired.json")
     run(state)
     newer = json.dumps({"displayName": "renamed", "approvedAtMs": 1, "createdAtMs": 1})
-    conn = sqlite3.connect(global_db(state))
+    conn = open_db(global_db(state))
     conn.execute("ALTER TABLE device_pairing_paired ADD COLUMN node_surface_json TEXT")  # as 2026.9.6 adds it
     conn.execute("UPDATE device_pairing_paired SET node_surface_json = ? WHERE device_id = ?", (newer, DEV2))
     conn.commit()

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from b2_harness import MTIME, assert_failed_in_place, assert_imported, new_state, place, query, run
-from helpers import FIXTURES, global_db
+from helpers import FIXTURES, global_db, open_db
 from legacy_readers import reader_for
 
 FIX = FIXTURES / "readers" / "plugin-binding-approvals"
@@ -46,7 +45,7 @@ def test_openclaw_three_column_key(tmp_path: Path):
     state, originals = new_state(tmp_path, {REL: (FIX / REL).read_bytes()})
     db = global_db(state)
     db.parent.mkdir(parents=True)
-    conn = sqlite3.connect(db)
+    conn = open_db(db)
     conn.execute(
         "CREATE TABLE plugin_binding_approvals (plugin_root TEXT NOT NULL, channel TEXT NOT NULL, account_id TEXT NOT NULL,"
         " plugin_id TEXT NOT NULL, plugin_name TEXT, approved_at INTEGER NOT NULL, PRIMARY KEY (plugin_root, channel, account_id))"

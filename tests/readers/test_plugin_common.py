@@ -15,7 +15,7 @@ from typing import Any
 
 from freezegun import freeze_time
 
-from helpers import FIXTURES, global_db, make_state, rows, run_cli, write_files
+from helpers import FIXTURES, global_db, make_state, open_db, rows, run_cli, write_files
 from migrate.apply import MigrateOptions, MigrationReport, migrate
 from statekit.errors import ExitCode
 
@@ -138,9 +138,7 @@ def test_newer_existing_row_is_kept(tmp_path: Path) -> None:
     state = fixture_state(tmp_path, "telegram")
     run(state)  # creates the database
     db = global_db(state)
-    import sqlite3
-
-    conn = sqlite3.connect(db)
+    conn = open_db(db)
     conn.execute(
         "INSERT INTO plugin_state_entries VALUES ('telegram', 'topic-names', '-1001234567890:12', '{\"name\":\"Renamed\",\"updatedAt\":1795999999999}', 1795999999999, NULL)"
         " ON CONFLICT DO UPDATE SET value_json = excluded.value_json, created_at = excluded.created_at"
@@ -161,11 +159,9 @@ def test_newer_existing_row_is_kept(tmp_path: Path) -> None:
 
 def test_foreign_table_without_columns_is_refused_cleanly(tmp_path: Path) -> None:
     """An existing plugin_state_entries of another shape: SchemaError per source, file left in place."""
-    import sqlite3
-
     state = fixture_state(tmp_path, "nostr")
     (state / "state").mkdir()
-    conn = sqlite3.connect(state / "state" / "openclaw.sqlite")
+    conn = open_db(state / "state" / "openclaw.sqlite")
     conn.execute("CREATE TABLE plugin_state_entries (plugin_id TEXT, namespace TEXT, entry_key TEXT, value TEXT, PRIMARY KEY (plugin_id, namespace, entry_key))")
     conn.execute("PRAGMA user_version = 1")
     conn.commit()

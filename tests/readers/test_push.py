@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from helpers import global_db
+from helpers import global_db, open_db
 from legacy_readers.base import fingerprint
 from legacy_readers.push import normalise_debug_suffix, normalise_relay_origin
 from test_devices_harness import (
@@ -58,7 +57,7 @@ def test_web_push_subscriptions_round_trip(state: Path) -> None:
 def test_web_push_newer_database_row_wins(state: Path) -> None:
     place_fixture(state, SUBS, SUBS)
     run(state)
-    conn = sqlite3.connect(global_db(state))
+    conn = open_db(global_db(state))
     conn.execute("UPDATE web_push_subscriptions SET auth = 'rotated', updated_at_ms = 1890000000000 WHERE endpoint_hash = ?", (h(EP1),))
     conn.commit()
     conn.close()

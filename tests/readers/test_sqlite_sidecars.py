@@ -7,11 +7,10 @@ import gzip
 import hashlib
 import json
 import shutil
-import sqlite3
 from pathlib import Path
 from typing import Any
 
-from helpers import corpus_or_skip, extract_corpus_tree, global_db, make_state, rows, run_cli, tree_digest, write_files
+from helpers import corpus_or_skip, extract_corpus_tree, global_db, make_state, open_db, rows, run_cli, tree_digest, write_files, named_row
 from migrate.plan import build_plan
 from statekit.schema import open_global
 from test_plugin_common import NOW_MS, assert_imported, outcome, receipt, run
@@ -108,7 +107,7 @@ def _database(path: Path, sql: str, inserts: dict[str, list[dict[str, Any]]], *,
     """Create a sidecar; with ``keep_wal`` the rows stay in its -wal file (copied while the writer is still open)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     work = path.parent / (".build-" + path.name)
-    conn = sqlite3.connect(work)
+    conn = open_db(work)
     conn.executescript(sql)
     if keep_wal:
         conn.execute("PRAGMA journal_mode=WAL")
@@ -164,8 +163,8 @@ EXPECTED = {
 
 
 def task_rows(state: Path) -> dict[str, dict[str, Any]]:
-    conn = sqlite3.connect(f"file:{global_db(state)}?mode=ro", uri=True)
-    conn.row_factory = sqlite3.Row
+    conn = open_db(global_db(state), "ro")
+    conn.row_trace = named_row
     try:
         return {r["task_id"]: dict(r) for r in conn.execute("SELECT * FROM task_runs")}
     finally:
@@ -205,11 +204,11 @@ def test_migrate_imports_retains_and_drops(tmp_path: Path) -> None:
     # the row lived only in the WAL: it was read together with the database, then both were retired
     alone = tmp_path / "main-file-alone.sqlite"
     alone.write_bytes(originals["tasks/runs.sqlite"])
-    assert sqlite3.connect(alone).execute("SELECT count(*) FROM task_runs").fetchone() == (0,)
+    assert open_db(alone).execute("SELECT count(*) FROM task_runs").fetchone() == (0,)
     assert list(task_rows(state)) == ["t-cron"]
     assert receipt(state, "tasks/runs.sqlite-wal")["report"]["disposition"].startswith("sibling of tasks/runs.sqlite")
     retired = state / ".statekit" / "migrated" / report.run_id / "memory" / "main.sqlite"
-    assert sqlite3.connect(retired).execute("SELECT payload FROM chunks").fetchone() == ("x",)
+    assert open_db(retired).execute("SELECT payload FROM chunks").fetchone() == ("x",)
     # the capture: sessions (one implied by an event), events (the repeated one twice) and the checked blob
     db = global_db(state)
     assert rows(db, "SELECT id, started_at, ended_at, mode, source_scope, source_process, proxy_url FROM capture_sessions ORDER BY id") == [
@@ -292,8 +291,8 @@ def test_flow_registry_rows_are_the_ones_openclaw_imports(tmp_path: Path) -> Non
     _database(state / "flows" / "registry.sqlite", FLOWS_SQL, {"flow_runs": flows})
     report = run(state)
     assert report.status == "completed", report.warnings
-    conn = sqlite3.connect(f"file:{global_db(state)}?mode=ro", uri=True)
-    conn.row_factory = sqlite3.Row
+    conn = open_db(global_db(state), "ro")
+    conn.row_trace = named_row
     got = {r["flow_id"]: dict(r) for r in conn.execute("SELECT * FROM flow_runs")}
     conn.close()
     empty = {"requester_origin_json": None, "current_step": None, "blocked_task_id": None, "blocked_summary": None,

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from helpers import global_db
+from helpers import global_db, open_db
 from test_devices_harness import (
     assert_left_in_place,
     assert_retired,
@@ -39,7 +38,7 @@ def test_round_trip(state: Path) -> None:
 def test_newer_database_pointer_kept_heartbeat_discarded(state: Path) -> None:
     place_fixture(state, "tui/last-session.json", REL)
     run(state)
-    conn = sqlite3.connect(global_db(state))
+    conn = open_db(global_db(state))
     conn.execute("UPDATE config_machine_state SET value_json = '\"agent:main:newer\"', updated_at_ms = 1890000000000 WHERE state_key LIKE 'tui.lastSession.0f3c%'")
     conn.commit()
     conn.close()

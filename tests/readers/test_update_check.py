@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 from freezegun import freeze_time
 
-from helpers import global_db
+from helpers import global_db, open_db
 from legacy_readers.update_check import iso_from_ms
 from test_devices_harness import (
     MTIME,
@@ -107,7 +106,7 @@ def test_corpus_smoke_and_public_repo(tmp_path: Path) -> None:
 def test_corpus_2026_7_text_columns_get_iso_strings(tmp_path: Path) -> None:
     """In OpenClaw 2026.7's own database the ISO string goes in as written."""
     state = corpus_files("legacy-2026.7.35-std", ["state/openclaw.sqlite"], tmp_path)
-    conn = sqlite3.connect(global_db(state))
+    conn = open_db(global_db(state))
     conn.execute("DELETE FROM update_check_state")
     conn.commit()
     conn.close()

@@ -29,7 +29,6 @@ import re
 import resource
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -43,6 +42,8 @@ from typing import Any
 
 import backup  # noqa: F401  -- the real package (tests/backup must not shadow it in forked children)
 from statekit import faults
+from helpers import open_db
+from statekit.db import Connection
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = int(os.environ.get("STATEKIT_RELIABILITY_SEED", "20261130"))
@@ -286,8 +287,8 @@ def live_databases(state: Path) -> list[Path]:
     return found
 
 
-def _connect_ro(db: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+def _connect_ro(db: Path) -> Connection:
+    return open_db(db, "ro")
 
 
 def table_dump(db: Path, skip: Iterable[str] = ()) -> dict[str, list[str]]:
@@ -643,12 +644,12 @@ def add_wal_database(state: Path) -> None:
     """A plugin database left in WAL mode with committed rows still in its -wal file."""
     path = state / "plugins" / "memory" / "index.sqlite"
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path)
+    conn = open_db(path)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA wal_autocheckpoint = 0")
     conn.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, text TEXT)")
-    conn.executemany("INSERT INTO chunks(text) VALUES (?)", [(f"chunk {i} " * 20,) for i in range(200)])
-    conn.commit()
+    with conn:
+        conn.executemany("INSERT INTO chunks(text) VALUES (?)", [(f"chunk {i} " * 20,) for i in range(200)])
     conn.close()
 
 
@@ -728,7 +729,7 @@ def build_restore_world(base: Path) -> RestoreWorld:
     a_tree, a_dumps = tree_outcome(state), db_dumps(state)
     # State B: a row added to every database, a file changed, one deleted, one added.
     for db in live_databases(state):
-        conn = sqlite3.connect(db)
+        conn = open_db(db)
         conn.execute("CREATE TABLE IF NOT EXISTS after_backup (id INTEGER PRIMARY KEY, note TEXT)")
         conn.execute("INSERT INTO after_backup(note) VALUES ('B')")
         conn.commit()

@@ -13,9 +13,10 @@ summary line (commits, errors, slowest commit in ms).
 from __future__ import annotations
 
 import os
-import sqlite3
 import sys
 import time
+
+from statekit.db import SQLiteError, connect
 
 BATCH = 5
 
@@ -24,7 +25,7 @@ def main(argv: list[str]) -> int:
     stop, log, *paths = argv
     conns = []
     for path in paths:
-        conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+        conn = connect(path, busy_timeout_ms=30_000)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA busy_timeout = 30000")
         conn.execute("CREATE TABLE IF NOT EXISTS live_a (seq INTEGER PRIMARY KEY, payload TEXT NOT NULL)")
@@ -45,7 +46,7 @@ def main(argv: list[str]) -> int:
                 conn.executemany("INSERT INTO live_a(seq, payload) VALUES (?, ?)", rows)
                 conn.executemany("INSERT INTO live_b(seq, payload) VALUES (?, ?)", rows)
                 conn.execute("COMMIT")
-            except sqlite3.Error as exc:
+            except SQLiteError as exc:
                 errors += 1
                 out.write(f"error {index} {exc}\n")
                 if conn.in_transaction:

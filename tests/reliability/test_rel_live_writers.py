@@ -13,7 +13,6 @@ never less than in the previous archive. The writer must never see an error.
 
 from __future__ import annotations
 
-import sqlite3
 import subprocess
 import sys
 import time
@@ -22,6 +21,8 @@ from pathlib import Path
 import pytest
 
 import rel_harness as h
+from helpers import open_db
+from statekit.db import OperationalError
 
 WRITER = Path(__file__).with_name("rel_writer.py")
 BATCH = 5
@@ -39,10 +40,10 @@ def _committed(log: Path, databases: int) -> list[int]:
 
 
 def _seqs(db: Path, table: str) -> list[int]:
-    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    conn = open_db(db, "ro")
     try:
         return [r[0] for r in conn.execute(f"SELECT seq FROM {table} ORDER BY seq")]
-    except sqlite3.OperationalError:
+    except OperationalError:
         return []
     finally:
         conn.close()
