@@ -23,6 +23,7 @@ class MemoryCoreDreamsStateReader(RetainedPluginFile):
     kind = "memory-core-dreams-state"
     family = "memory-core"
     description = "memory-core dreaming/ingestion state in a workspace (memory/.dreams/*.json)"
+    workspace_patterns = ("memory/.dreams/daily-ingestion.json", "memory/.dreams/session-ingestion.json", "memory/.dreams/short-term-recall.json", "memory/.dreams/phase-signals.json")
     patterns = ("workspace/memory/.dreams/daily-ingestion.json", "workspace/memory/.dreams/session-ingestion.json", "workspace/memory/.dreams/short-term-recall.json", "workspace/memory/.dreams/phase-signals.json", "workspace-*/memory/.dreams/daily-ingestion.json", "workspace-*/memory/.dreams/session-ingestion.json", "workspace-*/memory/.dreams/short-term-recall.json", "workspace-*/memory/.dreams/phase-signals.json", "agents/*/workspace/memory/.dreams/daily-ingestion.json", "agents/*/workspace/memory/.dreams/session-ingestion.json", "agents/*/workspace/memory/.dreams/short-term-recall.json", "agents/*/workspace/memory/.dreams/phase-signals.json")
     plugin_id = PLUGIN
     reason = MEMORY_CORE_REASON
@@ -33,6 +34,7 @@ class MemoryCoreEventsReader(RetainedPluginFile):
     kind = "memory-core-events"
     family = "memory-core"
     description = "memory-core host event log in a workspace (memory/.dreams/events.jsonl)"
+    workspace_patterns = ("memory/.dreams/events.jsonl",)
     patterns = ("workspace/memory/.dreams/events.jsonl", "workspace-*/memory/.dreams/events.jsonl", "agents/*/workspace/memory/.dreams/events.jsonl")
     plugin_id = PLUGIN
     reason = MEMORY_CORE_REASON
@@ -43,6 +45,7 @@ class MemoryCoreSessionCorpusReader(RetainedPluginFile):
     kind = "memory-core-session-corpus"
     family = "memory-core"
     description = "memory-core session corpus file in a workspace (memory/.dreams/session-corpus/*)"
+    workspace_patterns = ("memory/.dreams/session-corpus/*",)
     patterns = ("workspace/memory/.dreams/session-corpus/*", "workspace-*/memory/.dreams/session-corpus/*", "agents/*/workspace/memory/.dreams/session-corpus/*")
     plugin_id = PLUGIN
     reason = MEMORY_CORE_REASON
@@ -53,6 +56,7 @@ class MemoryCorePromotionLock(NotImportedReader):
     kind = "memory-core-promotion-lock"
     family = "memory-core"
     description = "memory-core short-term promotion lock file in a workspace"
+    workspace_patterns = ("memory/.dreams/short-term-promotion.lock",)
     patterns = ("workspace/memory/.dreams/short-term-promotion.lock", "workspace-*/memory/.dreams/short-term-promotion.lock", "agents/*/workspace/memory/.dreams/short-term-promotion.lock")
     plugin_id = PLUGIN
     action = "drop"
