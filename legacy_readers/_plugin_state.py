@@ -7,13 +7,15 @@ A reader only says how to turn its file into entries
 (:meth:`PluginStateReader.entries`); this module parses, validates, counts,
 upserts, validates the committed rows and writes a secret-free report.
 
-Merge rule (re-import converges, a newer runtime row is never clobbered):
-each entry carries ``created_at`` (the entry's own timestamp when the file
-has one, else the file's mtime); an existing row is updated only when the
-incoming ``created_at`` is not older (``ON CONFLICT DO UPDATE ... WHERE
-excluded.created_at >= created_at``). Entries whose TTL has already run out
-(caches such as Telegram sent messages) are skipped, as OpenClaw does, and
-counted in the report.
+Rows as OpenClaw 2026.9.6's doctor writes them when it imports the same
+file: ``value_json`` is the value as ``JSON.stringify`` writes it;
+``created_at`` is the import time unless the reader gives the entry's own
+timestamp (9.6 keeps one only where its importer passes it, e.g. Telegram's
+sent-message cache); ``expires_at`` is set only for entries with a TTL. A key
+already in the database is kept as it is (9.6 registers imported entries
+only when absent), so a rerun converges and a newer runtime row is never
+clobbered. Entries whose TTL has already run out are skipped, as OpenClaw
+does, and counted in the report.
 """
 
 from __future__ import annotations
@@ -27,13 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO, ClassVar
 
+from legacy_readers._jsjson import js_stringify
 from legacy_readers.base import (
     ImportContext,
     Inspection,
     Reader,
     Source,
     WriteResult,
-    compact_json,
     decode_utf8,
     fingerprint,
     parse_json_document,
@@ -221,6 +223,10 @@ class PluginStateReader(Reader):
     def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry | BlobEntry]:
         raise NotImplementedError
 
+    def should_replace(self, existing_value: Any, incoming_value: Any) -> bool:
+        """Whether an imported value replaces the one a key already holds (9.6's shouldReplaceExistingEntry); default never."""
+        return False
+
     def secret_values(self, entry: StateEntry | BlobEntry) -> list[str]:
         """Secret strings of an entry, fingerprinted (never stored) in the receipt."""
         return []
@@ -266,6 +272,10 @@ class PluginStateReader(Reader):
 
     # -- apply ------------------------------------------------------------------------
 
+    def _replaces(self, conn: Any, plugin_id: str, namespace: str, key: str, entry: StateEntry) -> bool:
+        held = _held_value(conn, plugin_id, namespace, key)
+        return held is not None and self.should_replace(held, entry.value)
+
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         ectx = self._context(source, ctx.now_ms, ctx.config)
         chosen = self._collect(source, handle, ectx)
@@ -275,14 +285,14 @@ class PluginStateReader(Reader):
         keys_by_group: dict[tuple[str, str, str], list[str]] = {}
         fingerprints: list[str] = []
         for (table, plugin_id, namespace, key), entry in chosen.items():
-            created = entry.created_at if entry.created_at is not None else ectx.mtime_ms
+            created = entry.created_at if entry.created_at is not None else ectx.now_ms
             before = conn.total_changes
             if isinstance(entry, BlobEntry):
                 row = {
                     "plugin_id": plugin_id,
                     "namespace": namespace,
                     "entry_key": key,
-                    "metadata_json": compact_json(entry.metadata),
+                    "metadata_json": js_stringify(entry.metadata),
                     "blob": sqlite_blob(entry.blob),
                     "created_at": created,
                     "expires_at": entry.expires_at,
@@ -292,12 +302,16 @@ class PluginStateReader(Reader):
                     "plugin_id": plugin_id,
                     "namespace": namespace,
                     "entry_key": key,
-                    "value_json": compact_json(entry.value),
+                    "value_json": js_stringify(entry.value),
                     "created_at": created,
                     "expires_at": entry.expires_at,
                 }
-            upsert(conn, table, row, ("plugin_id", "namespace", "entry_key"),
-                   where=f"excluded.created_at >= {table}.created_at")
+            upsert(conn, table, row, ("plugin_id", "namespace", "entry_key"), update=False)
+            if conn.total_changes == before and isinstance(entry, StateEntry) and self._replaces(conn, plugin_id, namespace, key, entry):
+                conn.execute(
+                    f"UPDATE {STATE_TABLE} SET value_json = ?, created_at = ?, expires_at = ? WHERE plugin_id = ? AND namespace = ? AND entry_key = ?",
+                    (row["value_json"], created, entry.expires_at, plugin_id, namespace, key),
+                )
             if conn.total_changes == before:
                 kept_existing += 1
             counts[f"{plugin_id}/{namespace}"] = counts.get(f"{plugin_id}/{namespace}", 0) + 1
@@ -315,7 +329,7 @@ class PluginStateReader(Reader):
                 len(keys),
             )
         if kept_existing:
-            result.notices.append(f"{source.rel}: {kept_existing} entr(y/ies) already held newer rows in SQLite; kept them")
+            result.notices.append(f"{source.rel}: {kept_existing} entr(y/ies) already in SQLite; kept them (as OpenClaw's import does)")
         result.report.update({
             "plugin_id": self.plugin_id,
             "entries": len(chosen),
@@ -329,6 +343,16 @@ class PluginStateReader(Reader):
         for name, value in ectx.report.items():
             result.report.setdefault(name, value)
         return result
+
+
+def _held_value(conn: Any, plugin_id: str, namespace: str, key: str) -> Any:
+    row = conn.execute(
+        f"SELECT value_json FROM {STATE_TABLE} WHERE plugin_id = ? AND namespace = ? AND entry_key = ?", (plugin_id, namespace, key)
+    ).fetchone()
+    try:
+        return json.loads(row[0]) if row else None
+    except ValueError:
+        return None
 
 
 def load_config(state_dir: Any) -> dict[str, Any]:
@@ -390,9 +414,11 @@ __all__ = [
     "BlobEntry",
     "EntryContext",
     "NotImportedReader",
+    "RetainedPluginFile",
     "PluginStateReader",
     "StateEntry",
     "as_ms",
+    "external_plugin_reason",
     "check_key",
     "file_stem",
     "in_session_dirs",
@@ -406,3 +432,22 @@ __all__ = [
     "text_of",
     "workspace_key",
 ]
+
+
+# --- files OpenClaw 2026.9.6 leaves to a plugin's own doctor -------------------------------
+
+EXTERNAL_PLUGIN_REASON = (
+    "OpenClaw 2026.9.6 does not bundle the {plugin} plugin and leaves this file in place; the "
+    "installed plugin's own doctor migrates it under its own keys, so statekit keeps it for that"
+)
+
+
+def external_plugin_reason(plugin: str) -> str:
+    """The retain reason of a file of a plugin 9.6 does not bundle (its package owns the migration)."""
+    return EXTERNAL_PLUGIN_REASON.format(plugin=plugin)
+
+
+class RetainedPluginFile(NotImportedReader):
+    """A plugin file statekit leaves where it is, because OpenClaw (or the plugin) imports or reads it there."""
+
+    action = "retain"

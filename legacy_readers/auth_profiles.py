@@ -572,7 +572,7 @@ def _has_shared_table(global_conn: Connection) -> bool:
     return global_conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (SHARED_TABLE,)).fetchone() is not None
 
 
-def target_for(ctx: ImportContext, agent: str) -> Target:
+def target_for(ctx: ImportContext, agent: str, stamp: int) -> Target:
     """Where ``agent``'s auth rows go.
 
     Every agent but ``main``: its own database, as 2026.7.35 kept them (9.6 keeps them there). ``main`` is
@@ -591,23 +591,27 @@ def target_for(ctx: ImportContext, agent: str) -> Target:
     if ownership is None:
         path = agent_db_path(ctx.state_dir, agent)
         if not (path.exists() and _has_rows(ctx.agent_db(agent))):
-            claim_shared_store(ctx.global_db, ctx.now_ms)
+            claim_shared_store(ctx.global_db, stamp)
             return Target(ctx.global_db, "global", agent, shared=True)
     return Target(ctx.agent_db(agent), _db(agent), agent, shared=False)
 
 
-def claim_shared_store(global_conn: Connection, now_ms: int) -> None:
-    """Record that the shared auth store lives in the state database (9.6's ``auth.sharedStore``)."""
+def claim_shared_store(global_conn: Connection, stamp: int) -> None:
+    """Record that the shared auth store lives in the state database (9.6's ``auth.sharedStore``).
+
+    ``stamp`` is the store's own time (the imported file's mtime, the moved row's ``updated_at``, or 0
+    when there is no store), never the clock: a rerun after an interruption writes the same row.
+    """
     upsert(
         global_conn,
         SHARED_TABLE,
-        {"state_key": OWNERSHIP_KEY, "value_json": js_stringify(STATE_DB_OWNERSHIP), "updated_at_ms": now_ms},
+        {"state_key": OWNERSHIP_KEY, "value_json": js_stringify(STATE_DB_OWNERSHIP), "updated_at_ms": stamp},
         ("state_key",),
         update=False,
     )
 
 
-def settle_shared_auth_store(global_conn: Connection, main_conn: Connection | None, now_ms: int) -> str | None:
+def settle_shared_auth_store(global_conn: Connection, main_conn: Connection | None) -> str | None:
     """End-of-run step for the shared auth store (call inside the global database's transaction).
 
     When no auth file of ``main`` was imported, the ownership marker may still be missing; 9.6's first
@@ -636,7 +640,7 @@ def settle_shared_auth_store(global_conn: Connection, main_conn: Connection | No
             moved.append((shared_key, row[0], row[1]))
     for shared_key, value_json, updated_at in moved:
         upsert(global_conn, SHARED_TABLE, {"state_key": shared_key, "value_json": value_json, "updated_at_ms": updated_at}, ("state_key",), update=False)
-    claim_shared_store(global_conn, now_ms)
+    claim_shared_store(global_conn, next((int(u or 0) for k, _v, u in moved if k == SHARED_STORE_KEY), 0))
     if moved:
         return "moved the main agent's auth store into the shared store (auth.sharedStore = state-db), as OpenClaw 2026.9.6 keeps it"
     return "the shared auth store lives in the state database (auth.sharedStore = state-db), as OpenClaw 2026.9.6 keeps it"
@@ -667,7 +671,7 @@ def clean_relocated_main_rows(global_conn: Connection, main_conn: Connection) ->
     return removed
 
 
-def finish_shared_auth_store(global_conn: Connection, main_conn: Connection | None, now_ms: int) -> str | None:
+def finish_shared_auth_store(global_conn: Connection, main_conn: Connection | None) -> str | None:
     """The end-of-run step of a migration (both connections outside a transaction): settle, commit, clean, commit.
 
     Idempotent and safe to interrupt: the copy and the marker commit together; the main database's own
@@ -675,7 +679,7 @@ def finish_shared_auth_store(global_conn: Connection, main_conn: Connection | No
     """
     global_conn.execute("BEGIN IMMEDIATE")
     try:
-        notice = settle_shared_auth_store(global_conn, main_conn, now_ms)
+        notice = settle_shared_auth_store(global_conn, main_conn)
         global_conn.execute("COMMIT")
     except BaseException:
         if global_conn.in_transaction:
@@ -779,8 +783,8 @@ def _db(agent: str) -> str:
 def _import_store(
     source: Source, ctx: ImportContext, agent: str, parsed: Parsed, authoritative: bool, fill_note: str, *, first: bool = False
 ) -> WriteResult:
-    target = target_for(ctx, agent)
     updated = _mtime_ms(source, ctx.now_ms)
+    target = target_for(ctx, agent, updated)
     counts = merge_store(target, parsed.profiles, updated, authoritative, source.rel, first=first)
     if parsed.state:
         merge_state(target, parsed.state, updated, authoritative, source.rel)
@@ -851,7 +855,7 @@ class AuthStateReader(Reader):
         authoritative = source.rel.startswith("agents/")
         updated = _mtime_ms(source, ctx.now_ms)
         result = WriteResult(records=1 if state else 0)
-        target = target_for(ctx, agent)
+        target = target_for(ctx, agent, updated)
         if state:
             ensure_store_row(target, updated)
             merge_state(target, state, updated, authoritative, source.rel)

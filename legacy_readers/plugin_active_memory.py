@@ -1,21 +1,44 @@
 """Active Memory plugin session toggles -> ``plugin_state_entries`` (plugin ``active-memory``).
 
-``plugins/active-memory/session-toggles.json`` mapped session keys to the user's
-memory on/off choice. OpenClaw now keeps one row per session under
-``active-memory/session-toggles``. Accepted shapes: ``{toggles: {sessionKey: value}}``,
-``{sessions: {...}}`` or the bare map (a ``version`` field is ignored). Key = session key,
-value = the stored toggle as written.
+``plugins/active-memory/session-toggles.json`` = ``{sessions: {<sessionKey>: {disabled,
+updatedAt}}}`` (the file era before the plugin kept its toggles in plugin state).
+
+Rows exactly as OpenClaw 2026.9.6's Active Memory doctor writes them
+(``active-memory-session-toggles-json-to-plugin-state``): only sessions whose
+``disabled`` is ``true`` are kept (enabled is the default and needs no row);
+namespace ``session-toggles``, key ``sha256(sessionKey)``, value
+``{sessionKey, disabled: true, updatedAt}`` (``updatedAt`` the record's finite
+number, else the import time), ``created_at`` the import time. A file without a
+``sessions`` object has nothing 9.6 would import: it is ``retain``ed (9.6
+leaves it in place too).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-from legacy_readers._plugin_state import EntryContext, PluginStateReader, StateEntry, as_ms, load_document
-from legacy_readers.base import Source
+from legacy_readers._plugin_state import EntryContext, PluginStateReader, StateEntry, load_document, sha_hex
+from legacy_readers.base import Inspection, Source
 
 PLUGIN = "active-memory"
+NAMESPACE = "session-toggles"
+NOTHING_REASON = "no 'sessions' object with a disabled session: OpenClaw 2026.9.6's Active Memory doctor imports nothing from it and leaves it in place"
+
+
+def toggle_entries(document: Any, now_ms: int) -> list[tuple[str, dict[str, Any]]] | None:
+    sessions = document.get("sessions") if isinstance(document, dict) else None
+    if not isinstance(sessions, dict):
+        return None
+    out = []
+    for session_key, value in sessions.items():
+        if not session_key.strip() or not isinstance(value, dict) or value.get("disabled") is not True:
+            continue
+        updated = value.get("updatedAt")
+        finite = isinstance(updated, (int, float)) and not isinstance(updated, bool) and math.isfinite(updated)
+        out.append((sha_hex(session_key), {"sessionKey": session_key, "disabled": True, "updatedAt": updated if finite else now_ms}))
+    return out
 
 
 class ActiveMemorySessionTogglesReader(PluginStateReader):
@@ -25,13 +48,15 @@ class ActiveMemorySessionTogglesReader(PluginStateReader):
     patterns = ("plugins/active-memory/session-toggles.json",)
     schema_name = "plugin-json-object"
     plugin_id = PLUGIN
-    namespaces = ("session-toggles",)
+    namespaces = (NAMESPACE,)
+
+    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+        inspection = super().inspect(source, handle)
+        if inspection.record_count == 0:
+            return Inspection(record_count=0, action="retain", reason=NOTHING_REASON)
+        return inspection
 
     def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry]:
         document = load_document(source, handle, self.schema_name)
-        container = next((document[n] for n in ("toggles", "sessions") if isinstance(document.get(n), dict)), None)
-        if container is None:
-            container = {k: v for k, v in document.items() if k not in ("version", "updatedAt")}
-        for session_key, value in container.items():
-            stamp = as_ms(value.get("updatedAt")) if isinstance(value, dict) else None
-            yield StateEntry("session-toggles", session_key, value, created_at=stamp)
+        for key, value in toggle_entries(document, ectx.now_ms) or []:
+            yield StateEntry(NAMESPACE, key, value)

@@ -1,46 +1,37 @@
-"""BlueBubbles channel plugin files -> ``plugin_state_entries`` (plugin ``bluebubbles``).
+"""BlueBubbles plugin files: kept in place for the plugin's own doctor.
 
-* ``bluebubbles/catchup/<safe-account>__<hash>.json`` -> ``catchup-cursors``, key =
-  ``accountId`` in the file, else the file's stem; value ``{lastSeenMs, updatedAt?,
-  failureRetries?}``;
-* ``bluebubbles/inbound-dedupe/<account>.json`` -> ``inbound-dedupe``, one row per file
-  (key = the file's stem), value = the marker map as written.
+OpenClaw 2026.9.6 does not bundle the BlueBubbles plugin (it ships as its own
+package) and its doctor leaves these files exactly where they are; the
+installed plugin's own doctor contract migrates them into plugin state under
+its own namespaces and keys. Rows statekit wrote under keys of its own would
+be read by no one while the file they came from was gone, so every file the
+plugin owns is ``retain`` (recognised, left byte-exact, with the reason);
+pure caches and leftovers keep their ``drop``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import BinaryIO
-
-from legacy_readers._plugin_state import EntryContext, PluginStateReader, StateEntry, file_stem, load_document
-from legacy_readers.base import Source
-from legacy_readers.plugin_imessage import catchup_entries
+from legacy_readers._plugin_state import RetainedPluginFile, external_plugin_reason
 
 PLUGIN = "bluebubbles"
+REASON = external_plugin_reason("bluebubbles")
 
 
-class BlueBubblesCatchupCursorReader(PluginStateReader):
+class BlueBubblesCatchupCursorReader(RetainedPluginFile):
     kind = "bluebubbles-catchup-cursor"
     family = "bluebubbles"
     description = "BlueBubbles catch-up cursor per account"
     patterns = ("bluebubbles/catchup/*.json",)
-    schema_name = "plugin-catchup-cursor"
     plugin_id = PLUGIN
-    namespaces = ("catchup-cursors",)
-
-    def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry]:
-        yield from catchup_entries(source, handle, self.schema_name or "")
+    reason = REASON
+    order = 300
 
 
-class BlueBubblesInboundDedupeReader(PluginStateReader):
+class BlueBubblesInboundDedupeReader(RetainedPluginFile):
     kind = "bluebubbles-inbound-dedupe"
     family = "bluebubbles"
     description = "BlueBubbles inbound message dedupe markers per account"
     patterns = ("bluebubbles/inbound-dedupe/*.json",)
-    schema_name = "plugin-json-object"
     plugin_id = PLUGIN
-    namespaces = ("inbound-dedupe",)
-
-    def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry]:
-        document = load_document(source, handle, self.schema_name)
-        yield StateEntry("inbound-dedupe", file_stem(source.rel), document)
+    reason = REASON
+    order = 300

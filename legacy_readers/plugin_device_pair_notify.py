@@ -1,45 +1,108 @@
 """Device-pair notification state -> ``plugin_state_entries`` (plugin ``device-pair``).
 
 ``device-pair-notify.json`` = ``{subscribers: [{to, accountId?, messageThreadId?, mode,
-addedAtMs}], notifiedRequestIds: {requestId: notifiedAtMs}}``:
+addedAtMs}], notifiedRequestIds: {requestId: notifiedAtMs}}``.
 
-* each subscriber -> ``notify-subscribers``, key ``sha256(to NUL accountId NUL thread)[:32]``;
-* each delivered-request marker -> ``notify-delivered``, key = request id, value
-  ``{requestId, notifiedAtMs}``, expiring 24 h after delivery like OpenClaw's seen-age
-  limit (already expired markers are skipped).
+Rows exactly as OpenClaw 2026.9.6's Device Pair doctor writes them
+(``device-pair-notify-json-to-plugin-state``): each subscriber with a non-blank
+``to`` becomes one ``notify-subscribers`` row, key
+``sha256(JSON.stringify([to, accountId or "", thread key]))`` (the thread key
+is the integer thread id as text, a numeric string canonicalised, another
+string trimmed), value ``{to, accountId?, messageThreadId?, mode, addedAtMs}``
+normalised as 9.6 does (``mode`` ``once`` or ``persistent``, numbers
+truncated, a missing ``addedAtMs`` = the import time), ``created_at`` the import
+time. The first subscriber of a key wins (9.6 registers only absent keys). The
+delivered-request markers are not migrated by 9.6 (short-lived dedupe): not
+imported either.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-from legacy_readers._plugin_state import EntryContext, PluginStateReader, StateEntry, as_ms, load_document, short_hash
+from legacy_readers._jsjson import js_stringify
+from legacy_readers._plugin_state import EntryContext, PluginStateReader, StateEntry, load_document, sha_hex
 from legacy_readers.base import Source
 
 PLUGIN = "device-pair"
-SEEN_TTL_MS = 24 * 60 * 60 * 1000
+NAMESPACE = "notify-subscribers"
+_INTEGER = re.compile(r"^-?\d+$")
+
+
+def _text(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    return value.strip() or None
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def thread_key(thread: Any) -> str:
+    if _finite(thread):
+        return str(math.trunc(thread))
+    normalized = _text(thread)
+    if not normalized:
+        return ""
+    return str(int(normalized)) if _INTEGER.match(normalized) else normalized
+
+
+def normalize_subscriber(record: Any, now_ms: int) -> dict[str, Any] | None:
+    if not isinstance(record, dict):
+        return None
+    to = _text(record.get("to"))
+    if not to:
+        return None
+    thread_raw = record.get("messageThreadId")
+    thread: Any = None
+    if isinstance(thread_raw, str):
+        thread = _text(thread_raw)
+    elif _finite(thread_raw):
+        thread = math.trunc(thread_raw)
+    value: dict[str, Any] = {"to": to}
+    account = _text(record.get("accountId"))
+    if account:
+        value["accountId"] = account
+    if thread is not None:
+        value["messageThreadId"] = thread
+    value["mode"] = "once" if record.get("mode") == "once" else "persistent"
+    added = record.get("addedAtMs")
+    value["addedAtMs"] = math.trunc(added) if _finite(added) else now_ms
+    return value
+
+
+def subscriber_key(value: dict[str, Any]) -> str:
+    return sha_hex(js_stringify([value["to"], value.get("accountId", ""), thread_key(value.get("messageThreadId"))]))
 
 
 class DevicePairNotifyReader(PluginStateReader):
     kind = "device-pair-notify"
-    family = "device-pair-notify"
-    description = "Device pairing notification subscribers and delivered-request markers"
+    family = "device-pair"
+    description = "Device-pair approval notification subscribers"
     patterns = ("device-pair-notify.json",)
-    schema_name = "plugin-device-pair-notify"
+    schema_name = "plugin-json-object"
     plugin_id = PLUGIN
-    namespaces = ("notify-subscribers", "notify-delivered")
+    namespaces = (NAMESPACE,)
 
     def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry]:
         document = load_document(source, handle, self.schema_name)
-        for subscriber in document.get("subscribers") or []:
-            thread = subscriber.get("messageThreadId")
-            key = short_hash(subscriber["to"], subscriber.get("accountId") or "", "" if thread is None else thread)
-            yield StateEntry("notify-subscribers", key, subscriber, created_at=as_ms(subscriber.get("addedAtMs")))
-        for request_id, notified_at in (document.get("notifiedRequestIds") or {}).items():
-            stamp = as_ms(notified_at)
-            if stamp is None:
-                ectx.skipped_invalid += 1
+        raw = document.get("subscribers")
+        seen: set[str] = set()
+        skipped = 0
+        for record in raw if isinstance(raw, list) else []:
+            value = normalize_subscriber(record, ectx.now_ms)
+            if value is None:
+                skipped += 1
                 continue
-            yield StateEntry("notify-delivered", request_id, {"requestId": request_id, "notifiedAtMs": stamp},
-                             created_at=stamp, expires_at=stamp + SEEN_TTL_MS)
+            key = subscriber_key(value)
+            if key in seen:
+                continue  # 9.6 registers only absent keys: the first one stays
+            seen.add(key)
+            yield StateEntry(NAMESPACE, key, value)
+        ectx.skipped_invalid += skipped
+        if skipped:
+            ectx.notices.append(f"{source.rel}: {skipped} subscriber(s) without a recipient skipped, as OpenClaw does")

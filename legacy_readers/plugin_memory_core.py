@@ -1,115 +1,64 @@
-"""memory-core "dreaming" files in agent workspaces -> plugin state (plugin ``memory-core``).
+"""Memory Core files: kept in place, where OpenClaw 2026.9.6 handles them itself.
 
-memory-core kept its dreaming/ingestion state in each agent workspace under
-``memory/.dreams/``. Discovery does not walk workspaces (user content); it probes these
-paths inside every workspace (``workspace/``, ``workspace-<agent>/``,
-``agents/<id>/workspace/``). Each row is keyed by the workspace (its state-dir relative
-directory, e.g. ``workspace-work``):
-
-* ``daily-ingestion.json`` -> ``daily-ingestion``; ``session-ingestion.json`` ->
-  ``session-ingestion``; ``short-term-recall.json`` -> ``short-term-recall``;
-  ``phase-signals.json`` -> ``phase-signals`` (one row per workspace, the JSON as written);
-* ``events.jsonl`` -> ``host-events``: one row per line, key
-  ``<workspace>:legacy:<line>:<sha256(line)[:16]>`` (streamed);
-* ``session-corpus/<file>`` -> blob ``session-corpus``, key ``<workspace>:<file>`` (bytes as is);
-* ``short-term-promotion.lock``: a stale lock, dropped.
+OpenClaw 2026.9.6's Memory Core doctor imports the workspace's ``memory/.dreams``
+files itself: row keys bound to the absolute workspace path, host events
+sequenced from archive generations with migration checkpoints and cursors,
+JSON stores normalised by the plugin. It leaves the session corpus in place.
+A copy of that logic would have to follow every release of the plugin; its own
+doctor writes exactly its own rows. So statekit keeps these files where they
+are (``retain``) for 9.6's doctor; the promotion lock is still dropped.
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterator
-from pathlib import PurePosixPath
-from typing import BinaryIO
-
-from legacy_readers._plugin_state import (
-    BlobEntry,
-    EntryContext,
-    NotImportedReader,
-    PluginStateReader,
-    StateEntry,
-    as_ms,
-    in_workspaces,
-    iter_jsonl,
-    load_document,
-    workspace_key,
-)
-from legacy_readers.base import Source
+from legacy_readers._plugin_state import NotImportedReader, RetainedPluginFile
 
 PLUGIN = "memory-core"
-DREAMS = "memory/.dreams/"
-DOCUMENTS = {
-    "daily-ingestion.json": "daily-ingestion",
-    "session-ingestion.json": "session-ingestion",
-    "short-term-recall.json": "short-term-recall",
-    "phase-signals.json": "phase-signals",
-}
+MEMORY_CORE_REASON = (
+    "OpenClaw 2026.9.6's Memory Core doctor imports this file itself (keys bound to the workspace path, archive generations, checkpoints); statekit leaves it in place for it"
+)
 
 
-def _stamp(value: dict) -> int | None:
-    for name in ("updatedAt", "ts", "timestamp", "at", "createdAt"):
-        stamp = as_ms(value.get(name))
-        if stamp is not None:
-            return stamp
-    return None
-
-
-class MemoryCoreDreamsStateReader(PluginStateReader):
+class MemoryCoreDreamsStateReader(RetainedPluginFile):
     kind = "memory-core-dreams-state"
     family = "memory-core"
     description = "memory-core dreaming/ingestion state in a workspace (memory/.dreams/*.json)"
-    workspace_patterns = tuple(DREAMS + name for name in DOCUMENTS)
-    patterns = in_workspaces(*workspace_patterns)
-    schema_name = "plugin-json-object"
+    workspace_patterns = ("memory/.dreams/daily-ingestion.json", "memory/.dreams/session-ingestion.json", "memory/.dreams/short-term-recall.json", "memory/.dreams/phase-signals.json")
+    patterns = ("workspace/memory/.dreams/daily-ingestion.json", "workspace/memory/.dreams/session-ingestion.json", "workspace/memory/.dreams/short-term-recall.json", "workspace/memory/.dreams/phase-signals.json", "workspace-*/memory/.dreams/daily-ingestion.json", "workspace-*/memory/.dreams/session-ingestion.json", "workspace-*/memory/.dreams/short-term-recall.json", "workspace-*/memory/.dreams/phase-signals.json", "agents/*/workspace/memory/.dreams/daily-ingestion.json", "agents/*/workspace/memory/.dreams/session-ingestion.json", "agents/*/workspace/memory/.dreams/short-term-recall.json", "agents/*/workspace/memory/.dreams/phase-signals.json")
     plugin_id = PLUGIN
-    namespaces = tuple(DOCUMENTS.values())
-
-    def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry]:
-        document = load_document(source, handle, self.schema_name)
-        namespace = DOCUMENTS[PurePosixPath(source.rel).name]
-        yield StateEntry(namespace, workspace_key(source.rel), document, created_at=_stamp(document))
+    reason = MEMORY_CORE_REASON
+    order = 300
 
 
-class MemoryCoreEventsReader(PluginStateReader):
+class MemoryCoreEventsReader(RetainedPluginFile):
     kind = "memory-core-events"
     family = "memory-core"
     description = "memory-core host event log in a workspace (memory/.dreams/events.jsonl)"
-    workspace_patterns = (DREAMS + "events.jsonl",)
-    patterns = in_workspaces(*workspace_patterns)
-    schema_name = "plugin-json-object"
+    workspace_patterns = ("memory/.dreams/events.jsonl",)
+    patterns = ("workspace/memory/.dreams/events.jsonl", "workspace-*/memory/.dreams/events.jsonl", "agents/*/workspace/memory/.dreams/events.jsonl")
     plugin_id = PLUGIN
-    namespaces = ("host-events",)
-
-    def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry]:
-        workspace = workspace_key(source.rel)
-        for number, line, value in iter_jsonl(source, handle, self.schema_name, ectx):
-            key = f"{workspace}:legacy:{number}:{hashlib.sha256(line).hexdigest()[:16]}"
-            yield StateEntry("host-events", key, value, created_at=_stamp(value))
+    reason = MEMORY_CORE_REASON
+    order = 300
 
 
-class MemoryCoreSessionCorpusReader(PluginStateReader):
+class MemoryCoreSessionCorpusReader(RetainedPluginFile):
     kind = "memory-core-session-corpus"
     family = "memory-core"
     description = "memory-core session corpus file in a workspace (memory/.dreams/session-corpus/*)"
-    workspace_patterns = (DREAMS + "session-corpus/*",)
-    patterns = in_workspaces(*workspace_patterns)
-    target_tables = ("global.plugin_blob_entries",)
+    workspace_patterns = ("memory/.dreams/session-corpus/*",)
+    patterns = ("workspace/memory/.dreams/session-corpus/*", "workspace-*/memory/.dreams/session-corpus/*", "agents/*/workspace/memory/.dreams/session-corpus/*")
     plugin_id = PLUGIN
-    namespaces = ("session-corpus",)
-
-    def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[BlobEntry]:
-        data = handle.read()
-        name = PurePosixPath(source.rel).name
-        metadata = {"workspace": workspace_key(source.rel), "name": name, "sizeBytes": len(data)}
-        yield BlobEntry("session-corpus", f"{workspace_key(source.rel)}:{name}", data, metadata)
+    reason = MEMORY_CORE_REASON
+    order = 300
 
 
 class MemoryCorePromotionLock(NotImportedReader):
     kind = "memory-core-promotion-lock"
     family = "memory-core"
     description = "memory-core short-term promotion lock file in a workspace"
-    workspace_patterns = (DREAMS + "short-term-promotion.lock",)
-    patterns = in_workspaces(*workspace_patterns)
+    workspace_patterns = ("memory/.dreams/short-term-promotion.lock",)
+    patterns = ("workspace/memory/.dreams/short-term-promotion.lock", "workspace-*/memory/.dreams/short-term-promotion.lock", "agents/*/workspace/memory/.dreams/short-term-promotion.lock")
     plugin_id = PLUGIN
     action = "drop"
     reason = "stale lock file of a finished promotion run; locks now live in SQLite leases"
+    order = 310

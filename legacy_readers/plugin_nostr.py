@@ -1,50 +1,37 @@
-"""Nostr channel plugin files -> ``plugin_state_entries`` (plugin ``nostr``).
+"""Nostr plugin files: kept in place for the plugin's own doctor.
 
-* ``nostr/bus-state-<account>.json`` -> ``bus-state`` (relay subscription cursors), key = account;
-* ``nostr/profile-state-<account>.json`` -> ``profile-state`` (last published profile), key = account.
-
-Values are the JSON objects as written; ``updatedAt``/``lastPublishedAt`` (ms or ISO)
-become ``created_at`` when present.
+OpenClaw 2026.9.6 does not bundle the Nostr plugin (it ships as its own
+package) and its doctor leaves these files exactly where they are; the
+installed plugin's own doctor contract migrates them into plugin state under
+its own namespaces and keys. Rows statekit wrote under keys of its own would
+be read by no one while the file they came from was gone, so every file the
+plugin owns is ``retain`` (recognised, left byte-exact, with the reason);
+pure caches and leftovers keep their ``drop``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import BinaryIO
-
-from legacy_readers._plugin_state import EntryContext, PluginStateReader, StateEntry, as_ms, file_stem, load_document
-from legacy_readers.base import Source
+from legacy_readers._plugin_state import RetainedPluginFile, external_plugin_reason
 
 PLUGIN = "nostr"
+REASON = external_plugin_reason("nostr")
 
 
-class _NostrReader(PluginStateReader):
-    family = "nostr"
-    schema_name = "plugin-json-object"
-    plugin_id = PLUGIN
-    prefix = ""
-    namespace = ""
-
-    def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry]:
-        document = load_document(source, handle, self.schema_name)
-        account = file_stem(source.rel, self.prefix) or "default"
-        stamp = next((as_ms(document.get(n)) for n in ("updatedAt", "lastPublishedAt", "savedAt") if as_ms(document.get(n)) is not None), None)
-        yield StateEntry(self.namespace, account, document, created_at=stamp)
-
-
-class NostrBusStateReader(_NostrReader):
+class NostrBusStateReader(RetainedPluginFile):
     kind = "nostr-bus-state"
+    family = "nostr"
     description = "Nostr relay bus cursors per account"
     patterns = ("nostr/bus-state-*.json",)
-    namespaces = ("bus-state",)
-    prefix = "bus-state-"
-    namespace = "bus-state"
+    plugin_id = PLUGIN
+    reason = REASON
+    order = 300
 
 
-class NostrProfileStateReader(_NostrReader):
+class NostrProfileStateReader(RetainedPluginFile):
     kind = "nostr-profile-state"
+    family = "nostr"
     description = "Nostr profile publication state per account"
     patterns = ("nostr/profile-state-*.json",)
-    namespaces = ("profile-state",)
-    prefix = "profile-state-"
-    namespace = "profile-state"
+    plugin_id = PLUGIN
+    reason = REASON
+    order = 300

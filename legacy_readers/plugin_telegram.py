@@ -1,27 +1,45 @@
 """Telegram channel plugin files -> ``plugin_state_entries`` (plugin ``telegram``).
 
-Paths (upstream ``extensions/telegram``; the state dir is ``<state>``):
+Rows exactly as OpenClaw 2026.9.6's bundled Telegram plugin imports the same
+files (``extensions/telegram/src/state-migrations.ts``); ``<store>`` is the
+absolute path of the owning agent's ``sessions.json`` (the flat
+``sessions/sessions.json`` belongs to agent ``main``), ``created_at`` is the
+import time unless said otherwise, a key already in the database is kept:
 
-* ``telegram/update-offset-<account>.json`` -> ``update-offsets``, key = account id;
-* ``telegram/sticker-cache.json`` -> ``sticker-cache``, one row per sticker;
-* ``<session store>.telegram-messages.json`` -> ``message-cache``, one row per cached message;
-* ``<session store>.telegram-sent-messages.json`` -> ``sent-messages`` (24 h TTL);
-* ``<session store>.telegram-topic-names.json`` -> ``topic-names``;
-* ``telegram/thread-bindings-<account>.json`` -> ``thread-bindings``;
-* ``telegram/bot-info-<account>.json`` and ``<session store>.telegram-message-dispatch-*.json``
-  are caches OpenClaw refetches/rebuilds: dropped with a reason.
-
-``<session store>`` is ``agents/<id>/sessions/sessions.json`` (or the flat
-``sessions/sessions.json``). Keys follow OpenClaw's plugin stores where they
-are deterministic (thread bindings: ``sha256(account NUL conversation)[:32]``).
+* ``telegram/update-offset-<account>.json`` -> ``telegram.update-offsets``, key = the
+  account id as 9.6 normalises it, value ``{version, lastUpdateId, botId, tokenFingerprint}``
+  (``botId`` null before version 2, ``tokenFingerprint`` null before version 3); a file
+  without an offset has nothing to import (retired, nothing lost);
+* ``telegram/sticker-cache.json`` -> ``telegram.sticker-cache``, one row per sticker;
+* ``<store>.telegram-messages.json`` -> ``telegram.message-cache``, key
+  ``sha256(<store>.telegram-messages.json)[:24]:<chat>:<message id>``, value
+  ``{version: 1, sourceMessage, threadId?}``; items 9.6 skips (no ``chat:id`` key, no
+  numeric ``message_id``/``date``) are skipped and counted; at most the newest 3000;
+* ``<store>.telegram-sent-messages.json`` -> ``telegram.sent-messages`` (24 h TTL), key
+  ``sha256(scope NUL chat NUL message)[:32]`` with scope ``sha256(<store>)[:24]``, value
+  ``{scopeKey, chatId, messageId, timestamp}``, ``created_at`` = the timestamp,
+  ``expires_at`` = timestamp + 24 h; expired entries are skipped, as 9.6 does;
+* ``<store>.telegram-topic-names.json`` -> ``telegram.topic-name-cache.<sha256(<store>)[:16]>``,
+  key and value as written (entries with a name and a numeric ``updatedAt``, newest 2048);
+* ``telegram/thread-bindings-<account>.json`` -> ``telegram.thread-bindings``, key
+  ``sha256(account NUL conversation)[:32]``;
+* ``telegram/bot-info-<account>.json`` (9.6 re-imports it; statekit drops this getMe
+  cache, which 9.6 fetches again at startup: a documented difference) and
+  ``<store>.telegram-message-dispatch-*.json`` (9.6 leaves it and rebuilds its own):
+  dropped with a reason.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
+import re
 from collections.abc import Iterator
+from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
+from legacy_readers._jsjson import js_number
 from legacy_readers._plugin_state import (
     EntryContext,
     NotImportedReader,
@@ -30,17 +48,70 @@ from legacy_readers._plugin_state import (
     as_ms,
     file_stem,
     in_session_dirs,
-    iso_to_ms,
     load_document,
+    sha_hex,
     short_hash,
     text_of,
 )
-from legacy_readers.base import Source, parse_json_line, validate
+from legacy_readers.base import Source
 from statekit.errors import SourceError
+from statekit.layout import DEFAULT_AGENT_ID
 
 PLUGIN = "telegram"
 SENT_MESSAGE_TTL_MS = 24 * 60 * 60 * 1000
-STORE_SUFFIXES = ("sessions.json",)
+MESSAGE_CACHE_MAX = 3000
+TOPIC_NAMES_MAX = 2048
+NS_UPDATE_OFFSETS = "telegram.update-offsets"
+NS_STICKERS = "telegram.sticker-cache"
+NS_MESSAGES = "telegram.message-cache"
+NS_SENT = "telegram.sent-messages"
+NS_TOPICS_PREFIX = "telegram.topic-name-cache."
+NS_BINDINGS = "telegram.thread-bindings"
+
+
+def owner_store_path(source: Source, suffix: str) -> str:
+    """The absolute path of the session store a ``<store><suffix>`` sidecar belongs to, as 9.6 spells it.
+
+    ``agents/<id>/sessions/<store><suffix>`` belongs to that store; the flat
+    ``sessions/`` dir's sidecars go to agent ``main``'s store, as 9.6 moves them.
+    """
+    rel = PurePosixPath(source.rel)
+    store_name = rel.name[: -len(suffix)] if rel.name.endswith(suffix) else "sessions.json"
+    if rel.parts[0] == "agents" and len(rel.parts) >= 4:
+        return os.path.join(os.path.abspath(source.state_dir), *rel.parts[:-1], store_name)
+    return os.path.join(os.path.abspath(source.state_dir), "agents", DEFAULT_AGENT_ID, "sessions", store_name)
+
+
+def account_state_id(account: str | None) -> str:
+    """normalizeTelegramStateAccountId: trimmed, runs of other characters as ``_``, empty -> ``default``."""
+    trimmed = (account or "").strip()
+    return re.sub(r"[^a-z0-9._-]+", "_", trimmed, flags=re.I) if trimmed else "default"
+
+
+def _safe_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**53 - 1
+
+
+def parse_update_offset(document: Any) -> dict[str, Any] | None:
+    """safeParseState of 9.6: the canonical value, or None when 9.6 would not import it."""
+    if not isinstance(document, dict) or document.get("version") not in (1, 2, 3) or isinstance(document.get("version"), bool):
+        return None
+    version = document["version"]
+    last = document.get("lastUpdateId")
+    if last is not None and not _safe_int(last):
+        return None
+    bot = document.get("botId")
+    if version >= 2 and bot is not None and not isinstance(bot, str):
+        return None
+    fingerprint = document.get("tokenFingerprint")
+    if version == 3 and fingerprint is not None and not isinstance(fingerprint, str):
+        return None
+    return {
+        "version": version,
+        "lastUpdateId": last,
+        "botId": bot if version >= 2 else None,
+        "tokenFingerprint": fingerprint if version == 3 else None,
+    }
 
 
 class TelegramUpdateOffsetReader(PluginStateReader):
@@ -50,15 +121,29 @@ class TelegramUpdateOffsetReader(PluginStateReader):
     patterns = ("telegram/update-offset-*.json",)
     schema_name = "plugin-telegram-update-offset"
     plugin_id = PLUGIN
-    namespaces = ("update-offsets",)
+    namespaces = (NS_UPDATE_OFFSETS,)
 
     def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry]:
         document = load_document(source, handle, self.schema_name)
-        account = file_stem(source.rel, "update-offset-") or "default"
-        if document.get("lastUpdateId") is None:
+        value = parse_update_offset(document)
+        if value is None:
+            raise SourceError(source.rel, "not an update-offset state OpenClaw accepts (version 1-3, integer lastUpdateId, string botId)")
+        if value["lastUpdateId"] is None:
             ectx.notices.append(f"{source.rel}: no update offset recorded yet; nothing to import")
             return
-        yield StateEntry("update-offsets", account, document)
+        yield StateEntry(NS_UPDATE_OFFSETS, account_state_id(file_stem(source.rel, "update-offset-")), value)
+
+    def should_replace(self, existing_value: Any, incoming_value: Any) -> bool:
+        """9.6's shouldReplaceTelegramUpdateOffsetEntry without a bot token: a higher offset of the same bot."""
+        existing, incoming = parse_update_offset(existing_value), parse_update_offset(incoming_value)
+        if incoming is None or incoming["lastUpdateId"] is None:
+            return False
+        if existing is None or existing["lastUpdateId"] is None:
+            return True
+        for name in ("botId", "tokenFingerprint"):
+            if existing[name] and incoming[name] and existing[name] != incoming[name]:
+                return False
+        return incoming["lastUpdateId"] > existing["lastUpdateId"]
 
 
 class TelegramStickerCacheReader(PluginStateReader):
@@ -68,7 +153,7 @@ class TelegramStickerCacheReader(PluginStateReader):
     patterns = ("telegram/sticker-cache.json",)
     schema_name = "plugin-telegram-sticker-cache"
     plugin_id = PLUGIN
-    namespaces = ("sticker-cache",)
+    namespaces = (NS_STICKERS,)
 
     def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry]:
         document = load_document(source, handle, self.schema_name)
@@ -77,30 +162,55 @@ class TelegramStickerCacheReader(PluginStateReader):
             for name in ("emoji", "setName", "receivedFrom"):
                 if name in sticker:
                     value[name] = sticker[name]
-            yield StateEntry("sticker-cache", key, value, created_at=iso_to_ms(sticker.get("cachedAt")))
+            yield StateEntry(NS_STICKERS, key, value)
 
 
-def _message_cache_values(source: Source, text: str) -> Iterator[tuple[str, Any]]:
-    """(where, value) for every item: a whole JSON array/object, else JSON lines (an array line is expanded)."""
+def _loads(text: str) -> list[Any] | None:
     try:
-        whole = json.loads(text)
+        value = json.loads(text)
     except ValueError:
-        whole = None
+        return None
+    return value if isinstance(value, list) else [value]
+
+
+_ARRAY_THEN_LINES = re.compile(r"\](?=\s*\{\s*\"key\"\s*:)")
+
+
+def message_cache_values(text: str) -> list[Any]:
+    """readLegacyMessageCacheValues of 9.6: a whole JSON document, else an array prefix plus JSON lines."""
+    text = text.strip()
+    whole = _loads(text)
     if whole is not None:
-        items = whole if isinstance(whole, list) else [whole]
-        for index, item in enumerate(items):
-            yield f"$[{index}]", item
-        return
-    for number, line in enumerate(text.split("\n"), start=1):
-        stripped = line.strip()
-        if not stripped:
-            continue
-        value = parse_json_line(stripped.encode("utf-8"), source.rel, number)
-        if isinstance(value, list):
-            for index, item in enumerate(value):
-                yield f"line {number}[{index}]", item
-        else:
-            yield f"line {number}", value
+        return whole
+    values: list[Any] = []
+    rest = text
+    if text.startswith("["):
+        for match in _ARRAY_THEN_LINES.finditer(text):
+            initial = _loads(text[: match.start() + 1])
+            if initial is not None:
+                values.extend(initial)
+                rest = text[match.start() + 1:]
+                break
+    for line in rest.split("\n"):
+        values.extend(_loads(line) or [])
+    return values
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def thread_id_text(value: Any) -> str | None:
+    """parseTelegramMessageThreadId then String(): an integer thread id, else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+        return str(int(value))
+    return None
 
 
 class TelegramMessageCacheReader(PluginStateReader):
@@ -108,35 +218,38 @@ class TelegramMessageCacheReader(PluginStateReader):
     family = "telegram"
     description = "Telegram reply-chain message cache next to a session index"
     patterns = in_session_dirs("*.telegram-messages.json")
-    schema_name = "plugin-telegram-message-cache-item"
     plugin_id = PLUGIN
-    namespaces = ("message-cache",)
+    namespaces = (NS_MESSAGES,)
     order = 290  # before any catch-all of the sessions directory
 
     def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry]:
         text = text_of(handle, source.rel)
         if not text.strip():
             raise SourceError(source.rel, "file is empty")
-        for where, item in _message_cache_values(source, text):
-            if where.startswith("line "):
-                line = int(where.split()[1].split("[")[0])
-                validate(item, self.schema_name or "", source.rel, line=line)
-            else:
-                try:
-                    validate(item, self.schema_name or "", source.rel)
-                except SourceError as exc:
-                    raise SourceError(source.rel, exc.problem, json_path=where + (exc.json_path or "$")[1:]) from None
-            node = item["node"]
-            message = dict(node["sourceMessage"])
-            message.pop("openclaw_prompt_context_projection", None)
-            prefix = item["key"][: item["key"].rfind(":") + 1]
+        scope = sha_hex(owner_store_path(source, ".telegram-messages.json") + ".telegram-messages.json", 24)
+        chosen: dict[str, dict[str, Any]] = {}
+        for item in message_cache_values(text):
+            key = item.get("key") if isinstance(item, dict) else None
+            node = item.get("node") if isinstance(item, dict) else None
+            message = node.get("sourceMessage") if isinstance(node, dict) else None
+            if (not isinstance(key, str) or not key.strip() or ":" not in key or not isinstance(message, dict)
+                    or not _finite(message.get("message_id")) or not _finite(message.get("date"))):
+                ectx.skipped_invalid += 1
+                continue
+            message = {k: v for k, v in message.items() if k != "openclaw_prompt_context_projection"}
             value: dict[str, Any] = {"version": 1, "sourceMessage": message}
-            thread = node.get("threadId")
-            if thread is not None and str(thread).strip():
-                value["threadId"] = str(thread)
-            date = message.get("date")
-            created = int(date) * 1000 if isinstance(date, int) and not isinstance(date, bool) else None
-            yield StateEntry("message-cache", f"{prefix}{message['message_id']}", value, created_at=created)
+            thread = thread_id_text(node.get("threadId"))
+            if thread:
+                value["threadId"] = thread
+            entry_key = f"{key[: key.rfind(':') + 1]}{js_number(message['message_id'])}"
+            chosen.pop(entry_key, None)
+            chosen[entry_key] = value
+            if len(chosen) > MESSAGE_CACHE_MAX:
+                del chosen[next(iter(chosen))]
+        if ectx.skipped_invalid:
+            ectx.notices.append(f"{source.rel}: {ectx.skipped_invalid} item(s) OpenClaw does not import skipped")
+        for entry_key, value in chosen.items():
+            yield StateEntry(NS_MESSAGES, f"{scope}:{entry_key}", value)
 
 
 class TelegramSentMessagesReader(PluginStateReader):
@@ -146,20 +259,22 @@ class TelegramSentMessagesReader(PluginStateReader):
     patterns = in_session_dirs("*.telegram-sent-messages.json")
     schema_name = "plugin-telegram-sent-messages"
     plugin_id = PLUGIN
-    namespaces = ("sent-messages",)
+    namespaces = (NS_SENT,)
     order = 290
 
     def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry]:
         document = load_document(source, handle, self.schema_name)
+        scope = sha_hex(owner_store_path(source, ".telegram-sent-messages.json"), 24)
         for chat_id, messages in document.items():
-            for message_id, raw in messages.items():
-                timestamp = as_ms(raw["timestamp"] if isinstance(raw, dict) else raw)
-                if timestamp is None:
+            if not isinstance(messages, dict):
+                continue
+            for message_id, timestamp in messages.items():
+                if not _finite(timestamp):
                     ectx.skipped_invalid += 1
                     continue
-                value = {"chatId": chat_id, "messageId": message_id, "timestamp": timestamp}
-                yield StateEntry("sent-messages", f"{chat_id}:{message_id}", value, created_at=timestamp,
-                                 expires_at=timestamp + SENT_MESSAGE_TTL_MS)
+                value = {"scopeKey": scope, "chatId": chat_id, "messageId": message_id, "timestamp": timestamp}
+                key = sha_hex(f"{scope}\0{chat_id}\0{message_id}", 32)
+                yield StateEntry(NS_SENT, key, value, created_at=int(timestamp), expires_at=int(timestamp) + SENT_MESSAGE_TTL_MS)
 
 
 class TelegramTopicNamesReader(PluginStateReader):
@@ -167,15 +282,20 @@ class TelegramTopicNamesReader(PluginStateReader):
     family = "telegram"
     description = "Telegram forum topic-name cache"
     patterns = in_session_dirs("*.telegram-topic-names.json")
-    schema_name = "plugin-telegram-topic-names"
+    schema_name = "plugin-json-object"
     plugin_id = PLUGIN
-    namespaces = ("topic-names",)
+    namespaces = (NS_TOPICS_PREFIX + "<sha256(store)[:16]>",)
     order = 290
 
     def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry]:
         document = load_document(source, handle, self.schema_name)
-        for key, entry in document.items():
-            yield StateEntry("topic-names", key, entry, created_at=as_ms(entry.get("updatedAt")))
+        namespace = NS_TOPICS_PREFIX + sha_hex(owner_store_path(source, ".telegram-topic-names.json"), 16)
+        topics = [(k, v) for k, v in document.items()
+                  if isinstance(v, dict) and isinstance(v.get("name"), str) and v["name"] and _finite(v.get("updatedAt"))]
+        ectx.skipped_invalid += len(document) - len(topics)
+        topics.sort(key=lambda item: -item[1]["updatedAt"])  # stable, newest first, as 9.6 sorts
+        for key, entry in topics[:TOPIC_NAMES_MAX]:
+            yield StateEntry(namespace, key, entry)
 
 
 class TelegramThreadBindingsReader(PluginStateReader):
@@ -185,7 +305,7 @@ class TelegramThreadBindingsReader(PluginStateReader):
     patterns = ("telegram/thread-bindings-*.json",)
     schema_name = "plugin-telegram-thread-bindings"
     plugin_id = PLUGIN
-    namespaces = ("thread-bindings",)
+    namespaces = (NS_BINDINGS,)
 
     def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry]:
         document = load_document(source, handle, self.schema_name)
@@ -215,7 +335,7 @@ class TelegramThreadBindingsReader(PluginStateReader):
                     record[name] = entry[name].strip()
             if isinstance(entry.get("metadata"), dict) and entry["metadata"]:
                 record["metadata"] = entry["metadata"]
-            yield StateEntry("thread-bindings", short_hash(account, conversation), record, created_at=bound_at)
+            yield StateEntry(NS_BINDINGS, short_hash(account, conversation), record)
         if ectx.skipped_invalid:
             ectx.notices.append(f"{source.rel}: {ectx.skipped_invalid} binding(s) without conversationId/targetSessionKey skipped")
 

@@ -216,7 +216,7 @@ class Migration:
 
         assert self.global_conn is not None
         main = self.agent_conn(SHARED_MAIN_AGENT_ID) if agent_db_path(self.state_dir, SHARED_MAIN_AGENT_ID).exists() else None
-        notice = finish_shared_auth_store(self.global_conn, main, now_ms())
+        notice = finish_shared_auth_store(self.global_conn, main)
         if notice:
             self.report.notices.append(notice)
 

@@ -108,6 +108,7 @@ def test_auth_profiles_and_state_round_trip(tmp_path: Path) -> None:
     assert profiles_report["target"] == "state/openclaw.sqlite#config_machine_state" and profiles_report["dropped_fields"] == []
     # main is OpenClaw's shared-main owner: its store is the shared one, marked as living in the state database
     assert ownership(state) == [('{"location":"state-db"}',)]
+    assert rows(global_db(state), "SELECT updated_at_ms FROM config_machine_state WHERE state_key = 'auth.sharedStore'") == [(MTIME_MS,)]
     assert not agent_db(state).exists()  # nothing else of main's: no agent database was created for it
     assert profiles_report["credential_fingerprints"] == {
         "anthropic:me@example.com": {
@@ -384,11 +385,11 @@ def test_settle_moves_main_rows_into_the_shared_store_then_cleans_them(tmp_path:
     main_conn, _ = open_agent(state, "main", None)
     try:
         assert clean_relocated_main_rows(global_conn, main_conn) == 0  # nothing moved yet: nothing removed
-        assert settle_shared_auth_store(global_conn, main_conn, MTIME_MS) == (
+        assert settle_shared_auth_store(global_conn, main_conn) == (
             "moved the main agent's auth store into the shared store (auth.sharedStore = state-db), as OpenClaw 2026.9.6 keeps it"
         )
         global_conn.commit()
-        assert settle_shared_auth_store(global_conn, main_conn, MTIME_MS) is None  # settled once
+        assert settle_shared_auth_store(global_conn, main_conn) is None  # settled once
         assert clean_relocated_main_rows(global_conn, main_conn) == 2
         main_conn.commit()
     finally:
@@ -396,6 +397,8 @@ def test_settle_moves_main_rows_into_the_shared_store_then_cleans_them(tmp_path:
         global_conn.close()
     assert _row(state, "main", "store") == (store_json, 5) and _row(state, "main", "state") == (state_json, 6)
     assert ownership(state) == [('{"location":"state-db"}',)]
+    # the marker carries the moved store's own time, not the clock (a rerun writes the same row)
+    assert rows(global_db(state), "SELECT updated_at_ms FROM config_machine_state WHERE state_key = 'auth.sharedStore'") == [(5,)]
     assert rows(agent_db(state), "SELECT count(*) FROM auth_profile_store") == [(0,)]
     assert rows(agent_db(state), "SELECT count(*) FROM auth_profile_state") == [(0,)]
 
@@ -407,7 +410,7 @@ def test_settle_marks_the_shared_store_when_main_has_no_auth_rows_and_refuses_a_
     state = build(tmp_path, {})
     conn, _ = open_global(state)
     try:
-        assert "lives in the state database" in (settle_shared_auth_store(conn, None, MTIME_MS) or "")
+        assert "lives in the state database" in (settle_shared_auth_store(conn, None) or "")
         conn.commit()
     finally:
         conn.close()
@@ -421,7 +424,7 @@ def test_settle_marks_the_shared_store_when_main_has_no_auth_rows_and_refuses_a_
     main_conn, _ = open_agent(other, "main", None)
     conn.execute("INSERT INTO config_machine_state VALUES ('authProfiles.store', '{\"version\":1,\"profiles\":{\"x:y\":{}}}', 1)")
     try:
-        assert "differs from the shared store" in (settle_shared_auth_store(conn, main_conn, MTIME_MS) or "")
+        assert "differs from the shared store" in (settle_shared_auth_store(conn, main_conn) or "")
         conn.commit()
     finally:
         main_conn.close()
@@ -440,5 +443,6 @@ def test_a_run_without_main_auth_files_still_marks_the_shared_store(tmp_path: Pa
     report = migrate(state, MigrateOptions(backup=False))
     assert report.status == "completed", report.warnings
     assert ownership(state) == [('{"location":"state-db"}',)]
+    assert rows(global_db(state), "SELECT updated_at_ms FROM config_machine_state WHERE state_key = 'auth.sharedStore'") == [(0,)]
     assert rows(global_db(state), "SELECT count(*) FROM config_machine_state WHERE state_key LIKE 'authProfiles.%'") == [(0,)]
     assert set(store(state, "work")[0]["profiles"]) == set(json.loads(fixture("auth-profiles.json"))["profiles"])

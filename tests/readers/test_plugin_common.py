@@ -118,14 +118,19 @@ def test_reimport_of_changed_file_converges(tmp_path: Path) -> None:
     state = fixture_state(tmp_path, "telegram")
     first = run(state)
     assert outcome(first, OFFSET).status == "imported"
-    assert state_rows(state, "telegram", "update-offsets")["default"]["value"]["lastUpdateId"] == 734501122
-    # OpenClaw (an older release still running) writes the file again with a newer offset.
+    assert state_rows(state, "telegram", "telegram.update-offsets")["default"]["value"]["lastUpdateId"] == 734501122
+    # OpenClaw (an older release still running) writes the file again with a newer offset:
+    # it replaces the row, as 9.6's import does for a higher offset of the same bot.
     write_files(state, {OFFSET: {"version": 2, "lastUpdateId": 734509999, "botId": "6012345678"}})
     second = run(state)
     assert outcome(second, OFFSET).status == "imported"
-    row = state_rows(state, "telegram", "update-offsets")["default"]
-    assert row["value"] == {"version": 2, "lastUpdateId": 734509999, "botId": "6012345678"}
-    assert len(rows(global_db(state), "SELECT 1 FROM plugin_state_entries WHERE namespace = 'update-offsets'")) == 1
+    row = state_rows(state, "telegram", "telegram.update-offsets")["default"]
+    assert row["value"] == {"version": 2, "lastUpdateId": 734509999, "botId": "6012345678", "tokenFingerprint": None}
+    assert len(rows(global_db(state), "SELECT 1 FROM plugin_state_entries WHERE namespace = 'telegram.update-offsets'")) == 1
+    # a lower offset (an older copy) never replaces it
+    write_files(state, {OFFSET: {"version": 2, "lastUpdateId": 5, "botId": "6012345678"}})
+    assert outcome(run(state), OFFSET).status == "imported"
+    assert state_rows(state, "telegram", "telegram.update-offsets")["default"]["value"]["lastUpdateId"] == 734509999
     # A rerun on the migrated dir changes nothing.
     before = rows(global_db(state), "SELECT * FROM plugin_state_entries ORDER BY 1, 2, 3")
     third = run(state)
@@ -133,15 +138,21 @@ def test_reimport_of_changed_file_converges(tmp_path: Path) -> None:
     assert rows(global_db(state), "SELECT * FROM plugin_state_entries ORDER BY 1, 2, 3") == before
 
 
-def test_newer_existing_row_is_kept(tmp_path: Path) -> None:
-    """A row the new runtime already wrote (newer created_at) is not overwritten by an older legacy file."""
+def test_existing_row_is_kept(tmp_path: Path) -> None:
+    """A key the runtime already holds is not overwritten by a legacy file (9.6 registers only absent keys)."""
+    import hashlib
+    import os
+    import sqlite3
+
     state = fixture_state(tmp_path, "telegram")
     run(state)  # creates the database
     db = global_db(state)
+    store = os.path.join(os.path.abspath(state), "agents", "main", "sessions", "sessions.json")
+    namespace = "telegram.topic-name-cache." + hashlib.sha256(store.encode()).hexdigest()[:16]
     conn = open_db(db)
     conn.execute(
-        "INSERT INTO plugin_state_entries VALUES ('telegram', 'topic-names', '-1001234567890:12', '{\"name\":\"Renamed\",\"updatedAt\":1795999999999}', 1795999999999, NULL)"
-        " ON CONFLICT DO UPDATE SET value_json = excluded.value_json, created_at = excluded.created_at"
+        "INSERT INTO plugin_state_entries VALUES ('telegram', ?, '-1001234567890:12', '{\"name\":\"Renamed\",\"updatedAt\":1795999999999}', 1795999999999, NULL)"
+        " ON CONFLICT DO UPDATE SET value_json = excluded.value_json, created_at = excluded.created_at", (namespace,)
     )
     conn.commit()
     conn.close()
@@ -150,23 +161,25 @@ def test_newer_existing_row_is_kept(tmp_path: Path) -> None:
     report = run(state)
     result = outcome(report, rel)
     assert result.status in ("imported", "dropped")
-    topics = state_rows(state, "telegram", "topic-names")
+    topics = state_rows(state, "telegram", namespace)
     assert topics["-1001234567890:12"]["value"]["name"] == "Renamed"
     assert topics["-1001234567890:99"]["value"]["name"] == "New"
     assert receipt(state, rel)["report"]["kept_newer_existing"] == 1
-    assert any("newer rows" in n for n in result.notices)
+    assert any("already in SQLite" in n for n in result.notices)
 
 
 def test_foreign_table_without_columns_is_refused_cleanly(tmp_path: Path) -> None:
     """An existing plugin_state_entries of another shape: SchemaError per source, file left in place."""
-    state = fixture_state(tmp_path, "nostr")
+    import sqlite3
+
+    state = fixture_state(tmp_path, "telegram")
     (state / "state").mkdir()
     conn = open_db(state / "state" / "openclaw.sqlite")
     conn.execute("CREATE TABLE plugin_state_entries (plugin_id TEXT, namespace TEXT, entry_key TEXT, value TEXT, PRIMARY KEY (plugin_id, namespace, entry_key))")
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
-    rel = "nostr/bus-state-default.json"
+    rel = "telegram/sticker-cache.json"
     original = read(state, rel)
     report = run(state)
     line = assert_rejected(state, report, rel, original, "lacks column")
@@ -188,5 +201,5 @@ def test_describe_names_plugin_and_namespaces() -> None:
 
     described = legacy_readers.by_kind("telegram-sticker-cache").describe()
     assert described["plugin_id"] == "telegram"
-    assert described["namespaces"] == ["sticker-cache"]
+    assert described["namespaces"] == ["telegram.sticker-cache"]
     assert described["target_tables"] == ["global.plugin_state_entries"]
