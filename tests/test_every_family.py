@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,13 @@ ACTIVE = ("import", "import+archive", "drop")
 def _copy(tmp_path: Path) -> Path:
     dest = tmp_path / "every-family" / ".openclaw"
     shutil.copytree(EVERY, dest, symlinks=True)
+    # A pending delivery is replayed only while it is younger than 72 hours (as OpenClaw 2026.9.6 decides):
+    # keep the fixture's queued delivery an hour old, whenever the suite runs.
+    queued = dest / "delivery-queue" / "outbound-1.json"
+    entry = json.loads(queued.read_text())
+    entry["enqueuedAt"] = int(time.time() * 1000) - 3_600_000
+    entry["lastAttemptAt"] = entry["enqueuedAt"] + 500_000
+    queued.write_text(json.dumps(entry, indent=2))
     return dest
 
 

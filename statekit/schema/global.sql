@@ -1390,12 +1390,28 @@ CREATE TABLE IF NOT EXISTS config_revision_keys (
   hmac_key BLOB NOT NULL CHECK (length(hmac_key) = 32)
 );
 
--- Part 2, not in version 1: the one table OpenClaw 2026.9.6 keeps state in that statekit must
--- fill for 9.6 to run in one pass (docs/schema.md). Its definition is exactly 9.6's: 9.6's
--- upgrade (the v12 fold-in) creates it with IF NOT EXISTS and inserts ON CONFLICT DO NOTHING,
--- so the rows statekit writes (the shared auth store and its ownership, TUI pointers) are kept.
+-- Part 2, not in version 1: two tables of OpenClaw 2026.9.6 that must exist for 9.6 to run on
+-- the result in one pass (docs/schema.md). Definitions exactly 9.6's; its upgrade creates them
+-- with IF NOT EXISTS, so these tables and their rows are kept.
+-- config_machine_state: where 9.6 keeps the shared auth store and its ownership, TUI pointers
+-- (its v12 fold-in inserts ON CONFLICT DO NOTHING).
 CREATE TABLE IF NOT EXISTS config_machine_state (
   state_key TEXT NOT NULL PRIMARY KEY,
   value_json TEXT NOT NULL,
   updated_at_ms INTEGER NOT NULL
+) STRICT;
+
+-- agent_deletion_journal: read by 9.6's doctor BEFORE it upgrades the database; without it every
+-- agent database is "held (deletion journal unavailable)" and the first doctor pass stops.
+CREATE TABLE IF NOT EXISTS agent_deletion_journal (
+  agent_id TEXT PRIMARY KEY,
+  operation_id TEXT NOT NULL DEFAULT '',
+  agent_dir TEXT NOT NULL,
+  workspace_dir TEXT NOT NULL,
+  sessions_dir TEXT NOT NULL,
+  database_paths_json TEXT NOT NULL DEFAULT '[]',
+  cleanup_paths_json TEXT NOT NULL DEFAULT '[]',
+  created_at INTEGER NOT NULL,
+  cleanup_completed INTEGER NOT NULL DEFAULT 0,
+  delete_files INTEGER NOT NULL DEFAULT 1
 ) STRICT;

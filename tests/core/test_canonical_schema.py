@@ -60,6 +60,10 @@ def test_release_part_is_exactly_what_the_release_wrote(release_dbs: dict[str, P
 OPENCLAW_96_GLOBAL_TABLES = {
     "config_machine_state": "CREATE TABLE config_machine_state ( state_key TEXT NOT NULL PRIMARY KEY, value_json TEXT NOT NULL,"
     " updated_at_ms INTEGER NOT NULL ) STRICT",
+    "agent_deletion_journal": "CREATE TABLE agent_deletion_journal ( agent_id TEXT PRIMARY KEY, operation_id TEXT NOT NULL DEFAULT '',"
+    " agent_dir TEXT NOT NULL, workspace_dir TEXT NOT NULL, sessions_dir TEXT NOT NULL, database_paths_json TEXT NOT NULL DEFAULT '[]',"
+    " cleanup_paths_json TEXT NOT NULL DEFAULT '[]', created_at INTEGER NOT NULL, cleanup_completed INTEGER NOT NULL DEFAULT 0,"
+    " delete_files INTEGER NOT NULL DEFAULT 1 ) STRICT",
 }
 
 

@@ -27,8 +27,10 @@ POINTS = [
 
 
 def data_dump(state: Path) -> dict[str, dict[str, list[str]]]:
+    # Rows may hold the state dir's own path (cron rows are keyed by the absolute path of jobs.json, as OpenClaw
+    # keys them): compare runs in different directories with that path masked.
     return {
-        db.relative_to(state).as_posix(): {t: r for t, r in db_dump(db).items() if t not in BOOKKEEPING}
+        db.relative_to(state).as_posix(): {t: sorted(v.replace(str(state), "<state>") for v in r) for t, r in db_dump(db).items() if t not in BOOKKEEPING}
         for db in sorted(state.rglob("openclaw*.sqlite"))
     }
 

@@ -125,7 +125,7 @@ def test_b2_families_into_real_openclaw_2026_7_database(tmp_path: Path):
     every one imports."""
     import tarfile
 
-    from b2_harness import outcome, place
+    from b2_harness import NOW, outcome, place
     from helpers import corpus_or_skip
 
     corpus = corpus_or_skip()
@@ -135,9 +135,12 @@ def test_b2_families_into_real_openclaw_2026_7_database(tmp_path: Path):
         doc = json.loads((fix / name).read_text())
         return json.dumps({**doc, key: doc[key][:count]})
 
+    def fresh(name: str) -> str:  # a pending delivery OpenClaw still replays (enqueued under 72 hours before NOW)
+        return json.dumps(json.loads((fix / name).read_text()) | {"enqueuedAt": NOW - 3_600_000})
+
     files = {
-        "delivery-queue/outbound-1.json": (fix / "delivery-queue/outbound-1.json").read_bytes(),
-        "session-delivery-queue/session-1.json": (fix / "delivery-queue/session-1.json").read_bytes(),
+        "delivery-queue/outbound-1.json": fresh("delivery-queue/outbound-1.json"),
+        "session-delivery-queue/session-1.json": fresh("delivery-queue/session-1.json"),
         "media/inbound/pixel.png": (fix / "media/pixel.png").read_bytes(),
         "audit/file-transfer.jsonl": (fix / "audit-logs/file-transfer.jsonl").read_bytes(),
         "subagents/runs.json": (fix / "subagents/runs-v1.json").read_bytes(),
