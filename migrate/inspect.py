@@ -12,7 +12,10 @@ Severity:
 
 * ``corruption`` (exit 5): a database cannot be opened or read, is not a
   SQLite file, or ``integrity_check`` is not ``ok``;
-* ``finding`` (exit 3): foreign-key violations, orphans, a schema version
+* ``finding`` (exit 3): foreign-key violations, orphans, sessions without a
+  session key, a version-1 schema that is not the canonical layout OpenClaw
+  2026.9.6 upgrades (:func:`statekit.schema.canonical_differences`: missing
+  tables, column definitions, STRICT options, unique indexes), a schema version
   newer than statekit's, a ``schema_meta`` that names another role/agent, a
   registered agent database that is missing, legacy files still waiting for
   work (``import``, ``import+archive``, ``drop``, ``already-imported``) or that
@@ -38,7 +41,7 @@ from statekit.db import Connection, SQLiteError, is_sqlite_file, read_only_view,
 from statekit.errors import ExitCode, SourceError, StatekitError
 from statekit.fsutil import read_regular_file
 from statekit.layout import AGENT_DB_NAME, ResolvedStateDir, agent_db_path, global_db_path, is_valid_agent_id, normalize_agent_id
-from statekit.schema import ROLE_AGENT, ROLE_GLOBAL, SCHEMA_VERSION
+from statekit.schema import ROLE_AGENT, ROLE_GLOBAL, SCHEMA_VERSION, canonical_differences
 
 SAMPLE = 10
 PENDING_ACTIONS = ("import", "import+archive", "drop", "already-imported")
@@ -86,6 +89,7 @@ class DatabaseReport:
     foreign_key_violations: dict[str, int] = field(default_factory=dict)
     row_counts: dict[str, int] = field(default_factory=dict)
     orphans: dict[str, dict[str, Any]] = field(default_factory=dict)
+    schema_differences: list[str] = field(default_factory=list)  # from the canonical layout (docs/schema.md)
     sessions_without_transcript: dict[str, Any] = field(default_factory=lambda: {"count": 0, "session_ids": []})
     legacy_files: list[dict[str, Any]] = field(default_factory=list)
     corruption: list[str] = field(default_factory=list)
@@ -105,6 +109,7 @@ class DatabaseReport:
             "agent_id": self.agent_id if self.agent_id is not None else self.expected_agent,
             "user_version": self.user_version,
             "integrity_check": self.integrity,
+            "schema_differences": self.schema_differences,
             "foreign_key_violations": self.foreign_key_violations,
             "row_counts": self.row_counts,
             "orphans": self.orphans,
@@ -176,8 +181,19 @@ def _check(conn: Connection, report: DatabaseReport) -> None:
         report.findings.append(f"{report.path}: schema_meta role is {report.role!r}, expected {report.expected_role!r}")
     if report.expected_agent and report.agent_id not in (None, report.expected_agent):
         report.findings.append(f"{report.path}: schema_meta names agent {report.agent_id!r}, expected {report.expected_agent!r}")
+    if report.user_version == SCHEMA_VERSION:
+        for difference in canonical_differences(conn, report.expected_role):
+            report.schema_differences.append(difference)
+            report.findings.append(f"{report.path}: not the canonical schema OpenClaw {OPENCLAW_RELEASE} upgrades: {difference}")
     for table in tables:
         report.row_counts[table] = _count(conn, table)
+    if "sessions" in tables:
+        keyless = conn.execute("SELECT count(*) FROM sessions WHERE session_key IS NULL OR trim(session_key) = ''").fetchone()[0]
+        if keyless:
+            ids = [r[0] for r in conn.execute(
+                f"SELECT session_id FROM sessions WHERE session_key IS NULL OR trim(session_key) = '' ORDER BY session_id LIMIT {SAMPLE}")]
+            report.orphans["sessions_without_key"] = {"count": keyless, "session_ids": ids}
+            report.findings.append(f"{report.path}: {keyless} session(s) without a session key (OpenClaw {OPENCLAW_RELEASE}'s upgrade refuses them)")
     for row in conn.execute("PRAGMA foreign_key_check"):
         report.foreign_key_violations[row[0]] = report.foreign_key_violations.get(row[0], 0) + 1
     for table, count in sorted(report.foreign_key_violations.items()):

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from statekit import __version__
-from statekit.db import Connection, open_rw, read_only_view, table_columns, table_names
+from statekit.db import Connection, connect, open_rw, read_only_view, table_columns, table_names
 from statekit.errors import SchemaError
 from statekit.layout import agent_db_path, global_db_path
 
@@ -25,6 +26,7 @@ ROLE_GLOBAL = "global"
 ROLE_AGENT = "agent"
 
 _TABLE_RE = re.compile(r"^CREATE TABLE IF NOT EXISTS (\w+)", re.I)
+_PART_2_MARKER = "\n-- Part 2"
 # statements that belong to a table: run only when statekit creates that table
 _DEPENDENT_RES = (
     re.compile(r"^CREATE (?:UNIQUE )?INDEX IF NOT EXISTS \w+\s+ON (\w+)", re.I),
@@ -38,6 +40,7 @@ class Statement:
     sql: str
     table: str
     is_table: bool
+    from_release: bool  # part 1 of the file: what OpenClaw 2026.7.35 wrote (docs/schema.md)
 
 
 @dataclass
@@ -70,21 +73,109 @@ def _split_sql(text: str) -> list[str]:
 @lru_cache(maxsize=None)
 def _statements(role: str) -> tuple[Statement, ...]:
     text = resources.files(__package__).joinpath(f"{role}.sql").read_text(encoding="utf-8")
+    release_part, marker, rest = text.partition(_PART_2_MARKER)
+    later_parts = marker + rest  # the marker line is a comment
     result: list[Statement] = []
-    for sql in _split_sql(text):
-        table = _TABLE_RE.search(sql)
-        if table:
-            result.append(Statement(sql, table.group(1), True))
-            continue
-        owner = next((m for m in (r.search(sql) for r in _DEPENDENT_RES) if m), None)
-        if owner is None:
-            raise AssertionError(f"unrecognised schema statement: {sql[:60]}")
-        result.append(Statement(sql, owner.group(1), False))
+    for part, from_release in ((release_part, True), (later_parts, False)):
+        for sql in _split_sql(part):
+            table = _TABLE_RE.search(sql)
+            if table:
+                result.append(Statement(sql, table.group(1), True, from_release))
+                continue
+            owner = next((m for m in (r.search(sql) for r in _DEPENDENT_RES) if m), None)
+            if owner is None:
+                raise AssertionError(f"unrecognised schema statement: {sql[:60]}")
+            result.append(Statement(sql, owner.group(1), False, from_release))
     return tuple(result)
 
 
 def declared_tables(role: str) -> list[str]:
     return [s.table for s in _statements(role) if s.is_table]
+
+
+def _table_facts(conn: Connection, table: str) -> tuple[tuple[Any, ...], bool]:
+    """(columns as (name, type, not null, default, pk position), STRICT) of one table."""
+    columns = tuple((r[1], str(r[2] or "").upper(), r[3], r[4], r[5]) for r in conn.execute(f'PRAGMA table_info("{table}")'))
+    listed = conn.execute("SELECT strict FROM pragma_table_list WHERE schema = 'main' AND name = ?", (table,)).fetchone()
+    return columns, bool(listed and listed[0])
+
+
+def _unique_indexes(conn: Connection, table: str) -> dict[str, tuple[Any, ...]]:
+    """Explicit unique indexes of a table: name -> (key columns or expressions, partial)."""
+    found: dict[str, tuple[Any, ...]] = {}
+    for _seq, name, unique, origin, partial in conn.execute(f'PRAGMA index_list("{table}")'):
+        if unique and origin == "c":
+            keys = tuple(r[2] for r in conn.execute(f'PRAGMA index_xinfo("{name}")') if r[5])
+            found[name] = (keys, partial)
+    return found
+
+
+@lru_cache(maxsize=None)
+def _canonical_facts(role: str) -> dict[str, tuple[tuple[Any, ...], bool, dict[str, tuple[Any, ...]], bool]]:
+    """table -> (columns, STRICT, unique indexes, from the release part)."""
+    conn = connect(":memory:")
+    try:
+        conn.executescript("\n".join(f"{s.sql};" for s in _statements(role)))
+        release = {s.table for s in _statements(role) if s.is_table and s.from_release}
+        return {t: (*_table_facts(conn, t), _unique_indexes(conn, t), t in release) for t in declared_tables(role)}
+    finally:
+        conn.close()
+
+
+def _column_difference(table: str, have: tuple[Any, ...], want: tuple[Any, ...], from_release: bool) -> str | None:
+    """One line naming the columns that differ, or None.
+
+    An earlier version-1 release wrote some release tables narrower
+    (2026.6.x: fewer ``cron_jobs`` and ``task_runs`` columns); that is its
+    canonical form too (9.6's upgrade adds the columns), so for release tables
+    missing columns alone are no difference.
+    """
+    wanted = {c[0]: c for c in want}
+    extra = [c[0] for c in have if c[0] not in wanted]
+    present = {c[0] for c in have}
+    missing = [c[0] for c in want if c[0] not in present]
+    changed = [c[0] for c in have if c[0] in wanted and c != wanted[c[0]]]
+    if from_release and not extra and not changed and [c for c in want if c[0] in present] == list(have):
+        return None
+    if have == want:
+        return None
+    parts = (f"extra {', '.join(extra)}" if extra else "", f"missing {', '.join(missing)}" if missing else "",
+             f"type, NOT NULL, default or key of {', '.join(changed)}" if changed else "")
+    return f"table {table}: column definitions differ ({'; '.join(p for p in parts if p) or 'column order'})"
+
+
+def canonical_differences(conn: Connection, role: str) -> list[str]:
+    """How a version-1 database differs from the canonical layout statekit writes (docs/schema.md).
+
+    One line per difference: a missing table, a table whose columns or STRICT
+    option differ, a unique index the canonical layout does not have (OpenClaw
+    2026.9.6 refuses those) or lacks. Tables the layout does not declare are
+    allowed (9.6 allows unrelated tables); release tables an earlier version-1
+    release did not create or wrote narrower are allowed too (9.6's upgrade
+    creates and widens them). Empty when canonical.
+    """
+    differences: list[str] = []
+    present = table_names(conn)
+    for table, (columns, strict, uniques, from_release) in _canonical_facts(role).items():
+        if table not in present:
+            if not from_release:
+                differences.append(f"missing table {table}")
+            continue
+        have_columns, have_strict = _table_facts(conn, table)
+        line = _column_difference(table, have_columns, columns, from_release)
+        if line:
+            differences.append(line)
+        if have_strict != strict:
+            differences.append(f"table {table}: table options differ ({'STRICT' if strict else 'not STRICT'} expected)")
+        have_uniques = _unique_indexes(conn, table)
+        for name in sorted(set(have_uniques) - set(uniques)):
+            differences.append(f"table {table}: unexpected unique index {name}")
+        for name in sorted(set(uniques) - set(have_uniques)):
+            differences.append(f"table {table}: missing unique index {name}")
+        for name in sorted(set(uniques) & set(have_uniques)):
+            if uniques[name] != have_uniques[name]:
+                differences.append(f"table {table}: unique index {name} differs")
+    return differences
 
 
 def check_version(conn: Connection, path: Path) -> int:

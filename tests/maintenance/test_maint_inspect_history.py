@@ -39,6 +39,46 @@ def test_healthy_tree_exits_0_and_reports_each_database(tmp_path: Path) -> None:
     assert human.returncode == 0 and "integrity=ok" in human.stdout
 
 
+def test_a_schema_openclaw_would_refuse_is_unhealthy_and_says_why(tmp_path: Path) -> None:
+    """What statekit wrote before it took the schema from the release: inspect must not call it healthy."""
+    state = _healthy(tmp_path)
+    assert json.loads(cli("inspect", "--state-dir", state, "--json").stdout)["databases"][1]["schema_differences"] == []
+    conn = open_db(agent_db(state))
+    conn.executescript(
+        "PRAGMA foreign_keys = OFF;"
+        "ALTER TABLE transcript_event_identities ADD COLUMN has_parent INTEGER NOT NULL DEFAULT 0;"
+        "CREATE UNIQUE INDEX idx_transcript_identities_idempotency ON transcript_event_identities(session_id, message_idempotency_key);"
+        "CREATE TABLE sessions_keyless AS SELECT * FROM sessions;"
+        "DROP TABLE sessions;"
+        "CREATE TABLE sessions (session_id TEXT NOT NULL PRIMARY KEY, session_key TEXT, session_scope TEXT NOT NULL DEFAULT 'conversation',"
+        " created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, started_at INTEGER, ended_at INTEGER, status TEXT, chat_type TEXT,"
+        " channel TEXT, account_id TEXT, primary_conversation_id TEXT, model_provider TEXT, model TEXT, agent_harness_id TEXT,"
+        " parent_session_key TEXT, spawned_by TEXT, display_name TEXT);"
+        "INSERT INTO sessions SELECT * FROM sessions_keyless; DROP TABLE sessions_keyless;"
+        "UPDATE sessions SET session_key = NULL WHERE session_id = 's2';"
+    )
+    conn.close()
+    conn = open_db(global_db(state))
+    conn.execute("DROP TABLE agent_deletion_journal")
+    conn.close()
+    result = cli("inspect", "--state-dir", state, "--json")
+    assert result.returncode == 3, result.stdout
+    report = json.loads(result.stdout)
+    by_path = {d["path"]: d for d in report["databases"]}
+    assert by_path["state/openclaw.sqlite"]["schema_differences"] == ["missing table agent_deletion_journal"]
+    main = by_path["agents/main/agent/openclaw-agent.sqlite"]
+    assert main["schema_differences"] == [
+        "table sessions: column definitions differ (type, NOT NULL, default or key of session_key)",
+        "table transcript_event_identities: column definitions differ (extra has_parent)",
+        "table transcript_event_identities: unexpected unique index idx_transcript_identities_idempotency",
+    ]
+    assert main["orphans"]["sessions_without_key"] == {"count": 1, "session_ids": ["s2"]}
+    human = cli("inspect", "--state-dir", state)
+    assert human.returncode == 3
+    assert "not the canonical schema OpenClaw 2026.9.6 upgrades: table transcript_event_identities: column definitions differ (extra has_parent)" in human.stdout
+    assert "1 session(s) without a session key" in human.stdout
+
+
 def test_orphans_and_legacy_files_are_findings(tmp_path: Path) -> None:
     state = _healthy(tmp_path)
     conn = open_db(agent_db(state))
