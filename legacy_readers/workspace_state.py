@@ -38,6 +38,7 @@ from legacy_readers.base import ImportContext, Inspection, Reader, Source, Write
 from statekit.errors import SourceError
 
 TABLE = "workspace_setup_state"
+ALIAS_TABLE = "workspace_path_aliases"
 WORKSPACE_FILES = (".openclaw/workspace-state.json", "openclaw-workspace-state.json")
 WORKSPACE_ROOTS = ("workspace", "workspace-*", "agents/*/workspace")
 MILESTONES = (("bootstrapSeededAt", "bootstrap_seeded_at"), ("setupCompletedAt", "setup_completed_at"))
@@ -59,6 +60,12 @@ def canonical_workspace_path(source: Source, workspace_rel: str) -> str:
     return unicodedata.normalize("NFC", os.path.realpath(source.state_dir / workspace_rel))
 
 
+def workspace_alias_paths(source: Source, workspace_rel: str) -> list[str]:
+    """The paths 9.6 registers as aliases of a workspace: its lexical absolute path, then its canonical one."""
+    lexical = unicodedata.normalize("NFC", os.path.abspath(source.state_dir / workspace_rel))
+    return list(dict.fromkeys((lexical, canonical_workspace_path(source, workspace_rel))))
+
+
 def _existing_ms(value: Any) -> int | None:
     if value is None:
         return None
@@ -78,7 +85,7 @@ class WorkspaceSetupStateReader(Reader):
     workspace_patterns = WORKSPACE_FILES
     patterns = tuple(f"{root}/{name}" for root in WORKSPACE_ROOTS for name in WORKSPACE_FILES)
     schema_name = "workspace-setup-state"
-    target_tables = ("global.workspace_setup_state",)
+    target_tables = ("global.workspace_setup_state", "global.workspace_path_aliases")
     action = "import+archive"
     order = 77
 
@@ -123,8 +130,19 @@ class WorkspaceSetupStateReader(Reader):
             "updated_at": ctx.now_ms,
         }
         upsert(conn, TABLE, row, ("workspace_key",))
+        aliases = workspace_alias_paths(source, workspace_rel_of(source.rel))
+        for alias in aliases:  # as 9.6 registers them with the setup state; an existing alias is kept
+            upsert(
+                conn,
+                ALIAS_TABLE,
+                {"alias_key": workspace_key(alias), "alias_path": alias, "workspace_key": key, "workspace_path": path,
+                 "updated_at_ms": ctx.now_ms},
+                ("alias_key",),
+                update=False,
+            )
         result = WriteResult(records=1)
         result.expect("global", TABLE, "workspace_key = ?", (key,), 1)
+        result.expect("global", ALIAS_TABLE, "workspace_key = ?", (key,), len(aliases))
         result.report.update(
             {
                 "workspace": workspace_rel_of(source.rel),

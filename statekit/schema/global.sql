@@ -1390,8 +1390,8 @@ CREATE TABLE IF NOT EXISTS config_revision_keys (
   hmac_key BLOB NOT NULL CHECK (length(hmac_key) = 32)
 );
 
--- Part 2, not in version 1: two tables of OpenClaw 2026.9.6 that must exist for 9.6 to run on
--- the result in one pass (docs/schema.md). Definitions exactly 9.6's; its upgrade creates them
+-- Part 2, not in version 1: tables of OpenClaw 2026.9.6 that must exist for 9.6 to run on the
+-- result in one pass with the rows its own migration has (docs/schema.md). Definitions exactly 9.6's; its upgrade creates them
 -- with IF NOT EXISTS, so these tables and their rows are kept.
 -- config_machine_state: where 9.6 keeps the shared auth store and its ownership, TUI pointers
 -- (its v12 fold-in inserts ON CONFLICT DO NOTHING).
@@ -1415,3 +1415,16 @@ CREATE TABLE IF NOT EXISTS agent_deletion_journal (
   cleanup_completed INTEGER NOT NULL DEFAULT 0,
   delete_files INTEGER NOT NULL DEFAULT 1
 ) STRICT;
+
+-- workspace_path_aliases: the path identities of each workspace whose setup state is imported
+-- (9.6 writes them with the setup state; its upgrade does not derive them from version 1's rows).
+CREATE TABLE IF NOT EXISTS workspace_path_aliases (
+  alias_key TEXT NOT NULL PRIMARY KEY,
+  alias_path TEXT NOT NULL,
+  workspace_key TEXT NOT NULL,
+  workspace_path TEXT NOT NULL,
+  updated_at_ms INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX IF NOT EXISTS idx_workspace_path_aliases_workspace
+  ON workspace_path_aliases(workspace_key);

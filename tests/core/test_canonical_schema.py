@@ -64,6 +64,8 @@ OPENCLAW_96_GLOBAL_TABLES = {
     " agent_dir TEXT NOT NULL, workspace_dir TEXT NOT NULL, sessions_dir TEXT NOT NULL, database_paths_json TEXT NOT NULL DEFAULT '[]',"
     " cleanup_paths_json TEXT NOT NULL DEFAULT '[]', created_at INTEGER NOT NULL, cleanup_completed INTEGER NOT NULL DEFAULT 0,"
     " delete_files INTEGER NOT NULL DEFAULT 1 ) STRICT",
+    "workspace_path_aliases": "CREATE TABLE workspace_path_aliases ( alias_key TEXT NOT NULL PRIMARY KEY, alias_path TEXT NOT NULL,"
+    " workspace_key TEXT NOT NULL, workspace_path TEXT NOT NULL, updated_at_ms INTEGER NOT NULL ) STRICT",
 }
 
 

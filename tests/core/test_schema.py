@@ -11,7 +11,7 @@ from statekit.errors import SchemaError
 from statekit.schema import declared_tables, open_agent, open_global
 from statekit.db import Connection, IntegrityError
 
-# The release part: the 74 tables OpenClaw 2026.7.35 creates, plus config_machine_state and agent_deletion_journal (9.6's) (tests/core/test_canonical_schema.py diffs
+# The release part: the 74 tables OpenClaw 2026.7.35 creates, plus config_machine_state, agent_deletion_journal and workspace_path_aliases (9.6's) (tests/core/test_canonical_schema.py diffs
 # their definitions against a database that release wrote); a few statekit writes into, by name.
 SOME_GLOBAL_TABLES = """schema_meta agent_databases migration_runs migration_sources backup_runs cron_jobs cron_run_logs
 auth_profile_stores device_pairing_paired task_runs commitments installed_plugin_index acp_replay_events""".split()
@@ -29,7 +29,7 @@ def test_global_and_agent_databases_are_created_as_the_contract_says(tmp_path: P
     state = tmp_path / ".openclaw"
     state.mkdir()
     conn, report = open_global(state)
-    assert len(declared_tables("global")) == 76 and set(SOME_GLOBAL_TABLES) <= set(declared_tables("global"))
+    assert len(declared_tables("global")) == 77 and set(SOME_GLOBAL_TABLES) <= set(declared_tables("global"))
     assert set(declared_tables("global")) <= _tables(conn)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

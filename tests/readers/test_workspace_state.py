@@ -43,6 +43,10 @@ def test_round_trip(tmp_path: Path):
         {"workspace_key": key, "workspace_path": path, "version": 1, "bootstrap_seeded_at": "2026-03-01T08:00:00.000Z",
          "setup_completed_at": "2026-03-01T09:30:00.000Z", "updated_at": NOW}
     ]
+    # the workspace's path identity, as 9.6 registers it with the setup state
+    assert query(state, "SELECT * FROM workspace_path_aliases") == [
+        {"alias_key": key, "alias_path": path, "workspace_key": key, "workspace_path": path, "updated_at_ms": NOW}
+    ]
     assert (state / "workspace" / "AGENTS.md").read_text() == "# keep me"
 
 
@@ -77,6 +81,11 @@ def test_state_dir_reached_through_a_symlink_is_keyed_by_the_real_path(tmp_path:
     key, path = _key(state, "workspace")
     assert path != os.path.abspath(link / "workspace")
     assert query(state, "SELECT workspace_key, workspace_path FROM workspace_setup_state") == [{"workspace_key": key, "workspace_path": path}]
+    # the path it was reached by is an alias of the real one, as 9.6 resolves both
+    lexical = os.path.abspath(link / "workspace")
+    assert query(state, "SELECT alias_path, workspace_key FROM workspace_path_aliases ORDER BY alias_path") == sorted(
+        [{"alias_path": lexical, "workspace_key": key}, {"alias_path": path, "workspace_key": key}], key=lambda r: r["alias_path"]
+    )
 
 
 @pytest.mark.parametrize(
