@@ -22,6 +22,9 @@ upgrade folds ``node_host_config`` into ``config_machine_state``
 ``gateway_cloudflare_access_json`` and ``installed_apps_sharing`` when the
 table has them (columns of the schema versions between 1 and 12).
 
+The registry itself, ``LATER_COLUMNS``, lives with the schema data
+(:mod:`statekit.schema`), so that ``statekit inspect`` allows these columns.
+
 Where the data came from, for each column (2026.9.6 field -> column):
 
 * ``device_pairing_pending``: ``refreshedAtMs``, ``browserOrigin``;
@@ -44,23 +47,7 @@ from typing import Any
 
 from legacy_readers.base import forget_columns
 from statekit.db import Connection, table_columns
-
-# (table, column) -> declared type, in the order 2026.9.6 adds them.
-LATER_COLUMNS: dict[tuple[str, str], str] = {
-    ("apns_registrations", "relay_origin"): "TEXT",
-    ("device_pairing_pending", "refreshed_at_ms"): "INTEGER",
-    ("device_pairing_pending", "browser_origin"): "TEXT",
-    ("device_pairing_paired", "approved_via"): "TEXT",
-    ("device_pairing_paired", "browser_origin"): "TEXT",
-    ("device_pairing_paired", "operator_label"): "TEXT",
-    ("device_pairing_paired", "node_surface_json"): "TEXT",
-    ("device_pairing_paired", "pending_node_surface_json"): "TEXT",
-    # Read by the v12 fold-in of node_host_config when present.
-    ("node_host_config", "gateway_context_path"): "TEXT",
-    ("node_host_config", "gateway_cloudflare_access_json"): "TEXT",
-    ("node_host_config", "installed_apps_sharing"): "INTEGER",
-}
-
+from statekit.schema import LATER_COLUMNS
 
 def later_columns_of(table: str) -> list[str]:
     return [column for (name, column) in LATER_COLUMNS if name == table]

@@ -93,6 +93,26 @@ def declared_tables(role: str) -> list[str]:
     return [s.table for s in _statements(role) if s.is_table]
 
 
+# Columns OpenClaw 2026.9.6's upgrade adds to version-1 release tables (``ALTER TABLE ... ADD COLUMN``),
+# which a reader adds only when a legacy value needs one (legacy_readers/_later_columns.py says where
+# each comes from): (table, column) -> declared type, in the order 9.6 adds them. A release table with
+# some of them is still canonical.
+LATER_COLUMNS: dict[tuple[str, str], str] = {
+    ("apns_registrations", "relay_origin"): "TEXT",
+    ("device_pairing_pending", "refreshed_at_ms"): "INTEGER",
+    ("device_pairing_pending", "browser_origin"): "TEXT",
+    ("device_pairing_paired", "approved_via"): "TEXT",
+    ("device_pairing_paired", "browser_origin"): "TEXT",
+    ("device_pairing_paired", "operator_label"): "TEXT",
+    ("device_pairing_paired", "node_surface_json"): "TEXT",
+    ("device_pairing_paired", "pending_node_surface_json"): "TEXT",
+    # Read by the v12 fold-in of node_host_config when present.
+    ("node_host_config", "gateway_context_path"): "TEXT",
+    ("node_host_config", "gateway_cloudflare_access_json"): "TEXT",
+    ("node_host_config", "installed_apps_sharing"): "INTEGER",
+}
+
+
 def _table_facts(conn: Connection, table: str) -> tuple[tuple[Any, ...], bool]:
     """(columns as (name, type, not null, default, pk position), STRICT) of one table."""
     columns = tuple((r[1], str(r[2] or "").upper(), r[3], r[4], r[5]) for r in conn.execute(f'PRAGMA table_info("{table}")'))
@@ -131,6 +151,8 @@ def _column_difference(table: str, have: tuple[Any, ...], want: tuple[Any, ...],
     missing columns alone are no difference.
     """
     wanted = {c[0]: c for c in want}
+    if from_release:  # a later column 9.6 itself adds, appended with its own declaration
+        have = tuple(c for c in have if not (c[0] not in wanted and LATER_COLUMNS.get((table, c[0])) == c[1] and not c[2] and c[3] is None))
     extra = [c[0] for c in have if c[0] not in wanted]
     present = {c[0] for c in have}
     missing = [c[0] for c in want if c[0] not in present]

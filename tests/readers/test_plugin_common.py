@@ -142,7 +142,6 @@ def test_existing_row_is_kept(tmp_path: Path) -> None:
     """A key the runtime already holds is not overwritten by a legacy file (9.6 registers only absent keys)."""
     import hashlib
     import os
-    import sqlite3
 
     state = fixture_state(tmp_path, "telegram")
     run(state)  # creates the database
@@ -170,7 +169,6 @@ def test_existing_row_is_kept(tmp_path: Path) -> None:
 
 def test_foreign_table_without_columns_is_refused_cleanly(tmp_path: Path) -> None:
     """An existing plugin_state_entries of another shape: SchemaError per source, file left in place."""
-    import sqlite3
 
     state = fixture_state(tmp_path, "telegram")
     (state / "state").mkdir()
