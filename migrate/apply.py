@@ -265,6 +265,8 @@ class Migration:
             return outcome
         if planned.action in ("deferred", "retain"):
             outcome.message = planned.reason
+            if planned.reader is not None and planned.reader.action != planned.action:  # decided for this one file: say so
+                outcome.notices.append(f"{planned.rel}: kept in place: {planned.reason}")
             return outcome
         if planned.needs_retire:
             receipt = planned.receipt

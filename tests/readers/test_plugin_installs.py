@@ -122,7 +122,7 @@ def test_malformed_file_stays_in_place(tmp_path: Path, content, needle: str):
 @pytest.mark.corpus
 def test_b2_families_into_real_openclaw_2026_7_database(tmp_path: Path):
     """Every B2 family against OpenClaw 2026.7.35's real global database (wider tables, NOT NULLs, other keys):
-    every one imports."""
+    every one imports, except media, which OpenClaw 2026.9.6 keeps as files (left in place, byte for byte)."""
     import tarfile
 
     from b2_harness import NOW, outcome, place
@@ -141,7 +141,6 @@ def test_b2_families_into_real_openclaw_2026_7_database(tmp_path: Path):
     files = {
         "delivery-queue/outbound-1.json": fresh("delivery-queue/outbound-1.json"),
         "session-delivery-queue/session-1.json": fresh("delivery-queue/session-1.json"),
-        "media/inbound/pixel.png": (fix / "media/pixel.png").read_bytes(),
         "audit/file-transfer.jsonl": (fix / "audit-logs/file-transfer.jsonl").read_bytes(),
         "subagents/runs.json": (fix / "subagents/runs-v1.json").read_bytes(),
         "bindings/current-conversations.json": sub("bindings/current-conversations.json", "bindings", 2),
@@ -165,7 +164,8 @@ def test_b2_families_into_real_openclaw_2026_7_database(tmp_path: Path):
         "credentials/telegram-pairing.json": sub("channel-pairing/telegram-pairing.json", "requests", 2),
         "credentials/telegram-allowFrom.json": json.dumps({"version": 1, "allowFrom": ["1", "2"]}),
     }  # fmt: skip
-    state, originals = new_state(tmp_path, files)
+    media = {"media/inbound/pixel.png": (fix / "media/pixel.png").read_bytes()}
+    state, originals = new_state(tmp_path, {**files, **media})
     (state / "state").mkdir()
     with tarfile.open(corpus / "generated" / "legacy-2026.7.35-std.tar") as archive:
         (state / "state" / "openclaw.sqlite").write_bytes(archive.extractfile("home/.openclaw/state/openclaw.sqlite").read())
@@ -174,6 +174,8 @@ def test_b2_families_into_real_openclaw_2026_7_database(tmp_path: Path):
     assert report.warnings == []
     for rel in files:
         assert_imported(state, report, rel, originals[rel])
+    for rel, data in media.items():
+        assert outcome(report, rel).status == "retain" and (state / rel).read_bytes() == data
     assert query(state, "SELECT index_key, host_contract_version FROM installed_plugin_index") == [
         {"index_key": "installed-plugin-index", "host_contract_version": "2026.5.28"}
     ]

@@ -267,14 +267,18 @@ def test_every_reader_kind_is_seeded(seeds: Seeds) -> None:
     kinds = {reader.kind for entry, reader in discover(seeds.base).legacy if entry.rel in seeds.variants}
     active = {reader.kind for reader in legacy_readers.all_readers() if reader.action in ("import", "import+archive", "drop")}
     assert active - kinds == set()
-    assert sum(len(v) for v in seeds.variants.values()) > 140
+    # several variants per kind that reads its file (the kinds kept in place for OpenClaw read nothing)
+    assert sum(len(v) for v in seeds.variants.values()) > 1.2 * len(active)
 
 
 @pytest.mark.parametrize("round_no", range(CI_ROUNDS))
 def test_mutants_round(seeds: Seeds, tmp_path: Path, round_no: int) -> None:
+    import legacy_readers
+
     counts, problems = run_round(seeds, tmp_path, round_no)
     record(counts, problems)
-    assert counts["mutants"] >= 80
+    active = [r for r in legacy_readers.all_readers() if r.action in ("import", "import+archive", "drop")]
+    assert counts["mutants"] >= 0.7 * len(active)
     assert not problems, f"round {round_no}:\n" + "\n".join(problems[:30])
 
 
@@ -333,12 +337,11 @@ def test_a_malformed_gateway_lock_never_crashes_the_gateway_check(tmp_path: Path
 
 def test_an_infinite_timestamp_does_not_crash_the_plan(tmp_path: Path) -> None:
     """Found by the mutator: ``1e999`` (a float infinity) where a reader expects a number raised OverflowError in ``inspect``,
-    which the plan did not catch: plan and migrate died with a traceback (legacy_readers/plugin_imessage.py:84)."""
+    which the plan did not catch: plan and migrate died with a traceback (then in legacy_readers/plugin_imessage.py:84,
+    whose file statekit now keeps in place for the plugin's own doctor; the same input in cron/jobs.json)."""
     state = h.copy_world("every-family", tmp_path)
-    rel = "imessage/sent-echoes.jsonl"
-    lines = (state / rel).read_bytes().splitlines()
-    lines[0] = re.sub(rb'"timestamp":\s*[0-9.]+', b'"timestamp": 1e999', lines[0])  # parses as float("inf")
-    data = b"\n".join(lines) + b"\n"
+    rel = "cron/jobs.json"
+    data = re.sub(rb'"createdAtMs":\s*[0-9]+', b'"createdAtMs": 1e999', (state / rel).read_bytes(), count=1)  # parses as float("inf")
     assert b"1e999" in data
     (state / rel).write_bytes(data)
     for args in (("plan", "--state-dir", state), ("migrate", "--state-dir", state, "--yes", "--no-backup")):
