@@ -77,13 +77,19 @@ class SinkFile:
 
 
 class ArchiveWriter:
-    """Append tar members to a new ``.tar.zst`` file; :meth:`finish` fsyncs it."""
+    """Append tar members to a new ``.tar.zst`` file (``.tar.gz`` with ``compression="gzip"``); :meth:`finish` fsyncs it."""
 
-    def __init__(self, path: Path, *, level: int = 3, threads: int = -1, progress: Callable[[int], None] | None = None) -> None:
+    def __init__(self, path: Path, *, level: int = 3, threads: int = -1, progress: Callable[[int], None] | None = None,
+                 compression: str = "zstd") -> None:
         self.sink = SinkFile(path)
+        self._compression = compression
         try:
-            self._compressor = zstandard.ZstdCompressor(level=level, threads=threads, write_checksum=True)
-            self._zstd = self._compressor.stream_writer(self.sink, closefd=False, write_size=CHUNK)
+            if compression == "gzip":
+                # One gzip member (mtime 0: the bytes depend on the content only); members concatenate like zstd frames.
+                self._zstd = gzip.GzipFile(filename="", mode="wb", fileobj=self.sink, compresslevel=level, mtime=0)
+            else:
+                self._compressor = zstandard.ZstdCompressor(level=level, threads=threads, write_checksum=True)
+                self._zstd = self._compressor.stream_writer(self.sink, closefd=False, write_size=CHUNK)
             # Plain "w" mode over a tell()-able writer: tarfile writes headers and data straight
             # through (its "w|" stream buffer re-copies its whole buffer on every small write).
             self._tar = tarfile.TarFile(fileobj=_Offset(self._zstd), mode="w", format=tarfile.PAX_FORMAT, copybufsize=CHUNK)
@@ -121,11 +127,18 @@ class ArchiveWriter:
         self._tar.addfile(self._info(name, tarfile.REGTYPE, mode, mtime, size), reader)
         return reader.digest.hexdigest()
 
-    def finish(self, *, durable: bool = True) -> None:
-        """End the tar stream and the zstd frame; fsync unless the file is only a temp payload."""
-        self._tar.close()
-        self._zstd.flush(zstandard.FLUSH_FRAME)
-        self._zstd.close()
+    def finish(self, *, durable: bool = True, end_of_archive: bool = True) -> None:
+        """End the tar stream (its end-of-archive blocks unless ``end_of_archive`` is False: more members
+        follow in a later frame) and the compressed frame; fsync unless the file is only a temp payload."""
+        if end_of_archive:
+            self._tar.close()
+        else:
+            self._tar.closed = True  # tarfile would write the end-of-archive blocks on close
+        if self._compression == "gzip":
+            self._zstd.close()
+        else:
+            self._zstd.flush(zstandard.FLUSH_FRAME)
+            self._zstd.close()
         if durable:
             self.sink.fsync_close()
         else:
@@ -212,6 +225,32 @@ def write_joined(path: Path, head: bytes, payload: Path, *, level: int, payload_
     except BaseException:
         sink.close()
         raise
+
+
+def write_payload_then_tail(path: Path, payload: Path, tail: bytes, *, level: int) -> None:
+    """Write ``path`` (exclusive, 0600) as the gzip members of ``payload`` followed by one gzip member of ``tail``; fsync.
+
+    gzip members and tar members both concatenate: the result is one valid
+    ``.tar.gz`` ending with ``tail``'s members (OpenClaw's manifest is the last one).
+    """
+    sink = SinkFile(path)
+    try:
+        with open(payload, "rb") as source:
+            _copy_fd(source.fileno(), sink)
+        sink.write(gzip.compress(tail, compresslevel=level, mtime=0))
+        sink.fsync_close()
+    except BaseException:
+        sink.close()
+        raise
+
+
+END_OF_ARCHIVE = b"\0" * (2 * tarfile.BLOCKSIZE)
+
+
+def symlink_member_bytes(name: str, target: str, *, mtime: float) -> bytes:
+    info = ArchiveWriter._info(name, tarfile.SYMTYPE, 0o777, mtime)
+    info.linkname = target
+    return info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
 
 
 def _copy_fd(source_fd: int, sink: SinkFile) -> None:

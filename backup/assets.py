@@ -34,6 +34,16 @@ from statekit.layout import (
 )
 
 SIDECAR_SUFFIXES = ("-wal", "-shm", "-journal")
+# OpenClaw 2026.9.6's runtime lock coordinators (``<family>.<hash>.lock.sqlite``, held with SQLite locks while it
+# runs; a snapshot of one would wait on its lock) and the memory plugin's transient SQLite files (generation /
+# reindex locks, ``.sqlite.backup-<uuid>`` / ``.memory-reindex-<uuid>`` / ``.tmp-<uuid>`` copies being written):
+# recreated by OpenClaw, excluded from its own archives too.
+OPENCLAW_TRANSIENT_SQLITE = re.compile(
+    r"(?:\.lock\.sqlite|\.sqlite\.(?:generation-(?:lock|writer)|reindex-lock)\.sqlite"
+    r"|\.sqlite\.(?:backup|memory-reindex|tmp)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:-wal|-shm|-journal)?$",
+    re.IGNORECASE,
+)
+RESTORE_JOURNAL_REL = ".statekit/restore-journal.json"
 STATEKIT_TEMP_MARKERS = (".statekit-tmp-", ".statekit-stage-", ".statekit-restore-", ".statekit-backup-", ".statekit-verify-")
 _SAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -220,6 +230,10 @@ def skip_reason(rel: str, st: os.stat_result) -> str | None:
         return "statekit temp file"
     if rel == f"{STATEKIT_DIR_NAME}/lock" or name.endswith(".lock"):
         return "lock file"
+    if OPENCLAW_TRANSIENT_SQLITE.search(name):
+        return "OpenClaw runtime lock or transient SQLite copy (recreated by OpenClaw, never archived by it either)"
+    if rel == RESTORE_JOURNAL_REL:
+        return "statekit restore journal (an interrupted restore is settled before a backup)"
     if rel == f"{STATEKIT_DIR_NAME}/pre-restore":
         return "statekit pre-restore copies (rollback area of an earlier restore)"
     if stat.S_ISREG(mode) and name.endswith(SIDECAR_SUFFIXES):

@@ -38,14 +38,16 @@ from pathlib import Path
 from typing import Any
 
 from backup import manifest as mf
-from backup.archive import ArchiveWriter, member_bytes, write_all, write_joined
-from backup.assets import AssetPlan, Entry, plan_assets
+from backup import openclaw_format as ocf
+from backup.archive import END_OF_ARCHIVE, ArchiveWriter, member_bytes, write_all, write_joined, write_payload_then_tail
+from backup.assets import AssetPlan, Entry, configured_workspaces, credentials_dir, plan_assets, read_config
 from backup.lock import backup_lock
 from backup.manifest import Asset, Manifest, Skipped
 from backup.runs import mark_interrupted, record_in_state_dir
 from backup.snapshot import snapshot_db
 from backup.verify import VerifyReport, verify_archive
-from statekit.errors import StateDirError, StatekitError, VerificationError
+from statekit import __version__
+from statekit.errors import StateDirError, StatekitError, UsageError, VerificationError
 from statekit.faults import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE, atomic_write_bytes, fsync_dir, open_regular_file, remove_orphaned_temps
 
@@ -54,6 +56,8 @@ STAGING_PREFIX = ".statekit-backup-"
 PARTIAL_SUFFIX = ".partial"
 SIDECAR_SUFFIX = ".verify.json"
 MAX_WRITE_ATTEMPTS = 3
+FORMATS = ("statekit", "openclaw")
+OPENCLAW_ROOT_KINDS = {"state": "state", "config": "config", "credentials": "credentials"}  # agent-*, workspace-*: by prefix
 
 Progress = Callable[[int], None]
 
@@ -69,6 +73,8 @@ class BackupResult:
     archive_bytes: int | None = None
     dry_run: bool = False
     verify_report: VerifyReport | None = None
+    format: str = "statekit"
+    openclaw_manifest: dict[str, Any] | None = None  # --format openclaw: the manifest.json OpenClaw reads
 
     def to_json(self) -> dict[str, Any]:
         totals = self.manifest.get("totals") or {}
@@ -80,6 +86,7 @@ class BackupResult:
         return {
             "ok": True,
             "dry_run": self.dry_run,
+            "format": self.format,
             "archive": str(self.archive_path) if self.archive_path else None,
             "planned_archive": str(self.planned_path) if self.planned_path else None,
             "run_id": self.run_id,
@@ -108,13 +115,31 @@ class _SourceChanged(Exception):
         self.item = item
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """Where entries go in the archive: statekit's ``<root>/payload/state|external/...`` or OpenClaw's
+    ``<root>/payload/posix/<absolute source path>``."""
+
+    fmt: str
+    root: str
+
+    def archive_path(self, entry: Entry) -> str:
+        if self.fmt == "openclaw":
+            return ocf.archive_path_for(self.root, str(entry.path))
+        return entry.archive_path(self.root)
+
+
 @dataclass
 class _Context:
     staging: Path
+    layout: _Layout = _Layout("statekit", "")
     warnings: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     gone: list[_Item] = field(default_factory=list)
     counter: Iterator[int] = field(default_factory=itertools.count)
+    plan: AssetPlan | None = None
+    env: Mapping[str, str] | None = None
+    openclaw_manifest: dict[str, Any] | None = None
 
     def scratch_name(self, prefix: str) -> Path:
         return self.staging / f"{prefix}-{next(self.counter)}"  # next() on a count is atomic under the GIL
@@ -152,13 +177,13 @@ def _read_hash(path: Path, copy_to: Path) -> tuple[str, int, os.stat_result, boo
     return digest.hexdigest(), size, after, changed
 
 
-def _base_asset(entry: Entry, archive_root: str) -> Asset:
+def _base_asset(entry: Entry, layout: _Layout) -> Asset:
     return Asset(
         id=entry.asset_id,
         kind=entry.kind,
         role=entry.role,
         source_path=str(entry.path),
-        archive_path=entry.archive_path(archive_root),
+        archive_path=layout.archive_path(entry),
         mode=entry.st.st_mode & 0o7777,
         mtime=entry.st.st_mtime,
         agent_id=entry.agent_id,
@@ -216,11 +241,11 @@ def _add_file(writer: ArchiveWriter, item: _Item) -> None:
             raise _SourceChanged(item)
 
 
-def _add_item(writer: ArchiveWriter, item: _Item) -> None:
+def _add_item(writer: ArchiveWriter, item: _Item, fmt: str = "statekit") -> None:
     asset = item.asset
     if asset.kind == "dir":
         writer.add_dir(asset.archive_path, mode=asset.mode, mtime=asset.mtime)
-    elif asset.kind == "symlink" and asset.link_scope == "internal":
+    elif asset.kind == "symlink" and (asset.link_scope == "internal" or fmt == "openclaw"):
         writer.add_symlink(asset.archive_path, asset.link_target or "", mtime=asset.mtime)
     elif asset.kind == "symlink":
         writer.add_bytes(asset.archive_path, _link_text(asset), mode=PRIVATE_FILE_MODE, mtime=asset.mtime)
@@ -235,12 +260,13 @@ def _link_text(asset: Asset) -> bytes:
 def _write_payload(
     path: Path, items: list[_Item], snapshots: dict[int, Future[None]], ctx: _Context, level: int, progress: Progress | None
 ) -> bytes:
-    """Everything but the manifest, into a temp ``.tar.zst``: files as they are read, databases last."""
-    writer = ArchiveWriter(path, level=level, progress=progress)
+    """Everything but the manifest, into a temp ``.tar.zst`` (``.tar.gz``): files as they are read, databases last."""
+    fmt = ctx.layout.fmt
+    writer = ArchiveWriter(path, level=level, progress=progress, compression="gzip" if fmt == "openclaw" else "zstd")
     try:
         for item in [i for i in items if i.entry.kind != "sqlite"]:
             try:
-                _add_item(writer, item)
+                _add_item(writer, item, fmt)
                 checkpoint("backup-member-added")
             except FileNotFoundError:
                 ctx.gone.append(item)
@@ -254,9 +280,9 @@ def _write_payload(
             except FileNotFoundError:
                 ctx.gone.append(item)
                 continue
-            _add_item(writer, item)
+            _add_item(writer, item, fmt)
             checkpoint("backup-member-added")
-        writer.finish(durable=False)
+        writer.finish(durable=False, end_of_archive=fmt != "openclaw")
     except BaseException:
         writer.abort()
         raise
@@ -275,7 +301,7 @@ def _write_archive(
         if item.asset.kind == "symlink":
             text = _link_text(item.asset)
             item.asset.size, item.asset.sha256 = len(text), hashlib.sha256(text).hexdigest()
-    payload = ctx.staging / "payload.tar.zst"
+    payload = ctx.staging / ("payload.tar.gz" if ctx.layout.fmt == "openclaw" else "payload.tar.zst")
     with ThreadPoolExecutor(max_workers=1) as pool:
         snapshots = _start_snapshots(items, ctx, pool)
         try:
@@ -303,9 +329,18 @@ def _write_archive(
     manifest.assets = [i.asset for i in kept]
     manifest.skipped = ctx.skipped + [Skipped(str(i.entry.path), "vanished or changed type during the backup") for i in ctx.gone]
     data = manifest.to_json()
-    head = member_bytes(f"{archive_root}/{mf.MANIFEST_NAME}", mf.encode(data), mode=PRIVATE_FILE_MODE, mtime=manifest.created_at.timestamp())
     try:
-        write_joined(partial, head, payload, level=level, payload_sha256=payload_sha256)
+        if ctx.layout.fmt == "openclaw":
+            data, ctx.openclaw_manifest = _openclaw_documents(manifest, data, kept, ctx)
+            digests = member_bytes(f"{archive_root}/{ocf.DIGESTS_NAME}", mf.encode(data), mode=PRIVATE_FILE_MODE,
+                                   mtime=manifest.created_at.timestamp())
+            head = member_bytes(f"{archive_root}/{ocf.MANIFEST_NAME}", _oc_encode(ctx.openclaw_manifest), mode=0o644,
+                                mtime=manifest.created_at.timestamp())
+            write_payload_then_tail(partial, payload, digests + head + END_OF_ARCHIVE, level=level)
+        else:
+            head = member_bytes(f"{archive_root}/{mf.MANIFEST_NAME}", mf.encode(data), mode=PRIVATE_FILE_MODE,
+                                mtime=manifest.created_at.timestamp())
+            write_joined(partial, head, payload, level=level, payload_sha256=payload_sha256)
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
@@ -348,7 +383,9 @@ def _cleanup_stale(output_dir: Path) -> list[str]:
             if len(run_id) == 32:
                 interrupted.append(run_id)
             shutil.rmtree(path, ignore_errors=True)
-        elif path.name.startswith(mf.ARCHIVE_PREFIX) and path.name.endswith(PARTIAL_SUFFIX) and path.is_file():
+        elif path.name.endswith(PARTIAL_SUFFIX) and path.is_file() and (
+            path.name.startswith(mf.ARCHIVE_PREFIX) or path.name.endswith(f"{ocf.ROOT_SUFFIX}{ocf.ARCHIVE_SUFFIX}{PARTIAL_SUFFIX}")
+        ):
             path.unlink(missing_ok=True)
     remove_orphaned_temps(output_dir)  # a ``.verify.json`` being written when the run was killed
     return interrupted
@@ -369,8 +406,48 @@ def write_sidecar(archive: Path, report: VerifyReport | None, manifest: dict[str
     atomic_write_bytes(sidecar_path(archive), (json.dumps(data, indent=1) + "\n").encode("utf-8"))
 
 
-def _planned_manifest(plan: AssetPlan, now: datetime, options: dict[str, Any], archive_root: str) -> dict[str, Any]:
-    assets = [_base_asset(e, archive_root) for e in plan.entries]
+def _oc_kind(root_id: str) -> str:
+    if root_id in OPENCLAW_ROOT_KINDS:
+        return OPENCLAW_ROOT_KINDS[root_id]
+    return "agent" if root_id.startswith("agent-") else "workspace"
+
+
+def _oc_encode(manifest: dict[str, Any]) -> bytes:
+    return (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _openclaw_documents(manifest: Manifest, data: dict[str, Any], kept: list[_Item], ctx: _Context) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``--format openclaw``: OpenClaw's ``manifest.json`` and statekit's digest record beside it.
+
+    The digest record is statekit's manifest (every entry with size, SHA-256, mode, mtime; databases with
+    user_version and role) under the OpenClaw archive paths, plus the SHA-256 of OpenClaw's manifest.
+    """
+    plan = ctx.plan
+    assert plan is not None
+    root = ctx.layout.root
+    state_dir = str(plan.state_dir)
+    state_archive = ocf.archive_path_for(root, state_dir)
+    links = [(i.asset.archive_path, i.asset.link_target or "") for i in kept if i.asset.kind == "symlink"]
+    external = [(entry, target) for entry, target in links if ocf.link_is_external(entry, target, state_dir, state_archive)]
+    config = read_config(plan.config_file, [])
+    workspaces = sorted({str(p) for p in configured_workspaces(config, plan.state_dir).values()})
+    skipped = [{"kind": "entry", "sourcePath": s.source_path, "reason": s.reason} for s in manifest.skipped]
+    oc = ocf.build_manifest(
+        archive_root=root, created_at=manifest.created_at, runtime_version=f"statekit {__version__}", state_dir=state_dir,
+        config_path=str(plan.config_file) if plan.config_file is not None else None,
+        oauth_dir=str(credentials_dir(plan.state_dir, ctx.env if ctx.env is not None else os.environ)),
+        workspace_dirs=workspaces, agent_roots=[],
+        assets=[(_oc_kind(r.id), str(r.path)) for r in plan.roots if any(i.entry.root is r for i in kept)],
+        skipped=skipped, external_links=external, include_workspace=bool(manifest.options.get("include_workspaces")),
+    )
+    digests = dict(data)
+    digests["format"] = ocf.DIGESTS_FORMAT
+    digests["openclaw_manifest_sha256"] = hashlib.sha256(_oc_encode(oc)).hexdigest()
+    return digests, oc
+
+
+def _planned_manifest(plan: AssetPlan, now: datetime, options: dict[str, Any], layout: _Layout) -> dict[str, Any]:
+    assets = [_base_asset(e, layout) for e in plan.entries]
     for asset, entry in zip(assets, plan.entries):
         asset.size = entry.st.st_size if entry.kind in ("file", "sqlite") else 0
     return Manifest(now, str(plan.state_dir), options, assets, list(plan.skipped)).to_json()
@@ -391,21 +468,28 @@ def create_backup(
     record: bool = True,
     env: Mapping[str, str] | None = None,
     progress: Progress | None = None,
+    fmt: str = "statekit",
 ) -> BackupResult:
-    """Create one verified ``openclaw-backup-<UTC>.tar.zst`` of ``state_dir`` (see module doc)."""
+    """Create one verified archive of ``state_dir`` (see module doc): ``openclaw-backup-<UTC>.tar.zst``, or with
+    ``fmt="openclaw"`` a ``<UTC ms>+00-00-openclaw-backup.tar.gz`` that OpenClaw 2026.9.6 verifies and restores."""
     state_dir = Path(os.path.abspath(state_dir))
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown archive format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if not state_dir.is_dir():
         raise StateDirError(f"{state_dir}: state dir does not exist or is not a directory")
-    if not 1 <= level <= 22:
-        raise StatekitError(f"compression level {level} is outside 1..22", exit_code=2)
+    top = 9 if fmt == "openclaw" else 22
+    if not 1 <= level <= top:
+        raise StatekitError(f"compression level {level} is outside 1..{top} ({'gzip' if fmt == 'openclaw' else 'zstd'})", exit_code=2)
     output_dir = Path(os.path.abspath(output_dir)) if output_dir is not None else default_output_dir(state_dir)
-    now, archive_root, final = _free_archive_name(output_dir)
+    now, archive_root, final = _free_archive_name(output_dir, fmt)
+    layout = _Layout(fmt, archive_root)
     options = {"include_workspaces": include_workspaces, "level": level, "verify": verify}
     plan = plan_assets(state_dir, output_dir, include_workspaces=include_workspaces, env=env)
     if final.exists():
         raise StatekitError(f"refusing to overwrite existing backup archive {final}")
     run_id = uuid.uuid4().hex
-    result = BackupResult(None, _planned_manifest(plan, now, options, archive_root), False, list(plan.warnings), run_id, final)
+    result = BackupResult(None, _planned_manifest(plan, now, options, layout), False, list(plan.warnings), run_id, final,
+                          format=fmt)
     if dry_run:
         result.dry_run = True
         return result
@@ -428,7 +512,7 @@ def create_backup(
                     if warning:
                         result.warnings.append(warning)
                     checkpoint("backup-recorded")
-                _create_locked(plan, final, archive_root, now, options, level, verify, progress, result, staging)
+                _create_locked(plan, final, layout, now, options, level, verify, progress, result, staging, env)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
     except BaseException as exc:
@@ -442,24 +526,28 @@ def create_backup(
     return result
 
 
-def _free_archive_name(output_dir: Path, attempts: int = 3) -> tuple[datetime, str, Path]:
+def _free_archive_name(output_dir: Path, fmt: str = "statekit", attempts: int = 3) -> tuple[datetime, str, Path]:
     """Now, the archive stem and its path. Names have a one-second resolution (the contract's
-    ``YYYYmmddTHHMMSSZ``) and are never overwritten: when this second's name is taken (a pre-migration
-    backup a moment ago), wait for the next second rather than refuse."""
+    ``YYYYmmddTHHMMSSZ``; OpenClaw's names have milliseconds) and are never overwritten: when the name is
+    taken (a pre-migration backup a moment ago), wait for the next tick rather than refuse."""
     for attempt in range(attempts):
         now = datetime.now(timezone.utc)
-        archive_root = mf.archive_stem(now)
-        final = output_dir / f"{archive_root}{mf.ARCHIVE_SUFFIX}"
+        if fmt == "openclaw":
+            archive_root = ocf.archive_root_name(now)
+            final = output_dir / f"{archive_root}{ocf.ARCHIVE_SUFFIX}"
+        else:
+            archive_root = mf.archive_stem(now)
+            final = output_dir / f"{archive_root}{mf.ARCHIVE_SUFFIX}"
         if not final.exists() or attempt == attempts - 1:
             return now, archive_root, final
-        time.sleep(1.0 - now.microsecond / 1_000_000 + 0.001)
+        time.sleep(0.002 if fmt == "openclaw" else 1.0 - now.microsecond / 1_000_000 + 0.001)
     raise AssertionError("unreachable")
 
 
 def _create_locked(
     plan: AssetPlan,
     final: Path,
-    archive_root: str,
+    layout: _Layout,
     now: datetime,
     options: dict[str, Any],
     level: int,
@@ -467,16 +555,18 @@ def _create_locked(
     progress: Progress | None,
     result: BackupResult,
     staging: Path,
+    env: Mapping[str, str] | None = None,
 ) -> None:
     if final.exists():
         raise StatekitError(f"refusing to overwrite existing backup archive {final}")
     partial = final.with_name(final.name + PARTIAL_SUFFIX)
-    ctx = _Context(staging, skipped=list(plan.skipped))
+    ctx = _Context(staging, layout, skipped=list(plan.skipped), plan=plan, env=env)
     try:
         checkpoint("backup-staging")
-        items = [_Item(entry, _base_asset(entry, archive_root)) for entry in plan.entries]
+        items = [_Item(entry, _base_asset(entry, layout)) for entry in plan.entries]
         manifest = Manifest(now, str(plan.state_dir), options)
-        result.manifest = _write_archive(partial, archive_root, manifest, items, ctx, level, progress)
+        result.manifest = _write_archive(partial, layout.root, manifest, items, ctx, level, progress)
+        result.openclaw_manifest = ctx.openclaw_manifest
         result.warnings.extend(ctx.warnings)
         checkpoint("backup-partial-written")
         report = None

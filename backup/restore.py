@@ -3,21 +3,30 @@
 * Always verifies first; a failing archive restores nothing.
 * ``dry_run`` returns the plan (archive path → destination, create / replace /
   unchanged) and writes nothing, not even the target dir.
-* ``target``: rebuild the state dir in a missing or empty directory (assets
-  from outside the state dir go to ``<target>/.statekit/external/<id>/``);
-  OpenClaw ``.tar.gz`` archives are extracted there with their own layout.
-* In place (statekit archives only): under the state-dir lock and with no
-  gateway running, stage every changed asset beside its destination, move the
-  current entries aside into ``<state>/.statekit/pre-restore/<timestamp>/``
-  (stale ``-wal``/``-shm``/``-journal`` of restored databases too), rename the
-  staged files into place and fsync. Any error rolls every step back.
+* ``target``: rebuild the state dir in a missing or empty directory. statekit
+  archives put assets from outside the state dir in
+  ``<target>/.statekit/external/<id>/``. OpenClaw ``.tar.gz`` archives make the
+  target *the* state dir (:mod:`backup.openclaw_format`): the state asset at
+  its top, a config or credentials dir kept outside the state dir at
+  ``openclaw.json`` / ``credentials/``, workspaces and agent dirs that were
+  outside it in ``.statekit/external/<kind>-<name>/`` (listed in the notes);
+  nothing is ever written to the absolute paths a manifest records, and
+  nothing the archive does not hold is created.
+* In place (both formats): under the state-dir lock and with no gateway
+  running, a journal (:mod:`backup.journal`) records the whole plan first;
+  every changed asset is staged beside its destination, then the current
+  entries move into ``<state>/.statekit/pre-restore/<timestamp>/`` (stale
+  ``-wal``/``-shm``/``-journal`` of restored databases too) and the staged
+  copies are renamed into place. Any error rolls every step back; a killed
+  restore is finished or undone by the next statekit command (or
+  ``--resume`` / ``--abort``). OpenClaw archives go to ``--state-dir`` (else
+  the resolved state dir), never to the paths their manifest records.
 Restored databases and credentials are 0600; member bytes are hashed again
 while they are written, so an archive swapped after verification is caught.
 """
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import re
@@ -32,16 +41,17 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from backup import manifest as mf
+from backup import openclaw_format as ocf
 from backup.archive import open_tar_stream, write_all
 from backup.assets import is_within
+from backup.journal import STAGE_MARKER, JournalStep, Recovery, RestoreJournal, now_iso, pending, settle
 from backup.verify import ABSOLUTE_CAP, OPENCLAW, VerifyReport, verify_archive
 from statekit.errors import StatekitError, UsageError, VerificationError
 from statekit.faults import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, fsync_dir, sha256_file
-from statekit.layout import lock_path, statekit_dir
+from statekit.layout import lock_path, resolve_state_dir, statekit_dir
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
 
-STAGE_MARKER = ".statekit-restore-"
 STALE_STAGE = re.compile(r"^\.statekit-restore-[0-9a-f]{8}-")  # a staged copy (never an ``-aside-`` one: that is user data)
 SIDECARS = ("-wal", "-shm", "-journal")
 Progress = Callable[[int], None]
@@ -60,6 +70,8 @@ class RestoreStep:
     link_target: str | None = None
     link_scope: str | None = None
     aside_rel: str = ""  # where the current entry goes below pre-restore/<ts>/
+    base: Path | None = None  # the tree it belongs to (the state dir for state assets): no symlink is followed below it
+    copy_from: str | None = None  # an OpenClaw hard link: the archive path of the file whose bytes it shares
 
     def to_json(self) -> dict[str, Any]:
         return {"archive_path": self.archive_path, "destination": str(self.destination), "kind": self.kind, "action": self.action}
@@ -76,6 +88,8 @@ class RestoreResult:
     pre_restore_dir: Path | None = None
     removed_sidecars: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    relocated: list[dict[str, str]] = field(default_factory=list)  # OpenClaw assets that lived outside the state dir
+    recovered: Recovery | None = None  # an interrupted earlier restore finished (or undone) first
 
     def counts(self) -> dict[str, int]:
         counts = {"create": 0, "replace": 0, "unchanged": 0}
@@ -94,6 +108,8 @@ class RestoreResult:
             "counts": self.counts(),
             "pre_restore_dir": str(self.pre_restore_dir) if self.pre_restore_dir else None,
             "removed_sidecars": self.removed_sidecars,
+            "relocated": self.relocated,
+            "recovered": self.recovered.to_json() if self.recovered else None,
             "notes": self.notes,
             "steps": [s.to_json() for s in self.steps],
         }
@@ -116,7 +132,7 @@ def _current_action(step: RestoreStep) -> str:
     if step.kind == "symlink":
         same = stat.S_ISLNK(st.st_mode) and os.readlink(step.destination) == step.link_target
         return "unchanged" if same else "replace"
-    if not stat.S_ISREG(st.st_mode) or st.st_size != step.size:
+    if not stat.S_ISREG(st.st_mode) or st.st_size != step.size or step.sha256 is None:
         return "replace"
     return "unchanged" if sha256_file(step.destination) == step.sha256 else "replace"
 
@@ -134,9 +150,8 @@ def _statekit_steps(manifest: dict[str, Any], root: str, target: Path | None, st
             destination = base.joinpath(*rel_parts)
             aside = "/".join(("state", rel)) if rel else "state"
         else:
-            destination = (
-                target.joinpath(".statekit", "external", root_id, *rel_parts) if target is not None else Path(asset["source_path"])
-            )
+            base = target.joinpath(".statekit", "external", root_id) if target is not None else None
+            destination = base.joinpath(*rel_parts) if base is not None else Path(asset["source_path"])
             aside = "/".join(p for p in ("external", root_id, rel) if p)
         kind = "symlink" if asset["kind"] == "symlink" else asset["kind"]
         steps.append(
@@ -152,9 +167,64 @@ def _statekit_steps(manifest: dict[str, Any], root: str, target: Path | None, st
                 link_target=asset.get("link_target"),
                 link_scope=asset.get("link_scope"),
                 aside_rel=aside,
+                base=base,
             )
         )
     return steps
+
+
+def _openclaw_steps(report: VerifyReport, base: Path) -> tuple[list[RestoreStep], list[ocf.Placement]]:
+    """Every entry of a verified OpenClaw archive, placed below ``base`` (the state dir being restored)."""
+    manifest = report.manifest or {}
+    root = manifest["archiveRoot"]
+    placed = ocf.placements(manifest, set(report.oc_members))
+    metadata = {f"{root}/{ocf.MANIFEST_NAME}", f"{root}/{ocf.DIGESTS_NAME}"}
+    steps: list[RestoreStep] = []
+    for name, member in report.oc_members.items():
+        if name in metadata:
+            continue
+        hit = ocf.place_member(name, placed)
+        if hit is None:
+            continue  # an ancestor directory of the asset paths (payload/posix/...): nothing of the install
+        placement, rel = hit
+        destination = base.joinpath(*PurePosixPath(rel).parts) if rel else base
+        private = placement.kind == "credentials" or rel == "credentials" or rel.startswith("credentials/")
+        if member.kind == "dir":
+            kind, mode = "dir", (member.mode & 0o7777) | 0o700
+        elif member.kind == "symlink":
+            kind, mode = "symlink", 0o777
+        else:
+            kind = "sqlite" if member.db is not None else "file"
+            mode = _file_mode(kind, "credentials" if private else "state", member.mode)
+        steps.append(
+            RestoreStep(
+                archive_path=name,
+                destination=destination,
+                kind=kind,
+                action="create",
+                mode=mode,
+                mtime=member.mtime,
+                sha256=member.sha256,
+                size=member.size,
+                link_target=member.linkname if kind == "symlink" else None,
+                aside_rel="/".join(("state", rel)) if rel else "state",
+                base=base,
+                copy_from=member.linkname if member.kind == "hardlink" else None,
+            )
+        )
+    return steps, placed
+
+
+def _relocations(placed: list[ocf.Placement], base: Path) -> tuple[list[dict[str, str]], list[str]]:
+    moved = [p for p in placed if p.relocated]
+    rows = [{"kind": p.kind, "source_path": p.source_path, "destination": str(base.joinpath(*PurePosixPath(p.dest_rel).parts))}
+            for p in moved]
+    notes = [f"{r['kind']} {r['source_path']} lived outside the state dir: restored to {r['destination']} "
+             f"(the config may still name {r['source_path']}; move it there or change the config)" for r in rows]
+    for p in placed:
+        if not p.relocated and p.kind in ("config", "credentials"):
+            notes.append(f"{p.kind} {p.source_path} (outside the state dir in the archive) restored as {base / p.dest_rel}")
+    return rows, notes
 
 
 def _check_target(target: Path, live_state: Path | None) -> None:
@@ -191,6 +261,12 @@ def _write_member(handle, dest: Path, size: int, sha256: str | None, progress: P
         raise VerificationError(f"{dest}: restored bytes do not match the manifest sha256 (archive changed after verification?)")
 
 
+def _copy_file(source: Path, dest: Path, step: RestoreStep, progress: Progress) -> None:
+    """An OpenClaw hard link: a private copy of the file it shares bytes with (checked like a member)."""
+    with open(source, "rb") as handle:
+        _write_member(handle, dest, step.size, step.sha256, progress)
+
+
 def _finish_file(path: Path, mode: int, mtime: float) -> None:
     os.chmod(path, mode)
     os.utime(path, (mtime, mtime))
@@ -214,6 +290,10 @@ def _iter_payload(archive: Path, compression: str) -> Iterator[tuple[tarfile.Tar
             yield tar, member
 
 
+def _member_key(member: tarfile.TarInfo) -> str:
+    return member.name.rstrip("/") if member.isdir() else member.name
+
+
 # --------------------------------------------------------------------------- restore into a fresh target
 
 
@@ -227,7 +307,7 @@ def _restore_to_target(archive: Path, report: VerifyReport, steps: list[RestoreS
         dirs: list[RestoreStep] = []
         compression = "zstd" if report.format != OPENCLAW else "gzip"
         for tar, member in _iter_payload(archive, compression):
-            step = by_path.get(member.name)
+            step = by_path.get(_member_key(member))
             if step is None:
                 continue
             if step.kind == "dir":
@@ -237,8 +317,10 @@ def _restore_to_target(archive: Path, report: VerifyReport, steps: list[RestoreS
                 links.append(step)  # recreated from the recorded target, after all content
             else:
                 _make_dirs(step.destination.parent, created)
-                handle = tar.extractfile(member)
-                _write_member(handle, step.destination, step.size, step.sha256, progress)
+                if step.copy_from is not None:
+                    _copy_file(by_path[step.copy_from].destination, step.destination, step, progress)
+                else:
+                    _write_member(tar.extractfile(member), step.destination, step.size, step.sha256, progress)
                 _finish_file(step.destination, step.mode, step.mtime)
                 checkpoint("restore-member-written")
         for step in links:  # links last, so nothing is ever written through one
@@ -269,100 +351,11 @@ def _force_rmtree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _openclaw_steps(report: VerifyReport, target: Path) -> list[RestoreStep]:
-    """OpenClaw archives keep their layout below the target (``<target>/<archiveRoot>/...``)."""
-    steps = []
-    creds = [a["archivePath"] for a in (report.manifest or {}).get("assets", []) if a.get("kind") == "credentials"]
-    for tar, member in _iter_payload(report.path, "gzip"):
-        del tar
-        destination = target.joinpath(*PurePosixPath(member.name).parts)
-        if member.isdir():
-            steps.append(RestoreStep(member.name, destination, "dir", "create", member.mode & 0o777 | 0o700, member.mtime))
-        elif member.issym():
-            steps.append(RestoreStep(member.name, destination, "symlink", "create", 0o777, member.mtime, link_target=member.linkname))
-        elif member.isreg():
-            private = any(member.name.startswith(c + "/") or member.name == c for c in creds)
-            mode = PRIVATE_FILE_MODE if private or member.name.endswith(".sqlite") else member.mode & 0o777
-            steps.append(RestoreStep(member.name, destination, "file", "create", mode, member.mtime, None, member.size))
-    return steps
-
-
 # --------------------------------------------------------------------------- restore in place
-
-
-@dataclass
-class _Journal:
-    """Every change made in place, undone in reverse order on any error."""
-
-    created_dirs: list[Path] = field(default_factory=list)  # in the destination trees
-    aside_dirs: list[Path] = field(default_factory=list)  # below pre-restore/<ts>/
-    staged: list[Path] = field(default_factory=list)
-    moved: list[tuple[Path, Path]] = field(default_factory=list)  # (original, aside)
-    placed: list[Path] = field(default_factory=list)
-    modes: list[tuple[Path, int]] = field(default_factory=list)
-
-    def rollback(self) -> list[str]:
-        failures: list[str] = []
-
-        def attempt(action: Callable[[], object], what: Path) -> None:
-            try:
-                action()
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                failures.append(f"{what}: {exc.strerror}")
-
-        for path, mode in reversed(self.modes):
-            attempt(lambda p=path, m=mode: os.chmod(p, m), path)
-        for path in reversed(self.placed + self.staged):
-            attempt(path.unlink, path)
-        for directory in reversed(self.created_dirs):
-            attempt(directory.rmdir, directory)
-        for original, aside in reversed(self.moved):
-            attempt(lambda a=aside, o=original: os.rename(a, o), aside)
-        for directory in reversed(self.aside_dirs):
-            attempt(directory.rmdir, directory)
-        return failures
 
 
 def _stage_name(dest: Path, token: str) -> Path:
     return dest.with_name(f"{STAGE_MARKER}{token}-{dest.name}")
-
-
-def _move_aside(path: Path, aside: Path, journal: _Journal) -> None:
-    _make_dirs(aside.parent, journal.aside_dirs)
-    try:
-        os.rename(path, aside)
-    except OSError as exc:
-        if exc.errno != errno.EXDEV:
-            raise
-        aside = path.with_name(f"{STAGE_MARKER}aside-{aside.parent.name}-{path.name}")
-        os.rename(path, aside)
-    journal.moved.append((path, aside))
-    checkpoint("restore-moved-aside")
-
-
-def _prepare_dir(step: RestoreStep, aside_root: Path, journal: _Journal) -> None:
-    """Make a directory asset exist (moving a non-directory in its way aside)."""
-    if step.action == "replace":
-        _move_aside(step.destination, aside_root / step.aside_rel, journal)
-    _make_dirs(step.destination, journal.created_dirs)
-
-
-def _place(step: RestoreStep, staged: Path, aside_root: Path, journal: _Journal, removed: list[str]) -> None:
-    """Move the current entry aside (and stale sidecars), then rename the staged one into place."""
-    if step.action == "replace":
-        _move_aside(step.destination, aside_root / step.aside_rel, journal)
-    if step.kind == "sqlite":
-        for suffix in SIDECARS:
-            sidecar = Path(f"{step.destination}{suffix}")
-            if os.path.lexists(sidecar):
-                _move_aside(sidecar, aside_root / f"{step.aside_rel}{suffix}", journal)
-                removed.append(str(sidecar))
-    os.rename(staged, step.destination)
-    journal.staged.remove(staged)
-    journal.placed.append(step.destination)
-    checkpoint("restore-placed")
 
 
 def _fresh_aside_root(parent: Path, stamp: str) -> Path:
@@ -390,58 +383,212 @@ def _remove_stale_stages(steps: list[RestoreStep]) -> list[str]:
     return removed
 
 
-def _restore_in_place(
-    archive: Path, steps: list[RestoreStep], state_dir: Path, stamp: str, progress: Progress
-) -> tuple[Path, list[str]]:
-    token = secrets.token_hex(4)
-    journal = _Journal()
-    removed: list[str] = []
-    aside_root = _fresh_aside_root(statekit_dir(state_dir) / "pre-restore", stamp)
-    todo = [s for s in steps if s.action != "unchanged"]
-    staged: dict[str, Path] = {}
-    try:
-        for step in todo:
-            if step.kind == "dir":
-                _prepare_dir(step, aside_root, journal)
-        by_path = {s.archive_path: s for s in todo if s.kind != "dir"}
-        for tar, member in _iter_payload(archive, "zstd"):
-            step = by_path.get(member.name)
-            if step is None:
+def _existing_ancestor(path: Path) -> Path:
+    current = path
+    while not os.path.lexists(current):
+        current = current.parent
+    return current
+
+
+class _Planner:
+    """Turns the changed steps into a :class:`RestoreJournal` (nothing is touched while planning)."""
+
+    def __init__(self, state_dir: Path, aside_root: Path, stamp: str) -> None:
+        self.state_dir = state_dir
+        self.aside_root = aside_root
+        self.stamp = stamp
+        self._aside_dev = os.stat(_existing_ancestor(aside_root)).st_dev
+        self.created: list[Path] = []  # parents before children
+        self.swaps: list[list[str]] = []
+        self._status: dict[Path, str] = {}  # "dir" (there), "create", "swap" (a non-directory moved out of the way)
+
+    def aside_for(self, dest: Path, aside_rel: str) -> Path:
+        """Below pre-restore/<ts>/ when on the same file system, else beside the entry (a rename never copies)."""
+        if os.stat(_existing_ancestor(dest.parent)).st_dev == self._aside_dev:
+            return self.aside_root.joinpath(*PurePosixPath(aside_rel).parts)
+        return dest.with_name(f"{STAGE_MARKER}aside-{self.stamp}-{dest.name}")
+
+    def _rel_aside(self, path: Path) -> str:
+        if is_inside(path, self.state_dir):
+            return "state/" + path.relative_to(self.state_dir).as_posix()
+        return "external/" + str(path).lstrip("/")
+
+    def _chain(self, directory: Path, base: Path | None) -> list[Path]:
+        """The components to check, top-down: below ``base`` (links there are never followed), else below the
+        deepest existing ancestor (outside the state dir only missing directories are made)."""
+        if base is not None and is_inside(directory, base):
+            chain, current = [], directory
+            while current != base:
+                chain.append(current)
+                current = current.parent
+            return chain[::-1]
+        return _missing_parents(directory)[::-1]
+
+    def need_dir(self, directory: Path, base: Path | None, aside_rel: str | None = None) -> None:
+        """Make ``directory`` a real directory: create what is missing, move a file or symlink in the way aside."""
+        for component in self._chain(directory, base):
+            if component in self._status:
                 continue
-            _make_dirs(step.destination.parent, journal.created_dirs)
-            path = _stage_name(step.destination, token)
-            journal.staged.append(path)
-            if step.kind == "symlink":
-                os.symlink(step.link_target or "", path)
+            if self._status.get(component.parent) in ("create", "swap") or not os.path.lexists(component):
+                status = "create"
+            elif os.path.isdir(component) and not os.path.islink(component):
+                status = "dir"
+            else:
+                status = "swap"
+                rel = aside_rel if component == directory and aside_rel else self._rel_aside(component)
+                self.swaps.append([str(component), str(self.aside_for(component, rel))])
+            self._status[component] = status
+            if status != "dir":
+                self.created.append(component)
+
+
+def is_inside(path: Path, parent: Path) -> bool:
+    try:
+        path.relative_to(parent)
+        return True
+    except ValueError:
+        return False
+
+
+def _missing_parents(directory: Path) -> list[Path]:
+    """Missing directories from ``directory`` upwards (deepest first); the first existing one must be a directory."""
+    missing = []
+    current = directory
+    while not os.path.lexists(current):
+        missing.append(current)
+        current = current.parent
+    if not os.path.isdir(current):
+        raise StatekitError(f"cannot restore below {directory}: {current} is not a directory")
+    return missing
+
+
+def _plan_journal(steps: list[RestoreStep], state_dir: Path, archive: Path, fmt: str, stamp: str) -> RestoreJournal:
+    token = secrets.token_hex(4)
+    pre_restore = statekit_dir(state_dir) / "pre-restore"
+    aside_root = _fresh_aside_root(pre_restore, stamp)
+    planner = _Planner(state_dir, aside_root, stamp)
+    todo = [s for s in steps if s.action != "unchanged"]
+    for step in sorted((s for s in todo if s.kind == "dir"), key=lambda s: len(s.destination.parts)):
+        planner.need_dir(step.destination, step.base, step.aside_rel if step.action == "replace" else None)
+    for step in todo:
+        if step.kind != "dir":
+            planner.need_dir(step.destination.parent, step.base)
+    ordered = [str(d) for d in sorted(planner.created, key=lambda p: len(p.parts))]  # parents first
+    journal_steps = []
+    for step in todo:
+        if step.kind == "dir":
+            continue
+        aside = planner.aside_for(step.destination, step.aside_rel) if step.action == "replace" else None
+        sidecars = []
+        if step.kind == "sqlite":
+            for suffix in SIDECARS:
+                live = Path(f"{step.destination}{suffix}")
+                if os.path.lexists(live):
+                    sidecars.append([str(live), str(planner.aside_for(live, f"{step.aside_rel}{suffix}"))])
+        journal_steps.append(JournalStep(str(step.destination), str(_stage_name(step.destination, token)), step.kind,
+                                         step.action, None if aside is None else str(aside), sidecars))
+    dir_modes = []
+    for step in steps:
+        if step.kind != "dir":
+            continue
+        try:
+            before = stat.S_IMODE(os.stat(step.destination).st_mode) if step.action == "unchanged" else PRIVATE_DIR_MODE
+        except OSError:
+            before = PRIVATE_DIR_MODE
+        if step.action != "unchanged" or before != step.mode & 0o7777:
+            dir_modes.append([str(step.destination), before, step.mode & 0o7777])
+    return RestoreJournal(
+        path=statekit_dir(state_dir) / "restore-journal.json", state_dir=str(state_dir), archive=str(archive),
+        archive_format=fmt, token=token, aside_root=str(aside_root), started_at=now_iso(), pid=os.getpid(),
+        steps=journal_steps, dir_swaps=planner.swaps, created_dirs=ordered, dir_modes=dir_modes,
+        pre_restore_existed=os.path.lexists(pre_restore),
+    )
+
+
+def _place(journal: RestoreJournal, step: JournalStep) -> bool:
+    """Move one destination's current entry aside and its staged copy in (see :meth:`RestoreJournal.place_step`)."""
+    return journal.place_step(step)
+
+
+def _stage(archive: Path, compression: str, steps: list[RestoreStep], journal: RestoreJournal, progress: Progress) -> None:
+    """Write every changed file and link as its staged copy (hash-checked, fsynced)."""
+    staged = {Path(s.dest): Path(s.staged) for s in journal.steps}
+    todo = {s.archive_path: s for s in steps if s.action != "unchanged" and s.kind != "dir"}
+    everything = {s.archive_path: s for s in steps}
+    for tar, member in _iter_payload(archive, compression):
+        step = todo.get(_member_key(member))
+        if step is None:
+            continue
+        path = staged[step.destination]
+        if step.kind == "symlink":
+            os.symlink(step.link_target or "", path)
+        else:
+            if step.copy_from is not None:
+                source = everything[step.copy_from]
+                _copy_file(staged.get(source.destination, source.destination), path, step, progress)
             else:
                 _write_member(tar.extractfile(member), path, step.size, step.sha256, progress)
-                _finish_file(path, step.mode, step.mtime)
-            staged[step.archive_path] = path
-            checkpoint("restore-member-written")
+            _finish_file(path, step.mode, step.mtime)
+        checkpoint("restore-member-written")
+    for step in todo.values():
+        if not os.path.lexists(staged[step.destination]):
+            raise VerificationError(f"{step.archive_path}: member missing while restoring")
+    for directory in {Path(s.staged).parent for s in journal.steps}:
+        fsync_dir(directory)
+
+
+def _restore_in_place(archive: Path, compression: str, fmt: str, steps: list[RestoreStep], state_dir: Path, stamp: str,
+                      progress: Progress) -> RestoreJournal:
+    journal = _plan_journal(steps, state_dir, archive, fmt, stamp)
+    journal.save()
+    try:
+        journal.make_dirs()
+        _stage(archive, compression, steps, journal, progress)
         checkpoint("restore-staged")
-        for step in todo:
-            if step.kind == "dir":
-                continue
-            if step.archive_path not in staged:
-                raise VerificationError(f"{step.archive_path}: member missing while restoring")
-            _place(step, staged[step.archive_path], aside_root, journal, removed)
-        for step in sorted((s for s in steps if s.kind == "dir"), key=lambda s: len(s.destination.parts), reverse=True):
-            current = stat.S_IMODE(os.stat(step.destination).st_mode)
-            if current != step.mode & 0o7777:
-                journal.modes.append((step.destination, current))
-                os.chmod(step.destination, step.mode & 0o7777)
-        for directory in {s.destination.parent for s in todo}:
-            fsync_dir(directory)
+        journal.set_phase("swapping")
+        journal.roll_forward(place=lambda s: _place(journal, s))
         checkpoint("restore-done")
+        journal.discard()
     except BaseException as exc:
-        failures = journal.rollback()
-        if failures:
-            raise StatekitError(f"restore failed ({exc}) and rollback left {len(failures)} problems, first: {failures[0]}") from exc
+        try:
+            journal.roll_back()
+            journal.discard()
+        except OSError as undo:
+            raise StatekitError(
+                f"restore failed ({exc}) and undoing it stopped at {undo.filename or ''}: {undo.strerror or undo}; "
+                f"the journal {journal.path} stays: the next statekit command on this state dir continues the undo"
+            ) from exc
         raise
-    return aside_root, removed
+    return journal
 
 
-# --------------------------------------------------------------------------- entry point
+def _settle_first(state_dir: Path, result_notes: list[str]) -> Recovery | None:
+    """An interrupted earlier restore of this state dir is finished (or undone) before a new one plans."""
+    recovery = settle(state_dir)
+    if recovery is not None:
+        result_notes.append(recovery.summary())
+    return recovery
+
+
+def _in_place(path: Path, report: VerifyReport, steps: list[RestoreStep], live_state: Path, result: RestoreResult,
+              progress: Progress) -> None:
+    compression = "gzip" if report.format == OPENCLAW else "zstd"
+    with exclusive_lock(lock_path(live_state), f"state dir {live_state}"):
+        refuse_if_gateway_running(live_state)
+        result.recovered = _settle_first(live_state, result.notes)
+        stamp = datetime.now(timezone.utc).strftime(mf.TIMESTAMP_FORMAT)
+        stale = _remove_stale_stages(steps)
+        if stale:
+            result.notes.append(f"removed {len(stale)} staged file(s) an interrupted restore left behind")
+        for step in steps:  # re-plan under the lock: nothing may have moved since the dry run
+            step.action = _current_action(step)
+        journal = _restore_in_place(path, compression, report.format, steps, live_state, stamp, progress)
+        aside = Path(journal.aside_root)
+        result.pre_restore_dir = aside if aside.exists() else None
+        result.removed_sidecars = [live for s in journal.steps for live, moved in s.sidecars if os.path.lexists(moved)]
+
+
+# --------------------------------------------------------------------------- entry points
 
 
 def restore_archive(
@@ -462,14 +609,7 @@ def restore_archive(
     assert report.manifest is not None
     target = Path(os.path.abspath(target)) if target is not None else None
     if report.format == OPENCLAW:
-        if target is None:
-            raise UsageError("an OpenClaw .tar.gz archive is restored only into a fresh --target directory")
-        _check_target(target, state_dir)
-        steps = _openclaw_steps(report, target)
-        result = RestoreResult(path, report.format, "target", target, steps, dry_run, notes=list(report.notes))
-        if not dry_run:
-            _restore_to_target(path, report, steps, target, progress)
-        return result
+        return _restore_openclaw(path, report, target, state_dir, dry_run, progress)
     root = report.root or ""
     live_state = Path(os.path.abspath(state_dir)) if state_dir is not None else Path(report.manifest["state_dir"])
     if target is not None:
@@ -484,18 +624,68 @@ def restore_archive(
         step.action = _current_action(step)
     result = RestoreResult(path, report.format, "in-place", live_state, steps, dry_run)
     if dry_run:
+        _note_pending(live_state, result)
         return result
     if not live_state.is_dir():
         raise UsageError(f"{live_state}: state dir does not exist; restore into a fresh directory with --target")
-    with exclusive_lock(lock_path(live_state), f"state dir {live_state}"):
-        refuse_if_gateway_running(live_state)
-        stamp = datetime.now(timezone.utc).strftime(mf.TIMESTAMP_FORMAT)
-        stale = _remove_stale_stages(steps)
-        if stale:
-            result.notes.append(f"removed {len(stale)} staged file(s) an interrupted restore left behind")
-        for step in steps:  # re-plan under the lock: nothing may have moved since the dry run
-            step.action = _current_action(step)
-        aside, removed = _restore_in_place(path, steps, live_state, stamp, progress)
-        result.pre_restore_dir = aside if aside.exists() else None
-        result.removed_sidecars = removed
+    _in_place(path, report, steps, live_state, result, progress)
     return result
+
+
+def _note_pending(state_dir: Path, result: RestoreResult) -> None:
+    journal = pending(state_dir) if state_dir.is_dir() else None
+    if journal is not None:
+        result.notes.append("pending: " + journal.describe())
+
+
+def _restore_openclaw(path: Path, report: VerifyReport, target: Path | None, state_dir: Path | None, dry_run: bool,
+                      progress: Progress) -> RestoreResult:
+    live_state = resolve_state_dir(state_dir).path
+    if target is not None:
+        _check_target(target, live_state)
+        steps, placed = _openclaw_steps(report, target)
+        result = RestoreResult(path, report.format, "target", target, steps, dry_run, notes=list(report.notes))
+        result.relocated, notes = _relocations(placed, target)
+        result.notes += notes
+        if not dry_run:
+            _restore_to_target(path, report, steps, target, progress)
+        return result
+    steps, placed = _openclaw_steps(report, live_state)
+    for step in steps:
+        step.action = _current_action(step)
+    result = RestoreResult(path, report.format, "in-place", live_state, steps, dry_run, notes=list(report.notes))
+    result.relocated, notes = _relocations(placed, live_state)
+    result.notes += notes
+    if dry_run:
+        _note_pending(live_state, result)
+        return result
+    if not live_state.is_dir():
+        raise UsageError(f"{live_state}: state dir does not exist; restore into a fresh directory with --target")
+    _in_place(path, report, steps, live_state, result, progress)
+    return result
+
+
+def abort_restore(state_dir: Path) -> Recovery | None:
+    """Undo the interrupted in-place restore of ``state_dir`` (None when none is pending)."""
+    with exclusive_lock(lock_path(state_dir), f"state dir {state_dir}"):
+        return settle(state_dir, "back")
+
+
+def resume_restore(state_dir: Path, progress: Progress | None = None) -> tuple[Recovery | None, RestoreResult | None]:
+    """Finish the interrupted in-place restore of ``state_dir``.
+
+    Interrupted while swapping: the remaining moves are made. Interrupted while
+    staging (nothing of the old state moved yet): undone, then the restore is
+    run again from its archive, verified first.
+    """
+    with exclusive_lock(lock_path(state_dir), f"state dir {state_dir}"):
+        journal = pending(state_dir)
+        if journal is None:
+            return None, None
+        if journal.phase == "swapping":
+            return settle(state_dir, "forward"), None
+        recovery = settle(state_dir, "back")
+        archive = Path(journal.archive)
+    if not archive.is_file():
+        raise StatekitError(f"{archive}: the archive of the interrupted restore is gone; the restore was undone instead")
+    return recovery, restore_archive(archive, state_dir=state_dir, progress=progress)

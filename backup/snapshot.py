@@ -25,6 +25,7 @@ class DbFacts:
     user_version: int
     meta_role: str | None
     meta_agent_id: str | None
+    registry: tuple[tuple[str, str], ...] = ()  # a global database's agent_databases rows: (agent id, path)
 
     @property
     def ok(self) -> bool:
@@ -77,19 +78,32 @@ def _schema_meta(conn: Connection) -> tuple[str | None, str | None]:
     return role, agent
 
 
+def _registry(conn: Connection) -> tuple[tuple[str, str], ...]:
+    """The ``agent_databases`` rows (agent id, path) of an OpenClaw global database, if it has that table."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info('agent_databases')")}
+    if not {"agent_id", "path"} <= columns:
+        return ()
+    try:
+        rows = conn.execute("SELECT agent_id, path FROM agent_databases ORDER BY agent_id, path").fetchall()
+    except SQLiteError:
+        return ()
+    return tuple((r[0], r[1]) for r in rows if isinstance(r[0], str) and isinstance(r[1], str))
+
+
 def inspect_db(path: Path) -> DbFacts:
-    """integrity_check, user_version and schema_meta role/agent of a self-contained file."""
+    """integrity_check, user_version and schema_meta role/agent (and agent registry) of a self-contained file."""
     conn = open_snapshot(path)
     try:
         rows = [str(r[0]) for r in conn.execute("PRAGMA integrity_check(20)")]
         integrity = "ok" if rows == ["ok"] else "; ".join(rows)[:500]
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         role, agent = _schema_meta(conn) if integrity == "ok" else (None, None)
+        registry = _registry(conn) if role == "global" else ()
     except SQLiteError as exc:
         return DbFacts(f"cannot be read as SQLite ({exc})", 0, None, None)
     finally:
         conn.close()
-    return DbFacts(integrity, version, role, agent)
+    return DbFacts(integrity, version, role, agent, registry)
 
 
 def _disk_failure(exc: SQLiteError) -> bool:

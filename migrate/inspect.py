@@ -292,6 +292,11 @@ def inspect_state(resolved: ResolvedStateDir | Path, agent: str | None = None, e
     state_dir = resolved.path
     plan = build_plan(resolved, env)
     report = InspectReport(state_dir)
+    from backup.journal import describe_pending  # an in-place restore killed half-way (issue 15)
+
+    pending_restore = describe_pending(state_dir) if state_dir.is_dir() else None
+    if pending_restore:
+        report.findings.append(pending_restore)
     agents = agent_databases(state_dir)
     if agent is not None:
         agent_id = normalize_agent_id(agent)

@@ -31,7 +31,10 @@ def _version(value: bool) -> None:
 
 
 def build_app() -> typer.Typer:
+    from statekit.cli.backup_cmd import PendingRestoreGroup  # an interrupted in-place restore is settled first
+
     app = typer.Typer(
+        cls=PendingRestoreGroup,
         name="statekit",
         help=HELP,
         no_args_is_help=True,

@@ -7,15 +7,17 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from backup import create_backup, default_output_dir, restore_archive, verify_archive
 from backup.create import BackupResult
+from backup.journal import JournalError, Recovery, describe_pending, journal_path, settle_locked
 from backup.manifest import iso_utc
-from backup.restore import RestoreResult
+from backup.restore import RestoreResult, abort_restore, resume_restore
 from backup.retention import list_archives, prune_archives, record_verify_result
 from backup.verify import VerifyReport
 from statekit.cli.common import DryRunOpt, JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, run_command
-from statekit.errors import ExitCode
+from statekit.errors import BusyError, ExitCode, StatekitError, UsageError
 from statekit.layout import resolve_state_dir
 from statekit.output import Output, human_size, table
 
@@ -30,12 +32,15 @@ CREATE_HELP = f"""Back up the state dir into one verified openclaw-backup-<UTC>.
 
 Every SQLite database is snapshotted with VACUUM INTO and must pass
 integrity_check; other files are hashed; the archive is verified before it
-gets its final name. Works while OpenClaw runs.
+gets its final name. Works while OpenClaw runs. --format openclaw writes a
+<UTC>-openclaw-backup.tar.gz that `openclaw backup verify|restore` accept
+(with statekit's per-file digests inside).
 
-Example:
+Examples:
 
 \b
     statekit backup create --state-dir ~/.openclaw --output ~/openclaw-backups --quiet
+    statekit backup create --format openclaw --output ~/openclaw-backups
 
 {EXIT_CODES}
 """
@@ -54,14 +59,18 @@ Example:
 
 RESTORE_HELP = f"""Restore an archive (verified first) into a fresh --target dir, or in place.
 
+statekit .tar.zst and OpenClaw .tar.gz archives both restore as a state dir.
 In place, the current files are moved to <state>/.statekit/pre-restore/<UTC>/
-and any error rolls everything back. Writing needs --yes (or a TTY answer).
+and any error rolls everything back; a restore that was killed is finished
+(or undone) by the next statekit command on that state dir, or by --resume /
+--abort. Writing needs --yes (or a TTY answer).
 
 Examples:
 
 \b
     statekit backup restore ARCHIVE --target /tmp/openclaw-restored --dry-run
     statekit backup restore ARCHIVE --state-dir ~/.openclaw --yes
+    statekit backup restore --resume --state-dir ~/.openclaw --yes
 
 {EXIT_CODES}
 """
@@ -130,6 +139,8 @@ def render_restore(result: RestoreResult) -> str:
     counts = result.counts()
     head = "Dry run: restore plan" if result.dry_run else "Restored"
     lines = [f"{head} ({result.mode}) from {result.archive} into {result.destination}"]
+    if result.recovered is not None:
+        lines.append(f"First {result.recovered.summary()}")
     if result.dry_run:
         lines += [f"  {s.action:<9} {s.archive_path} -> {s.destination}" for s in result.steps]
     lines.append(f"{counts['create']} create, {counts['replace']} replace, {counts['unchanged']} unchanged")
@@ -137,9 +148,18 @@ def render_restore(result: RestoreResult) -> str:
         lines.append(f"Previous files moved to {result.pre_restore_dir}")
     if result.removed_sidecars:
         lines.append(f"Removed {len(result.removed_sidecars)} stale -wal/-shm/-journal sidecars")
-    lines += [f"note: {n}" for n in result.notes]
+    lines += [f"note: {n}" for n in result.notes if not (result.recovered and n == result.recovered.summary())]
     if result.dry_run:
         lines.append("Dry run only; nothing was written.")
+    return "\n".join(lines)
+
+
+def render_recovery(state: Path, recovery: Recovery | None, restored: RestoreResult | None) -> str:
+    if recovery is None:
+        return f"No interrupted restore is pending in {state}"
+    lines = [recovery.summary()[0].upper() + recovery.summary()[1:]]
+    if restored is not None:
+        lines.append(render_restore(restored))
     return "\n".join(lines)
 
 
@@ -165,7 +185,8 @@ def register(app: typer.Typer) -> None:
         state_dir: StateDirOpt = None,
         output: OutputOpt = None,
         include_workspaces: Annotated[bool, typer.Option("--include-workspaces", help="Also archive workspaces outside the state dir.")] = False,
-        level: Annotated[int, typer.Option("--level", min=1, max=22, help="zstd level (1-22).")] = 3,
+        level: Annotated[int | None, typer.Option("--level", min=1, max=22, help="Compression level: zstd 1-22 (default 3); gzip 1-9 with --format openclaw (default 6).", show_default=False)] = None,
+        fmt: Annotated[str, typer.Option("--format", help="statekit (.tar.zst, the default) or openclaw (.tar.gz that OpenClaw 2026.9.6 restores).")] = "statekit",
         no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the verify pass (snapshot checks still run).")] = False,
         dry_run: DryRunOpt = False,
         json_out: JsonOpt = False,
@@ -176,9 +197,12 @@ def register(app: typer.Typer) -> None:
         def body() -> ExitCode:
             resolved = resolve_state_dir(state_dir)
             with out.progress("backup", None) as advance:
+                if fmt not in ("statekit", "openclaw"):
+                    raise UsageError(f"--format must be statekit or openclaw, not {fmt!r}")
                 result = create_backup(
-                    resolved.path, output, include_workspaces=include_workspaces, level=level,
-                    verify=not no_verify, dry_run=dry_run, progress=advance,
+                    resolved.path, output, include_workspaces=include_workspaces,
+                    level=level if level is not None else (6 if fmt == "openclaw" else 3),
+                    verify=not no_verify, dry_run=dry_run, progress=advance, fmt=fmt,
                 )
             out.result(result.to_json(), lambda _d: render_create(result))
             if not quiet and not json_out:
@@ -214,9 +238,11 @@ def register(app: typer.Typer) -> None:
 
     @sub.command("restore", help=RESTORE_HELP)
     def restore_cmd(
-        archive: Annotated[Path, typer.Argument(help="The archive to restore.")],
+        archive: Annotated[Path | None, typer.Argument(help="The archive to restore (not with --resume/--abort).", show_default=False)] = None,
         target: Annotated[Path | None, typer.Option("--target", help="A missing or empty dir to rebuild the state dir in.", show_default=False)] = None,
         state_dir: StateDirOpt = None,
+        resume: Annotated[bool, typer.Option("--resume", help="Finish the interrupted in-place restore of the state dir.")] = False,
+        abort: Annotated[bool, typer.Option("--abort", help="Undo the interrupted in-place restore of the state dir.")] = False,
         dry_run: DryRunOpt = False,
         yes: YesOpt = False,
         json_out: JsonOpt = False,
@@ -224,7 +250,30 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         out = Output(json_mode=json_out, quiet=quiet)
 
+        def settle_body() -> ExitCode:
+            if resume and abort:
+                raise UsageError("use either --resume or --abort, not both")
+            if archive is not None or target is not None or dry_run:
+                raise UsageError("--resume/--abort take no ARCHIVE, --target or --dry-run: the restore journal names them")
+            state = resolve_state_dir(state_dir).path
+            if journal_path(state).exists():
+                confirm_or_refuse(out, f"{'Finish' if resume else 'Undo'} the interrupted restore in {state}?", yes)
+            restored = None
+            if resume:
+                with out.progress("restore", None) as advance:
+                    recovery, restored = resume_restore(state, progress=advance)
+            else:
+                recovery = abort_restore(state)
+            data = {"ok": True, "state_dir": str(state), "pending": recovery is not None,
+                    "recovered": recovery.to_json() if recovery else None, "restore": restored.to_json() if restored else None}
+            out.result(data, lambda _d: render_recovery(state, recovery, restored))
+            return ExitCode.OK
+
         def body() -> ExitCode:
+            if resume or abort:
+                return settle_body()
+            if archive is None:
+                raise UsageError("missing ARCHIVE (or --resume / --abort for an interrupted restore)")
             if not dry_run:
                 where = target if target is not None else (state_dir or "the recorded state dir")
                 confirm_or_refuse(out, f"Restore {archive} into {where}?", yes)
@@ -290,3 +339,77 @@ def register(app: typer.Typer) -> None:
         run_command(out, body)
 
     app.add_typer(sub, name="backup")
+
+
+# --------------------------------------------------------------------------- an interrupted restore, before any command
+
+GROUPS = ("backup", "sessions")
+# commands that promise to write nothing: they only say that a restore is pending
+READ_ONLY = {("inspect",), ("plan",), ("history",), ("sessions", "list"), ("backup", "verify"), ("backup", "list")}
+SELF_SETTLING = {("backup", "restore")}  # settles its own destination (and --resume / --abort)
+
+
+def _command_path(args: list[str]) -> tuple[str, ...]:
+    if not args or args[0].startswith("-"):
+        return ()
+    if args[0] in GROUPS and len(args) > 1 and not args[1].startswith("-"):
+        return (args[0], args[1])
+    return (args[0],)
+
+
+def _option_value(args: list[str], name: str) -> str | None:
+    for index, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == name and index + 1 < len(args):
+            return args[index + 1]
+        if arg.startswith(name + "="):
+            return arg[len(name) + 1 :]
+    return None
+
+
+def settle_pending_restore(args: list[str]) -> None:
+    """Before any command: an in-place restore killed half-way on that state dir is finished or undone.
+
+    Commands that write first roll it forward (interrupted while swapping) or back (while staging), under
+    the state-dir lock; read-only ones (``inspect``, ``plan``, ``history``, ``sessions list``, ``backup
+    verify|list``, any ``--dry-run``) only say it is pending. ``backup restore`` handles its own destination.
+    """
+    path = _command_path(args)
+    if not path or "--help" in args or "-h" in args or path in SELF_SETTLING:
+        return
+    out = Output(json_mode="--json" in args, quiet="--quiet" in args or "-q" in args)
+    try:
+        state = resolve_state_dir(_option_value(args, "--state-dir")).path
+    except (OSError, ValueError):
+        return
+    if not journal_path(state).exists():
+        return
+    if path in READ_ONLY or "--dry-run" in args:
+        line = describe_pending(state) if path != ("inspect",) else None  # inspect reports it as a finding
+        if line:
+            out.warn(line)
+        return
+    try:
+        recovery = settle_locked(state)
+    except BusyError as exc:
+        out.error(f"an in-place restore is running on {state} ({exc}); wait for it to finish")
+        raise typer.Exit(int(ExitCode.BUSY)) from None
+    except (JournalError, StatekitError) as exc:
+        out.error(f"{exc}; nothing else was done")
+        raise typer.Exit(int(getattr(exc, "exit_code", ExitCode.FATAL))) from None
+    except OSError as exc:
+        out.error(f"finishing the interrupted restore of {state} failed at {exc.filename or state}: {exc.strerror or exc}; "
+                  f"run `statekit backup restore --resume` or `--abort` once the cause is fixed")
+        raise typer.Exit(int(ExitCode.FATAL)) from None
+    if recovery is not None:
+        out.warn(recovery.summary())
+
+
+class PendingRestoreGroup(TyperGroup):
+    """The root command group: settles an interrupted in-place restore (see above) before the command runs."""
+
+    def invoke(self, ctx: Any) -> Any:
+        args = [*getattr(ctx, "_protected_args", []), *ctx.args]
+        settle_pending_restore(list(args))
+        return super().invoke(ctx)

@@ -79,6 +79,8 @@ def test_doctor_first_pass_exits_0(doctored: Doctored, subject: Subject) -> None
 
 
 def test_doctor_imports_nothing(doctored: Doctored, subject: Subject, interop_tree: TreeRun) -> None:
+    _check(doctored.doctor.ok, f"the doctor pass on {subject.name} failed, so it cannot show that nothing was left to "
+                               f"import: {doctor_refusal(doctored.doctor)}")
     imports = doctor_imports(doctored.doctor.stdout + "\n" + doctored.doctor.stderr,
                              interop_tree.allow.not_import_patterns)
     _check(not imports, f"doctor --fix on {subject.name} still imported or migrated legacy state "

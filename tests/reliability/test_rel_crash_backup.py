@@ -16,10 +16,19 @@ destination holds either its old or its new content; the rerun leaves the
 state dir fully A (files and every table of every database, entries the
 archive does not know left alone), B kept in ``pre-restore/``, and no staged
 file behind.
+
+The restore journal (issue 15): after a kill at any restore checkpoint the
+journal is there, ``statekit inspect`` names the pending restore (exit 3) and
+changes nothing, and the next command of another kind (``backup prune``,
+``backup create``, ``backup restore --resume`` or ``--abort``) finishes it:
+interrupted while swapping it is rolled forward (fully A, B kept in
+``pre-restore/``), while staging it is rolled back (exactly B, nothing of the
+restore left), ``--resume`` always ends fully A and ``--abort`` exactly B.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -32,7 +41,9 @@ CI_CREATE_NAMED = 10
 CI_CREATE_DELAYS = 4
 CI_RESTORE_NAMED = 9
 CI_RESTORE_DELAYS = 3
+CI_SETTLE_POINTS = 8
 SLOW_DELAYS = 20
+SETTLERS = ("prune", "create", "resume", "abort")
 
 
 archives = h.archives
@@ -293,3 +304,129 @@ def test_a_killed_create_is_not_left_recorded_as_ok(create_world: CreateWorld, p
     assert rows[ids[0]] == "failed"
     assert [s for i, s in rows.items() if i != ids[0]] == ["ok"]
     h.record_crash("backup-create", True, [])
+
+
+# --------------------------------------------------------------------------- the restore journal (issue 15)
+
+
+def _journal(state: Path) -> dict | None:
+    path = state / ".statekit" / "restore-journal.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _settle_command(world: RestoreWorld, how: str) -> tuple:
+    state = world.arena.state
+    if how == "prune":
+        return ("backup", "prune", "--keep-last", "5", "--state-dir", state, "--output", world.base / "settle-out")
+    if how == "create":
+        return ("backup", "create", "--state-dir", state, "--output", world.base / "settle-out")
+    return ("backup", "restore", f"--{how}", "--state-dir", state, "--yes")
+
+
+def _fully_a(world: RestoreWorld, state: Path, *, skip_backup_runs: bool) -> list[str]:
+    problems = []
+    tree = h.tree_outcome(state)
+    if tree != world.expected_tree:
+        problems.append(f"not fully A: extra {sorted(set(tree) - set(world.expected_tree))[:4]}, "
+                        f"missing {sorted(set(world.expected_tree) - set(tree))[:4]}, "
+                        f"changed {[k for k in tree if k in world.expected_tree and tree[k] != world.expected_tree[k]][:4]}")
+    dumps = db_dumps(state)
+    if skip_backup_runs:
+        dumps = {db: {t: r for t, r in tables.items() if t != "backup_runs"} for db, tables in dumps.items()}
+        want = {db: {t: r for t, r in tables.items() if t != "backup_runs"} for db, tables in world.a_dumps.items()}
+    else:
+        want = world.a_dumps
+    if dumps != want:
+        problems.append("a database differs from the archived one")
+    problems += [f"B lost: {p}" for p in _b_lost(world, state)]
+    return problems
+
+
+def _exactly_b(world: RestoreWorld, state: Path) -> list[str]:
+    now = h.exact_state(state)
+    if now == world.b_tree_state:
+        return []
+    return [f"not exactly B: extra {sorted(set(now) - set(world.b_tree_state))[:4]}, "
+            f"missing {sorted(set(world.b_tree_state) - set(now))[:4]}, "
+            f"changed {[k for k in now if k in world.b_tree_state and now[k] != world.b_tree_state[k]][:4]}"]
+
+
+def settle_trial(world: RestoreWorld, point: str, how: str) -> tuple[bool, list[str]]:
+    """Kill an in-place restore at ``point``; inspect must name it; ``how`` must settle it the right way."""
+    state = world.reset()
+    first = h.fork_cli(*world.args(), env={"STATEKIT_CRASHPOINT": point})
+    problems = [] if first.killed else [f"not killed: {first}"]
+    journal = _journal(state)
+    if journal is None:
+        return first.killed, problems + ["no restore journal after the kill"]
+    before = h.exact_state(state)
+    inspect = h.fork_cli("inspect", "--state-dir", state, "--json")
+    findings = json.loads(inspect.stdout).get("findings", []) if inspect.stdout.strip().startswith("{") else []
+    if inspect.returncode != 3 or not any("interrupted" in f and "restore" in f for f in findings):
+        problems.append(f"inspect does not say a restore is pending: {inspect}")
+    if h.exact_state(state) != before:
+        problems.append("inspect changed the state dir")
+    settle = h.fork_cli(*_settle_command(world, how))
+    if settle.returncode != 0 or settle.traceback:
+        return first.killed, problems + [f"{how}: {settle}"]
+    if _journal(state) is not None:
+        problems.append(f"{how} left the journal behind")
+    problems += [f"left behind by {how}: {p}" for p in h.leftovers(state)]
+    forward = how == "resume" or (how != "abort" and journal["phase"] == "swapping")
+    if forward:
+        problems += _fully_a(world, state, skip_backup_runs=how == "create")
+    elif how == "create":  # rolled back, then archived: B, plus its own backup_runs row
+        problems += _fully_b_but_backup_runs(world, state)
+    else:
+        problems += _exactly_b(world, state)
+    return first.killed, problems
+
+
+def _fully_b_but_backup_runs(world: RestoreWorld, state: Path) -> list[str]:
+    now = {k: v for k, v in h.exact_state(state).items() if not k.endswith("state/openclaw.sqlite")}
+    want = {k: v for k, v in world.b_tree_state.items() if not k.endswith("state/openclaw.sqlite")}
+    problems = [] if now == want else [f"not B: extra {sorted(set(now) - set(want))[:4]}, missing {sorted(set(want) - set(now))[:4]}"]
+    strip = lambda d: {db: {t: r for t, r in tables.items() if t != "backup_runs"} for db, tables in d.items()}  # noqa: E731
+    if strip(db_dumps(state)) != strip(world.b_dumps):
+        problems.append("a database differs from B")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def settle_points(restore_world: RestoreWorld) -> list[int]:
+    return h.named_sample(restore_world.names, CI_SETTLE_POINTS, random.Random(h.SEED + 50))
+
+
+@pytest.mark.parametrize("index", range(CI_SETTLE_POINTS))
+def test_a_killed_restore_is_pending_in_inspect_and_settled_by_the_next_command(restore_world: RestoreWorld,
+                                                                               settle_points: list[int], index: int) -> None:
+    k = settle_points[index]
+    how = SETTLERS[index % len(SETTLERS)]
+    killed, problems = settle_trial(restore_world, f"*:{k}", how)
+    h.record_crash("backup-restore-journal", killed, problems)
+    assert not problems, f"kill point {k} ({restore_world.names[k - 1]}), then {how}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("how", SETTLERS)
+def test_every_settler_at_both_phases(restore_world: RestoreWorld, how: str) -> None:
+    """The first staged member (phase staging) and the last placement (phase swapping), for each way to settle."""
+    names = restore_world.names
+    staging = names.index("restore-member-written") + 1
+    swapping = len(names) - names[::-1].index("restore-placed")
+    failures = []
+    for k in (staging, swapping):
+        killed, problems = settle_trial(restore_world, f"*:{k}", how)
+        h.record_crash("backup-restore-journal", killed, problems)
+        failures += [f"*:{k} ({names[k - 1]}): {p}" for p in problems]
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.slow
+def test_every_restore_kill_point_is_settled_by_every_command(restore_world: RestoreWorld) -> None:
+    failures = []
+    for k in range(1, len(restore_world.names) + 1):
+        for how in SETTLERS:
+            killed, problems = settle_trial(restore_world, f"*:{k}", how)
+            h.record_crash("backup-restore-journal", killed, problems)
+            failures += [f"*:{k} ({restore_world.names[k - 1]}) then {how}: {p}" for p in problems]
+    assert not failures, "\n".join(failures[:40])
