@@ -22,7 +22,7 @@ from interop_reports import session_pairs
 from interop_setup import CommandResult, OpenClaw, Statekit
 from interop_trees import HomeSlot, LegacyFacts, TreeSource
 from helpers import open_db
-from statekit.db import SQLiteError
+from statekit.db import SQLiteError, online_backup
 
 DOCTOR_TIMEOUT_S = 900
 COMMAND_TIMEOUT_S = 300
@@ -254,10 +254,17 @@ def _copy_database(src: Path, dest: Path) -> None:
     source = open_db(src, "ro", busy_timeout_ms=30_000)
     target = open_db(dest)
     try:
-        source.backup(target)
+        online_backup(source, target)
     finally:
         target.close()
         source.close()
+
+
+def run_lint_after_doctor(run: TreeRun, subject: Subject, doctored: Doctored) -> CommandResult:
+    """``doctor --lint --json`` on the copy one ``doctor --fix`` pass upgraded."""
+    with run.slot.occupy(doctored.home):
+        return run.openclaw.run(f"{subject.name}-after-doctor-lint", ["doctor", "--lint", "--json"], home=run.slot.home,
+                                timeout=DOCTOR_TIMEOUT_S)
 
 
 def run_session_lists(run: TreeRun, subject: Subject, doctored: Doctored) -> SessionLists:
@@ -275,9 +282,13 @@ class RestoreOutcome:
     sessions: SessionLists = field(default_factory=dict)
 
 
+ARCHIVE_SUFFIXES = (".tar.zst", ".tar.gz")
+
+
 def _single_file(directory: Path) -> Path | None:
-    files = sorted(p for p in directory.iterdir() if p.is_file())
-    return files[0] if files else None
+    """The one archive a backup command wrote into ``directory`` (its lock and sidecar files are not archives)."""
+    files = sorted(p for p in directory.iterdir() if p.is_file() and p.name.endswith(ARCHIVE_SUFFIXES))
+    return files[0] if len(files) == 1 else None
 
 
 def _restore_and_list(run: TreeRun, tag: str, archive: Path, outcome: RestoreOutcome) -> RestoreOutcome:

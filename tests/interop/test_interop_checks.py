@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from interop_db import compare
-from interop_flow import ConfigChecks, Doctored, GatewayOutcome, Reference, SessionLists, Subject, TreeRun, Validation
+from interop_flow import (ConfigChecks, Doctored, GatewayOutcome, Reference, SessionLists, Subject, TreeRun, Validation,
+                          run_lint_after_doctor)
 from interop_reports import (config_issues, doctor_imports, doctor_refusal, lint_findings_above_warning,
                              session_list_problems)
 from interop_setup import shorten
@@ -37,10 +38,24 @@ def test_config_validates(config_checks: ConfigChecks, subject: Subject) -> None
                        f"(log {config_checks.validate.log}):{_listing(issues)}")
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap (docs/openclaw.md, 'After statekit migrate'): 9.6's lint reads its own current tables and reports any "
+           "version-1 database as pending ('legacy agent database registry schema', 'no such table: cron_job_scratch') "
+           "until 9.6 has upgraded it once (gateway start or one doctor --fix); test_lint_after_one_doctor_pass checks that",
+)
 def test_lint_has_nothing_above_warning(config_checks: ConfigChecks, subject: Subject) -> None:
     findings, above = lint_findings_above_warning(config_checks.lint)
     _check(findings is not None and not above, f"`openclaw doctor --lint --json` on {subject.name} reports findings "
                                                f"above warning (log {config_checks.lint.log}):{_listing(above)}")
+
+
+def test_lint_after_one_doctor_pass(doctored: Doctored, interop_tree: TreeRun, subject: Subject) -> None:
+    _check(doctored.doctor.ok, f"the doctor pass on {subject.name} failed: {doctor_refusal(doctored.doctor)}")
+    lint = run_lint_after_doctor(interop_tree, subject, doctored)
+    findings, above = lint_findings_above_warning(lint)
+    _check(findings is not None and not above, f"`openclaw doctor --lint --json` on {subject.name} after one doctor pass "
+                                               f"reports findings above warning (log {lint.log}):{_listing(above)}")
 
 
 # ------------------------------------------------------------------------------------------ gateway
