@@ -43,6 +43,7 @@ from legacy_readers.transcripts import (
     file_session_id,
     parse_iso_ms,
     session_exists,
+    v1_id_prefix,
 )
 from legacy_readers.session_family import recovered_key
 from statekit.errors import SourceError
@@ -327,7 +328,7 @@ class _CheckpointEvents:
         self.scan = _Scan(source, handle)
         self.header: dict[str, Any] | None = None
         self.version = CURRENT_VERSION
-        self.v1_ids: list[str | None] | None = None
+        self.v1_prefix: str | None = None
 
     def rows(self) -> Iterator[tuple[int, int, str, dict[str, Any]]]:
         """Yield (line number, seq, event_json, event)."""
@@ -339,10 +340,15 @@ class _CheckpointEvents:
                     version = event.get("version")
                     self.version = version if isinstance(version, int) and not isinstance(version, bool) else 1
                     if self.version < 2:
-                        self.v1_ids = TranscriptReader._v1_ids(self.source)
+                        # the ids the live transcript it copies got: that file's path and the session id
+                        parent, _checkpoint = parse_checkpoint_name(self.source.rel)
+                        live = os.path.abspath(self.source.path.with_name(f"{parent}.jsonl"))
+                        self.v1_prefix = v1_id_prefix(live, str(event.get("id")))
             changed = False
             if self.version < CURRENT_VERSION:
-                changed = TranscriptReader._upgrade(event, seq, self.header is not None and seq == 0, self.version, self.v1_ids)
+                changed = TranscriptReader._upgrade(
+                    event, seq, self.header is not None and seq == 0, self.version, self.v1_prefix, self.header is not None
+                )
             yield number, seq, (js_stringify(event) if changed else line.decode("utf-8")), event
             seq += 1
 
@@ -368,6 +374,7 @@ class CheckpointReader(Reader):
                 if not isinstance(header_id, str) or not SESSION_ID_RE.match(header_id):
                     raise SourceError(source.rel, "session header has no valid id", line=1, json_path="$.id")
             count += 1
+        scan.require_readable()
         if count == 0:
             raise SourceError(source.rel, "checkpoint transcript is empty")
         if header_id is None and not SESSION_ID_RE.match(parent):
@@ -415,6 +422,7 @@ class CheckpointReader(Reader):
             last_ms = parse_iso_ms(event.get("timestamp")) or last_ms
         if owner is None:
             raise SourceError(source.rel, "checkpoint transcript is empty")
+        events.scan.require_readable()
         torn = events.scan.torn
         header_ms = parse_iso_ms(events.header.get("timestamp")) if events.header else None
         copy_id = f"{owner}.checkpoint.{checkpoint}"

@@ -3,11 +3,10 @@
 Each file becomes ``transcript_events`` (header as seq 0, one row per
 non-blank line, order and ids as in the file) plus
 ``transcript_event_identities`` in its agent's database. Headers of version
-1 and 2 are upgraded to 3: V1 entries get the deterministic ids OpenClaw's
-importer gives them (sha256 of ``"openclaw-transcript-v1\\n" +
-JSON.stringify({index, entry})``, first unused 8-hex slice), a linear
-``parentId`` chain and ``firstKeptEntryId``; V2 ``hookMessage`` roles become
-``custom``. Unchanged lines are stored byte for byte (minus the newline).
+1 and 2 are upgraded to 3 as OpenClaw 2026.9.6's importer upgrades them: V1
+entries get its deterministic ids (``sha256(<file path> NUL <session id>)``,
+16 hex, ``-<position in base 36>``), a linear ``parentId`` chain and
+``firstKeptEntryId``; ``hookMessage`` roles become ``custom``. Unchanged lines are stored byte for byte (minus the newline).
 
 Bad lines: an invalid line in the middle of a file fails the whole file
 (nothing imported, the file stays where it is, the line is named). A torn
@@ -195,13 +194,20 @@ def file_session_id(name: str) -> str:
     return stem.split("-topic-", 1)[0]
 
 
-def v1_entry_id(index: int, entry: Any, used: set[str]) -> str:
-    digest = hashlib.sha256(("openclaw-transcript-v1\n" + js_stringify({"index": index, "entry": entry})).encode("utf-8")).hexdigest()
-    for start in range(0, len(digest) - 7, 8):
-        candidate = digest[start : start + 8]
-        if candidate not in used:
-            return candidate
-    return digest
+def v1_id_prefix(source_path: str, session_id: str) -> str:
+    """OpenClaw 2026.9.6's id prefix for the entries of a version-1 transcript: sha256(path NUL session id), 16 hex."""
+    return hashlib.sha256(f"{source_path}\0{session_id}".encode("utf-8")).hexdigest()[:16]
+
+
+def v1_entry_id(prefix: str, index: int) -> str:
+    """The id 9.6's importer gives the entry at ``index`` (0-based, the header counted): ``<prefix>-<index in base 36>``."""
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    text = ""
+    while True:
+        index, rest = divmod(index, 36)
+        text = digits[rest] + text
+        if index == 0:
+            return f"{prefix}-{text}"
 
 
 def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
@@ -218,36 +224,58 @@ def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
 
 
 class _Scan:
-    """Parse a transcript stream; shared by inspect and write."""
+    """Parse a transcript stream; shared by inspect and write.
+
+    Like OpenClaw 2026.9.6's importer, the *readable prefix* is imported: the
+    scan stops at the first line that is not JSON (``unreadable`` = its
+    number and the problem; ``rest`` = how many non-blank lines follow it).
+    A torn last line (no final newline: a crash mid-append) is the common
+    case of that. A line that is JSON but not a transcript event still fails
+    the whole file.
+    """
 
     def __init__(self, source: Source, handle: BinaryIO) -> None:
         self.source = source
         self.lines = _lines(handle)
-        self.torn: int | None = None
+        self.unreadable: tuple[int, str] | None = None
+        self.torn: int | None = None  # the unreadable line was the last one and had no newline
+        self.rest = 0
 
     def events(self) -> Iterator[tuple[int, bytes, dict[str, Any]]]:
-        pending: tuple[int, bytes, bool] | None = None
-        for item in self.lines:
-            if pending is not None:
-                yield self._parse(pending, last=False)
-            pending = item
-        if pending is not None:
-            number, line, had_newline = pending
+        for number, line, had_newline in self.lines:
             try:
-                yield self._parse(pending, last=True)
-            except SourceError:
-                if had_newline:
-                    raise
-                self.torn = number
+                event = parse_json_line(line, self.source.rel, number)
+            except SourceError as exc:
+                self.unreadable = (number, exc.problem)
+                self.rest = sum(1 for _ in self.lines)
+                if self.rest == 0 and not had_newline:
+                    self.torn = number
+                return
+            if not isinstance(event, dict):
+                raise SourceError(self.source.rel, "expected a JSON object", line=number)
+            if not conforms(event):
+                validate(event, "transcript-event", self.source.rel, line=number)
+            yield number, line, event
 
-    def _parse(self, item: tuple[int, bytes, bool], last: bool) -> tuple[int, bytes, dict[str, Any]]:
-        number, line, _ = item
-        event = parse_json_line(line, self.source.rel, number)
-        if not isinstance(event, dict):
-            raise SourceError(self.source.rel, "expected a JSON object", line=number)
-        if not conforms(event):
-            validate(event, "transcript-event", self.source.rel, line=number)
-        return number, line, event
+    def require_readable(self) -> None:
+        """For files that must be read whole (a torn last line aside): an unreadable line fails the file."""
+        if self.unreadable is not None and self.torn is None:
+            number, problem = self.unreadable
+            raise SourceError(self.source.rel, problem, line=number)
+
+    def prefix_warning(self, imported: int, planned: bool) -> str | None:
+        """One line for the plan (``planned``) or the run when the readable prefix ended early, else None."""
+        if self.unreadable is None:
+            return None
+        number, problem = self.unreadable
+        rel = self.source.rel
+        if self.torn is not None:
+            tail = "the lines before it will be imported" if planned else "not imported; the original file is kept byte-exact in the retired folder"
+            return f"{rel}:{number}: torn last line (crash mid-append); {tail}"
+        verb = "will be imported" if planned else "were imported"
+        kept = "" if planned else "; the original file is kept byte-exact in the retired folder"
+        return (f"{rel}:{number}: {problem}; the {imported} line(s) before it {verb} and the {1 + self.rest} from it on not, "
+                f"as OpenClaw imports the readable prefix{kept}")
 
 
 def _header_info(source: Source, first: dict[str, Any] | None) -> tuple[str, int, dict[str, Any] | None, list[str]]:
@@ -293,11 +321,12 @@ class TranscriptReader(Reader):
             raise SourceError(source.rel, "transcript is empty")
         session_id, version, _header, notices = _header_info(source, first)
         warnings = list(notices)
-        if scan.torn is not None:
-            warnings.append(f"{source.rel}:{scan.torn}: torn last line (crash mid-append); the lines before it will be imported")
+        prefix = scan.prefix_warning(count, planned=True)
+        if prefix:
+            warnings.append(prefix)
         name = source.rel.rsplit("/", 1)[-1]
         return Inspection(
-            record_count=count + (1 if scan.torn is not None else 0),
+            record_count=count + (1 + scan.rest if scan.unreadable is not None else 0),
             warnings=warnings,
             details={
                 "identity": (session_id,),
@@ -323,7 +352,7 @@ class TranscriptReader(Reader):
         if first_item is None:
             raise SourceError(source.rel, "transcript is empty")
         session_id, version, header, notices = _header_info(source, first_item[2])
-        v1_ids = self._v1_ids(source) if version < 2 else None
+        v1_prefix = v1_id_prefix(os.path.abspath(source.path), session_id) if version < 2 else None
         header_ms = parse_iso_ms(header.get("timestamp")) if header else None
 
         ensure_session_row(conn, ctx, agent_id, session_id, header_ms or fallback_ms, fallback_ms)
@@ -342,7 +371,7 @@ class TranscriptReader(Reader):
         for number, line, event in all_events():
             changed = False
             if version < CURRENT_VERSION:
-                changed = self._upgrade(event, seq, header is not None and seq == 0, version, v1_ids)
+                changed = self._upgrade(event, seq, header is not None and seq == 0, version, v1_prefix, header is not None)
             event_ms = parse_iso_ms(event.get("timestamp")) or previous_ms
             previous_ms = event_ms
             last_ms = max(last_ms, event_ms)
@@ -350,55 +379,54 @@ class TranscriptReader(Reader):
             seq += 1
         rows.flush()
         result = WriteResult(records=seq, notices=notices)
-        if scan.torn is not None:
-            result.warnings.append(
-                f"{source.rel}:{scan.torn}: torn last line (crash mid-append) not imported; the original file is kept byte-exact in the retired folder"
-            )
+        prefix = scan.prefix_warning(seq, planned=False)
+        if prefix:
+            result.warnings.append(prefix)
         result.expect("agent:" + agent_id, "transcript_events", "session_id = ?", (session_id,), seq)
-        result.report.update({"session_id": session_id, "header_version": version, "events": seq, "torn_line": scan.torn})
+        result.report.update({
+            "session_id": session_id, "header_version": version, "events": seq, "torn_line": scan.torn,
+            "unreadable_line": scan.unreadable[0] if scan.unreadable else None, "lines_not_imported": (1 + scan.rest) if scan.unreadable else 0,
+        })
         return result
 
     @staticmethod
-    def _upgrade(event: dict[str, Any], seq: int, is_header: bool, version: int, v1_ids: list[str | None] | None) -> bool:
+    def _upgrade(event: dict[str, Any], seq: int, is_header: bool, version: int, v1_prefix: str | None, has_header: bool) -> bool:
+        """Upgrade one event to version 3 as OpenClaw 2026.9.6's importer does.
+
+        Version 1 entries get the id ``v1_entry_id(prefix, position)`` and a
+        linear ``parentId`` chain (the header is not a parent); a compaction's
+        ``firstKeptEntryIndex`` becomes the ``firstKeptEntryId`` of an earlier
+        entry. ``hookMessage`` roles become ``custom`` (``customType`` "hook"
+        when unset). The header keeps its fields, with ``timestamp`` and ``cwd``
+        defaulted to "" and version 3.
+        """
         if is_header:
             event["version"] = CURRENT_VERSION
+            event.setdefault("timestamp", "")
+            event.setdefault("cwd", "")
+            if not isinstance(event.get("timestamp"), str):
+                event["timestamp"] = ""
+            if not isinstance(event.get("cwd"), str):
+                event["cwd"] = ""
+            event.pop("sessionId", None)
             return True
         changed = False
-        if version < 2 and v1_ids is not None:
-            event_id = v1_ids[seq]
-            previous = next((v1_ids[i] for i in range(seq - 1, -1, -1) if v1_ids[i] is not None), None)
-            event["id"] = event_id
-            event["parentId"] = previous
+        if version < 2 and v1_prefix is not None:
+            first = 1 if has_header else 0
+            event["id"] = v1_entry_id(v1_prefix, seq)
+            event["parentId"] = v1_entry_id(v1_prefix, seq - 1) if seq > first else None
             if event.get("type") == "compaction" and "firstKeptEntryIndex" in event:
                 index = event.pop("firstKeptEntryIndex")
-                if isinstance(index, int) and 0 <= index < len(v1_ids) and v1_ids[index] is not None:
-                    event["firstKeptEntryId"] = v1_ids[index]
+                if isinstance(index, int) and not isinstance(index, bool) and first <= index < seq:
+                    event["firstKeptEntryId"] = v1_entry_id(v1_prefix, index)
             changed = True
         message = event.get("message")
         if event.get("type") == "message" and isinstance(message, dict) and message.get("role") == "hookMessage":
             message["role"] = "custom"
+            if not message.get("customType"):
+                message["customType"] = "hook"
             changed = True
         return changed
 
-    @staticmethod
-    def _v1_ids(source: Source) -> list[str | None]:
-        """Deterministic ids for every entry of a V1 file (index = position in the file, header = 0)."""
-        ids: list[str | None] = []
-        used: set[str] = set()
-        with open_regular_file(source.path) as handle:
-            for index, (_number, line, _nl) in enumerate(_lines(handle)):
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    ids.append(None)
-                    continue
-                if isinstance(entry, dict) and entry.get("type") == "session":
-                    ids.append(None)
-                    continue
-                new_id = v1_entry_id(index, entry, used)
-                used.add(new_id)
-                ids.append(new_id)
-        return ids
 
-
-__all__ = ["TranscriptReader", "TranscriptRows", "ensure_session_row", "parse_iso_ms", "v1_entry_id", "iter_lines"]
+__all__ = ["TranscriptReader", "TranscriptRows", "ensure_session_row", "parse_iso_ms", "v1_entry_id", "v1_id_prefix", "iter_lines"]

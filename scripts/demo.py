@@ -3,8 +3,9 @@
 
 plan -> migrate --yes -> backup create -> backup verify -> backup restore --dry-run.
 The copy lives in ./demo-run/ (recreated each time); fixtures/ is never modified.
-The demo install holds one deliberately malformed transcript: migrate reports
-it, leaves it in place and exits 3; everything else is imported.
+The demo install holds one deliberately malformed transcript: migrate imports
+its readable prefix (as OpenClaw does), names the bad line and exits 3; the
+original stays byte-exact in the run's retired folder.
 """
 
 from __future__ import annotations

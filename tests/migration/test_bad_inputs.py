@@ -62,17 +62,32 @@ def test_invalid_json5_index_stays_and_others_import(tmp_path: Path) -> None:
     ]
 
 
-def test_malformed_middle_line_names_file_and_line(tmp_path: Path) -> None:
+def test_malformed_middle_line_imports_the_readable_prefix_and_names_the_line(tmp_path: Path) -> None:
+    """As OpenClaw 2026.9.6 imports a transcript: everything before the first line that is not JSON; the rest only in
+    the byte-exact retired copy, the line and how much was not imported named."""
     rel = "agents/main/sessions/s-1.jsonl"
     lines = transcript("s-1", 3).splitlines()
     lines[2] = lines[2][:20]
     state = make_state(tmp_path, {rel: "\n".join(lines) + "\n"})
     before = (state / rel).read_bytes()
     code, _, err = migrate_cli(state)
-    assert code == 3 and f"{rel}:3: invalid JSON" in err
+    assert code == 3 and f"{rel}:3: invalid JSON" in err and "the 2 line(s) before it were imported and the 2 from it on not" in err
+    assert rows(agent_db(state), "SELECT seq, event_json FROM transcript_events WHERE session_id='s-1' ORDER BY seq") == list(enumerate(lines[:2]))
+    ((status, report),) = rows(global_db(state), "SELECT status, report_json FROM migration_sources WHERE source_path=?", (rel,))
+    assert status == "completed" and json.loads(report)["unreadable_line"] == 3 and json.loads(report)["lines_not_imported"] == 2
+    assert next((state / ".statekit" / "migrated").rglob("s-1.jsonl")).read_bytes() == before
+
+
+def test_a_line_that_is_json_but_no_event_fails_the_whole_file(tmp_path: Path) -> None:
+    rel = "agents/main/sessions/s-3.jsonl"
+    lines = transcript("s-3", 3).splitlines()
+    lines[2] = "[1, 2]"
+    state = make_state(tmp_path, {rel: "\n".join(lines) + "\n"})
+    before = (state / rel).read_bytes()
+    code, _, err = migrate_cli(state)
+    assert code == 3 and f"{rel}:3: expected a JSON object" in err
     assert (state / rel).read_bytes() == before
-    status = rows(global_db(state), "SELECT status, report_json FROM migration_sources WHERE source_path=?", (rel,))
-    assert status[0][0] == "failed" and ":3:" in json.loads(status[0][1])["error"]
+    assert not agent_db(state).exists() or rows(agent_db(state), "SELECT count(*) FROM transcript_events") == [(0,)]
 
 
 def test_torn_last_line_imports_the_rest_and_keeps_the_original(tmp_path: Path) -> None:
@@ -211,7 +226,7 @@ def test_headerless_transcript_imports_under_its_file_name(tmp_path: Path) -> No
 def test_failed_source_is_retried_only_when_changed_or_asked(tmp_path: Path) -> None:
     rel = "agents/main/sessions/r-1.jsonl"
     good = transcript("r-1", 2)
-    state = make_state(tmp_path, {rel: good.replace('"type":"message"', '"type":', 1)})
+    state = make_state(tmp_path, {rel: good.replace('"type":"message"', '"type":7', 1)})  # JSON, but no transcript event
     assert migrate_cli(state)[0] == 3
     code, _, err = migrate_cli(state)
     assert code == 0 and "recorded by run" in err and rel in err

@@ -40,18 +40,22 @@ def sha(data: bytes) -> str:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[str]]]:
+def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict[str, list[str]]]]:
+    """A clean run's rows, and the directory every kill test runs in: the same absolute path, because the
+    event ids OpenClaw gives a version-1 transcript (and so statekit) hash the transcript's path."""
     root = tmp_path_factory.mktemp("ref")
     shutil.copytree(FIXTURES / "demo-install", root / "demo")
     state = root / "demo" / ".openclaw"
     assert run_cli("migrate", "--state-dir", state, "--yes", "--no-backup").returncode == 3
-    return data_dump(state)
+    return root / "demo", data_dump(state)
 
 
 @pytest.mark.parametrize("point", POINTS)
-def test_kill_and_rerun_converges(point: str, tmp_path: Path, reference) -> None:
-    shutil.copytree(FIXTURES / "demo-install", tmp_path / "demo")
-    state = tmp_path / "demo" / ".openclaw"
+def test_kill_and_rerun_converges(point: str, reference) -> None:
+    place_dir, reference = reference
+    shutil.rmtree(place_dir)
+    shutil.copytree(FIXTURES / "demo-install", place_dir)
+    state = place_dir / ".openclaw"
     originals = {p.relative_to(state).as_posix(): p.read_bytes() for p in state.rglob("*") if p.is_file()}
     killed = run_cli("migrate", "--state-dir", state, "--yes", "--no-backup", env={"STATEKIT_CRASHPOINT": point})
     assert killed.returncode == -9, (point, killed.returncode, killed.stderr[-300:])
