@@ -611,7 +611,7 @@ def _oc_read_member(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.
             report.problems.append(f"entry {entry.name} is truncated ({sink.size} of {member.size} bytes)")
         entry.size, entry.sha256 = sink.size, sink.digest.hexdigest()
         if is_db and sink.spilled is not None:
-            entry.db = inspect_db(sink.spilled)
+            entry.db = inspect_db(sink.spilled, foreign_keys=True)
     finally:
         sink.discard()
 
@@ -829,6 +829,9 @@ def _check_openclaw_snapshots(report: VerifyReport, data: dict[str, Any], root: 
             report.problems.append(f"{path}: schema_meta role is {entry.db.meta_role!r}, expected {role!r}")
         elif role == "agent" and agent_id and entry.db.meta_agent_id and entry.db.meta_agent_id != agent_id:
             report.problems.append(f"{path}: schema_meta agent id {entry.db.meta_agent_id!r} != {agent_id!r}")
+        elif entry.db.foreign_key_violations:
+            report.problems.append(f"{path}: {entry.db.foreign_key_violations} foreign_key_check violation(s) "
+                                   f"(OpenClaw 9.6's verifier refuses such a snapshot)")
         for suffix in ("-wal", "-shm", "-journal"):
             if path + suffix in members:
                 report.problems.append(f"{path}{suffix}: live sidecar archived beside a snapshotted database")
