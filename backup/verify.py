@@ -758,9 +758,10 @@ def _check_openclaw_links(report: VerifyReport, data: dict[str, Any], root: str,
             continue
         if not any(ocf.is_within(entry.name, p) for p in asset_paths):
             continue  # reported as outside every asset
-        if listed_raw is None:
-            if link_escapes(entry.name, entry.linkname, root):
-                report.problems.append(f"symlink {entry.name} points outside the archive root ({entry.linkname})")
+        if listed_raw is None:  # OpenClaw's rule without a link report: a relative target inside an asset
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(entry.name), entry.linkname))
+            if link_escapes(entry.name, entry.linkname, root) or not any(ocf.is_within(target, p) for p in asset_paths):
+                report.problems.append(f"symlink {entry.name} points outside the archive's assets ({entry.linkname})")
             continue
         if ocf.link_is_external(entry.name, entry.linkname, state_source, state_archive):
             external[entry.name] = entry.linkname

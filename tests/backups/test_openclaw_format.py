@@ -166,7 +166,7 @@ def test_unlisted_external_symlink_fails(state_tree, tmp_path):
 
 def test_no_link_report_means_no_link_may_leave_the_archive(state_tree, tmp_path):
     report = verify_archive(make_openclaw_archive(state_tree, tmp_path / "oc.tar.gz", list_links=False))
-    assert any("points outside the archive root" in p for p in report.problems)
+    assert any("points outside the archive's assets" in p for p in report.problems)
 
 
 def test_entry_outside_every_asset_fails(state_tree, tmp_path):
