@@ -275,7 +275,7 @@ class RestoreOutcome:
 
 
 def _single_file(directory: Path) -> Path | None:
-    files = sorted(p for p in directory.iterdir() if p.is_file())
+    files = sorted(p for p in directory.iterdir() if p.is_file() and not p.name.startswith("."))  # not the run lock
     return files[0] if files else None
 
 

@@ -1,4 +1,4 @@
-"""Backups across the two tools (issue 15, not done yet): strict xfails that flip loudly when it lands.
+"""Backups across the two tools (issue 15; more in test_backup_96.py).
 
 Both run on A, OpenClaw 9.6's own migration of the tree: a statekit backup of it restored by statekit,
 and an ``openclaw backup create`` archive restored by statekit; 9.6 must then list A's sessions on the
@@ -21,9 +21,6 @@ def _assert_lists_reference(outcome: RestoreOutcome, reference: Reference, what:
     assert not problems, f"{what}: 9.6 `sessions --json` on the restored dir {outcome.target}: " + "; ".join(problems)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 15: `statekit backup create` cannot snapshot a database OpenClaw 9.6 "
-                                       "wrote (its schema uses SQLite functions newer than the system SQLite, e.g. "
-                                       "octet_length: exit 5)")
 def test_statekit_backup_of_openclaw_state(interop_tree: TreeRun, reference: Reference) -> None:
     if interop_tree.control:
         pytest.skip("a backup check, not a check of statekit's migration: not run in control mode")
@@ -31,9 +28,6 @@ def test_statekit_backup_of_openclaw_state(interop_tree: TreeRun, reference: Ref
                             "statekit backup create / verify / restore --target of OpenClaw's own 9.6 state")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 15: `statekit backup restore` of an `openclaw backup create` archive "
-                                       "puts <archiveRoot>/payload/posix/<absolute path> in the target instead of a "
-                                       "state dir (no openclaw.json at its top)")
 def test_statekit_restores_openclaw_archive(interop_tree: TreeRun, reference: Reference) -> None:
     if interop_tree.control:
         pytest.skip("a backup check, not a check of statekit's migration: not run in control mode")
