@@ -7,7 +7,8 @@ traversal, absolute and backslash names, entries outside the root or outside eve
 unlisted symlinks, entries beneath a symlink, hard links to nowhere, device files and FIFOs, duplicate and
 case-colliding entries, manifests that lie or are missing, doubled or not JSON, canonical databases that fail
 integrity_check or name the wrong role or owner, live sidecars beside them, content that differs from the
-digests, seeded bit flips and truncations of the gzip stream.
+digests, a stripped archive digest trailer, seeded bit flips (also those that decode to the same bytes:
+deflate's redundant encodings, caught only by the trailer) and truncations of the gzip stream.
 
 For each: ``statekit backup verify`` exits 5 naming a problem; ``backup restore --target`` exits 5 and creates
 nothing; in place it exits 5 and leaves the state dir exactly as it was; nothing appears outside.
@@ -16,6 +17,7 @@ nothing; in place it exits 5 and leaves the state dir exactly as it was; nothing
 from __future__ import annotations
 
 import copy
+import hashlib
 import io
 import json
 import random
@@ -27,6 +29,7 @@ from pathlib import Path
 import pytest
 
 import rel_harness as h
+from backup.archive import gzip_trailer
 
 CI_BIT_FLIPS = 40
 CI_TRUNCATIONS = 12
@@ -46,6 +49,8 @@ def read_members(archive: Path) -> list[Member]:
 
 
 def pack(members: list[Member]) -> bytes:
+    """A .tar.gz of ``members``; with statekit's digest record, also a valid archive digest trailer (so only the
+    property under test is wrong)."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
         for member in members:
@@ -55,7 +60,10 @@ def pack(members: list[Member]) -> bytes:
                 tar.addfile(info, io.BytesIO(member.data))
             else:
                 tar.addfile(info)
-    return buffer.getvalue()
+    data = buffer.getvalue()
+    if any(m.info.name.endswith("/statekit-manifest.json") for m in members):
+        data += gzip_trailer(hashlib.sha256(data).digest())
+    return data
 
 
 @dataclass
@@ -240,6 +248,10 @@ def content_changed(b: Base, d: bool) -> list[Member]:
     return members
 
 
+def trailer_stripped(b: Base, d: bool) -> bytes:
+    return b.data[: -len(gzip_trailer(bytes(32)))]
+
+
 def digests_name_missing(b: Base, d: bool) -> list[Member]:
     members = b.fresh(True)
     return [m for m in members if not m.info.name.endswith("/workspace/AGENTS.md")]
@@ -253,8 +265,12 @@ STRUCTURAL: list[tuple[Callable[[Base, bool], list[Member]], tuple[bool, ...]]] 
     (no_manifest, (True, False)), (manifest_not_json, (True, False)), (schema_version, (True, False)),
     (wrong_root, (True, False)), (asset_outside_payload, (True, False)), (missing_asset, (True, False)),
     (corrupt_global_db, (True, False)), (global_db_wrong_role, (True, False)), (sidecar_beside_db, (True, False)),
-    (content_changed, (True,)), (digests_name_missing, (True,)),
+    (content_changed, (True,)), (digests_name_missing, (True,)), (trailer_stripped, (True,)),
 ]
+
+
+def _bytes(made: bytes | list[Member]) -> bytes:
+    return made if isinstance(made, bytes) else pack(made)
 
 
 def bit_flip(b: Base, rng: random.Random) -> bytes:
@@ -273,7 +289,7 @@ def corpus(b: Base, *, flips: int, truncations: int) -> list[tuple[str, Callable
     for change, variants in STRUCTURAL:
         for digests in variants:
             label = f"{change.__name__}-{'digests' if digests else 'plain'}"
-            items.append((label, lambda c=change, g=digests: pack(c(b, g))))
+            items.append((label, lambda c=change, g=digests: _bytes(c(b, g))))
     for index in range(flips):
         rng = random.Random(f"{h.SEED}:oc-flip:{index}")
         items.append((f"bit_flip-{index}", lambda r=rng: bit_flip(b, r)))
