@@ -17,7 +17,7 @@ import tarfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import zstandard
 
@@ -227,8 +227,26 @@ def write_joined(path: Path, head: bytes, payload: Path, *, level: int, payload_
         raise
 
 
-def write_payload_then_tail(path: Path, payload: Path, tail: bytes, *, level: int) -> None:
-    """Write ``path`` (exclusive, 0600) as the gzip members of ``payload`` followed by one gzip member of ``tail``; fsync.
+# The gzip counterpart of the digest trailer: a last, empty gzip member whose header comment (FCOMMENT, skipped
+# by every gunzip) holds the SHA-256 of every byte before it. gzip's CRC covers what the members decode to; a
+# flipped bit that decodes to the same bytes (deflate has redundant encodings: a few percent of random flips
+# in a small archive) is caught only by this. The member must be byte-for-byte the canonical one for its digest.
+GZIP_TRAILER_TAG = b"statekit-archive-sha256:"
+
+
+def gzip_trailer(sha256: bytes) -> bytes:
+    header = b"\x1f\x8b\x08\x10" + b"\0\0\0\0" + b"\x00\xff"  # deflate, FCOMMENT, mtime 0, no flags, OS unknown
+    empty = b"\x03\x00"  # a final, empty fixed-Huffman block
+    return header + GZIP_TRAILER_TAG + sha256.hex().encode("ascii") + b"\0" + empty + b"\0" * 8  # CRC32 0, ISIZE 0
+
+
+GZIP_TRAILER_LEN = len(gzip_trailer(bytes(32)))
+
+
+def write_payload_then_tail(path: Path, payload: Path, tail: bytes, *, level: int, payload_hash: Any) -> None:
+    """Write ``path`` (exclusive, 0600) as the gzip members of ``payload``, one gzip member of ``tail`` and the
+    digest trailer member; fsync. ``payload_hash`` is a SHA-256 object fed with the payload file's bytes as
+    they were written (the payload itself is copied in the kernel, never re-read).
 
     gzip members and tar members both concatenate: the result is one valid
     ``.tar.gz`` ending with ``tail``'s members (OpenClaw's manifest is the last one).
@@ -237,7 +255,11 @@ def write_payload_then_tail(path: Path, payload: Path, tail: bytes, *, level: in
     try:
         with open(payload, "rb") as source:
             _copy_fd(source.fileno(), sink)
-        sink.write(gzip.compress(tail, compresslevel=level, mtime=0))
+        member = gzip.compress(tail, compresslevel=level, mtime=0)
+        sink.write(member)
+        whole = payload_hash.copy()
+        whole.update(member)
+        sink.write(gzip_trailer(whole.digest()))
         sink.fsync_close()
     except BaseException:
         sink.close()

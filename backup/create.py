@@ -259,8 +259,10 @@ def _link_text(asset: Asset) -> bytes:
 
 def _write_payload(
     path: Path, items: list[_Item], snapshots: dict[int, Future[None]], ctx: _Context, level: int, progress: Progress | None
-) -> bytes:
-    """Everything but the manifest, into a temp ``.tar.zst`` (``.tar.gz``): files as they are read, databases last."""
+) -> Any:
+    """Everything but the manifest, into a temp ``.tar.zst`` (``.tar.gz``): files as they are read, databases last.
+
+    Returns the SHA-256 object of the payload file's bytes (for the archive digest trailer)."""
     fmt = ctx.layout.fmt
     writer = ArchiveWriter(path, level=level, progress=progress, compression="gzip" if fmt == "openclaw" else "zstd")
     try:
@@ -286,7 +288,7 @@ def _write_payload(
     except BaseException:
         writer.abort()
         raise
-    return writer.sink.digest.digest()
+    return writer.sink.digest
 
 
 def _write_archive(
@@ -336,11 +338,11 @@ def _write_archive(
                                    mtime=manifest.created_at.timestamp())
             head = member_bytes(f"{archive_root}/{ocf.MANIFEST_NAME}", _oc_encode(ctx.openclaw_manifest), mode=0o644,
                                 mtime=manifest.created_at.timestamp())
-            write_payload_then_tail(partial, payload, digests + head + END_OF_ARCHIVE, level=level)
+            write_payload_then_tail(partial, payload, digests + head + END_OF_ARCHIVE, level=level, payload_hash=payload_sha256)
         else:
             head = member_bytes(f"{archive_root}/{mf.MANIFEST_NAME}", mf.encode(data), mode=PRIVATE_FILE_MODE,
                                 mtime=manifest.created_at.timestamp())
-            write_joined(partial, head, payload, level=level, payload_sha256=payload_sha256)
+            write_joined(partial, head, payload, level=level, payload_sha256=payload_sha256.digest())
     except BaseException:
         partial.unlink(missing_ok=True)
         raise

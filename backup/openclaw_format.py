@@ -91,7 +91,8 @@ class Placement:
 
 def _label(kind: str, source: str, taken: set[str]) -> str:
     base = _SAFE.sub("_", posixpath.basename(source.rstrip("/\\")) or kind) or kind
-    name = f"{_SAFE.sub('_', kind)}-{base}"
+    prefix = _SAFE.sub("_", kind)
+    name = base if base == prefix or base.startswith(prefix + "-") else f"{prefix}-{base}"
     candidate, n = name, 1
     while candidate in taken:
         n += 1

@@ -34,11 +34,14 @@ import secrets
 import shutil
 import stat
 import tarfile
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+import zstandard
 
 from backup import manifest as mf
 from backup import openclaw_format as ocf
@@ -285,9 +288,13 @@ def _make_dirs(path: Path, created: list[Path]) -> None:
 
 
 def _iter_payload(archive: Path, compression: str) -> Iterator[tuple[tarfile.TarFile, tarfile.TarInfo]]:
-    with open_tar_stream(archive, compression, ABSOLUTE_CAP) as (tar, _counter):
-        for member in tar:
-            yield tar, member
+    """The archive's members as a stream; one that became unreadable since verify is a verification error."""
+    try:
+        with open_tar_stream(archive, compression, ABSOLUTE_CAP) as (tar, _counter):
+            for member in tar:
+                yield tar, member
+    except (tarfile.TarError, EOFError, zlib.error, zstandard.ZstdError) as exc:
+        raise VerificationError(f"{archive}: the archive became unreadable while restoring ({exc}); nothing was kept") from None
 
 
 def _member_key(member: tarfile.TarInfo) -> str:

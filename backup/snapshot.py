@@ -26,6 +26,7 @@ class DbFacts:
     meta_role: str | None
     meta_agent_id: str | None
     registry: tuple[tuple[str, str], ...] = ()  # a global database's agent_databases rows: (agent id, path)
+    foreign_key_violations: int | None = None  # counted only when asked (OpenClaw 9.6's verifier refuses any)
 
     @property
     def ok(self) -> bool:
@@ -90,8 +91,9 @@ def _registry(conn: Connection) -> tuple[tuple[str, str], ...]:
     return tuple((r[0], r[1]) for r in rows if isinstance(r[0], str) and isinstance(r[1], str))
 
 
-def inspect_db(path: Path) -> DbFacts:
-    """integrity_check, user_version and schema_meta role/agent (and agent registry) of a self-contained file."""
+def inspect_db(path: Path, *, foreign_keys: bool = False) -> DbFacts:
+    """integrity_check, user_version and schema_meta role/agent (and agent registry) of a self-contained file;
+    with ``foreign_keys`` also the number of ``foreign_key_check`` violations."""
     conn = open_snapshot(path)
     try:
         rows = [str(r[0]) for r in conn.execute("PRAGMA integrity_check(20)")]
@@ -99,11 +101,12 @@ def inspect_db(path: Path) -> DbFacts:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         role, agent = _schema_meta(conn) if integrity == "ok" else (None, None)
         registry = _registry(conn) if role == "global" else ()
+        violations = sum(1 for _ in conn.execute("PRAGMA foreign_key_check")) if foreign_keys and integrity == "ok" else None
     except SQLiteError as exc:
         return DbFacts(f"cannot be read as SQLite ({exc})", 0, None, None)
     finally:
         conn.close()
-    return DbFacts(integrity, version, role, agent, registry)
+    return DbFacts(integrity, version, role, agent, registry, violations)
 
 
 def _disk_failure(exc: SQLiteError) -> bool:

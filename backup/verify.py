@@ -20,6 +20,7 @@ import shutil
 import tarfile
 import tempfile
 import unicodedata
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,7 +31,8 @@ import zstandard
 
 from backup import manifest as mf
 from backup import openclaw_format as ocf
-from backup.archive import DIGEST_MAGIC, DIGEST_TAG, BombError, copy_member, open_tar_stream, parse_digest_trailer, sniff_format
+from backup.archive import (DIGEST_MAGIC, DIGEST_TAG, GZIP_TRAILER_LEN, GZIP_TRAILER_TAG, BombError, copy_member, gzip_trailer,
+                            open_tar_stream, parse_digest_trailer, sniff_format)
 from backup.snapshot import DbFacts, inspect_db
 from statekit.db import SQLITE_HEADER
 from statekit.errors import StatekitError
@@ -458,7 +460,7 @@ def _verify_statekit(report: VerifyReport, scratch: _Scratch, max_bytes: int) ->
             stream_ok = True
     except BombError as exc:
         report.problems.append(f"decompression bomb: {exc} (the manifest declares far less); stopped reading")
-    except (tarfile.TarError, zstandard.ZstdError, EOFError, OSError) as exc:
+    except (tarfile.TarError, zstandard.ZstdError, EOFError, OSError, zlib.error) as exc:
         report.problems.append(f"archive is unreadable (corrupt or truncated) after {report.entries} members: {exc}")
     if root is None and stream_ok:
         report.problems.append("archive is empty: no manifest member")
@@ -581,6 +583,29 @@ def _openclaw_manifest_problems(data: dict[str, Any], root: str) -> list[str]:
     return problems
 
 
+def gzip_digest_problem(path: Path) -> tuple[str | None, bool]:
+    """statekit's gzip digest trailer (see :func:`backup.archive.gzip_trailer`): (problem or None, whether one was found)."""
+    size = os.path.getsize(path)
+    if size < GZIP_TRAILER_LEN:
+        return None, False
+    with open(path, "rb") as fh:
+        fh.seek(size - GZIP_TRAILER_LEN)
+        tail = fh.read()
+        start = 10
+        if tail[start : start + len(GZIP_TRAILER_TAG)] != GZIP_TRAILER_TAG:
+            return None, False  # OpenClaw's own archives have none
+        hexdigest = tail[start + len(GZIP_TRAILER_TAG) : start + len(GZIP_TRAILER_TAG) + 64]
+        try:
+            recorded = bytes.fromhex(hexdigest.decode("ascii"))
+        except (UnicodeDecodeError, ValueError):
+            return "archive digest trailer is malformed (altered)", True
+        if len(recorded) != 32 or tail != gzip_trailer(recorded):
+            return "archive digest trailer is malformed (altered)", True
+        if _hash_range(fh, 0, size - GZIP_TRAILER_LEN) != recorded:
+            return "archive bytes do not match the recorded digest (altered)", True
+    return None, True
+
+
 @dataclass
 class OcMember:
     """One entry of an OpenClaw archive as verify saw it (restore plans from these)."""
@@ -611,12 +636,15 @@ def _oc_read_member(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.
             report.problems.append(f"entry {entry.name} is truncated ({sink.size} of {member.size} bytes)")
         entry.size, entry.sha256 = sink.size, sink.digest.hexdigest()
         if is_db and sink.spilled is not None:
-            entry.db = inspect_db(sink.spilled)
+            entry.db = inspect_db(sink.spilled, foreign_keys=True)
     finally:
         sink.discard()
 
 
 def _verify_openclaw(report: VerifyReport, scratch: _Scratch, max_bytes: int) -> None:
+    trailer_problem, has_trailer = gzip_digest_problem(report.path)
+    if trailer_problem:
+        report.problems.append(trailer_problem)
     compressed = os.path.getsize(report.path)
     limit = min(max(compressed * OPENCLAW_RATIO, 1 << 20), max_bytes)
     members: dict[str, OcMember] = {}
@@ -688,7 +716,7 @@ def _verify_openclaw(report: VerifyReport, scratch: _Scratch, max_bytes: int) ->
     except BombError as exc:
         report.problems.append(f"decompression bomb: {exc} ({OPENCLAW_RATIO}:1 bound); stopped reading")
         return
-    except (tarfile.TarError, EOFError, OSError, zstandard.ZstdError) as exc:
+    except (tarfile.TarError, EOFError, OSError, zstandard.ZstdError, zlib.error) as exc:  # zlib.error: a damaged deflate stream
         report.problems.append(f"archive is not a readable OpenClaw backup (corrupt or truncated) after {report.entries} entries: {exc}")
         return
     report.oc_members = members
@@ -711,6 +739,8 @@ def _verify_openclaw(report: VerifyReport, scratch: _Scratch, max_bytes: int) ->
     _check_openclaw_assets(report, data, root, members)
     if digests:
         _check_statekit_digests(report, digests[0], manifests[0][1], root, members)
+        if not has_trailer:
+            report.problems.append("statekit's digest record is there but the archive digest trailer is not (altered or cut)")
     else:
         report.notes.append("OpenClaw archives record no per-file size or SHA-256: file contents are covered only by gzip's CRC")
 
@@ -758,9 +788,10 @@ def _check_openclaw_links(report: VerifyReport, data: dict[str, Any], root: str,
             continue
         if not any(ocf.is_within(entry.name, p) for p in asset_paths):
             continue  # reported as outside every asset
-        if listed_raw is None:
-            if link_escapes(entry.name, entry.linkname, root):
-                report.problems.append(f"symlink {entry.name} points outside the archive root ({entry.linkname})")
+        if listed_raw is None:  # OpenClaw's rule without a link report: a relative target inside an asset
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(entry.name), entry.linkname))
+            if link_escapes(entry.name, entry.linkname, root) or not any(ocf.is_within(target, p) for p in asset_paths):
+                report.problems.append(f"symlink {entry.name} points outside the archive's assets ({entry.linkname})")
             continue
         if ocf.link_is_external(entry.name, entry.linkname, state_source, state_archive):
             external[entry.name] = entry.linkname
@@ -829,6 +860,9 @@ def _check_openclaw_snapshots(report: VerifyReport, data: dict[str, Any], root: 
             report.problems.append(f"{path}: schema_meta role is {entry.db.meta_role!r}, expected {role!r}")
         elif role == "agent" and agent_id and entry.db.meta_agent_id and entry.db.meta_agent_id != agent_id:
             report.problems.append(f"{path}: schema_meta agent id {entry.db.meta_agent_id!r} != {agent_id!r}")
+        elif entry.db.foreign_key_violations:
+            report.problems.append(f"{path}: {entry.db.foreign_key_violations} foreign_key_check violation(s) "
+                                   f"(OpenClaw 9.6's verifier refuses such a snapshot)")
         for suffix in ("-wal", "-shm", "-journal"):
             if path + suffix in members:
                 report.problems.append(f"{path}{suffix}: live sidecar archived beside a snapshotted database")

@@ -1,13 +1,23 @@
 #!/usr/bin/env python3
-"""Benchmark ``statekit backup create`` against the floor on one generated state dir.
+"""Benchmark ``statekit backup create / verify / restore`` against their floors, and against an earlier statekit.
 
-Floor = an online backup of every database (``sqlite3 .backup``, or SQLite's
-backup API through statekit's engine when the CLI is missing) plus ``tar | zstd -T0 -3`` of
-the tree (the ``zstandard`` module through a pipe when ``zstd`` is missing).
-Also reports the archive size against ``tar | gzip -6`` of the same tree and
-the peak RSS of the statekit process (``os.wait4`` rusage).
+Floors (the work the format itself needs, done by the fastest stock tools):
 
-Usage:  .venv/bin/python benchmarks/bench_backup.py [--size-mb 300] [--workdir DIR] [--keep]
+* create  = an online backup of every database (``sqlite3 .backup``, or SQLite's backup API through statekit's
+  engine when the CLI is missing) plus ``tar | zstd -T0 -3`` of the tree;
+* verify  = ``zstd -dc ARCHIVE | tar -t`` (decompress and read every member);
+* restore = ``zstd -dc ARCHIVE | tar -x -C TARGET``.
+
+Each round runs every floor and every statekit variant interleaved (machine load hits all alike); the best of
+``--rounds`` counts. ``--baseline DIR`` also times an earlier statekit source tree (for example
+``git archive <commit> | tar -x -C DIR``) with the same interpreter (``PYTHONPATH=DIR``), on the same trees: the
+"no slower than before" check. ``--state-dir`` (repeatable) benchmarks existing state dirs (copied first, so
+the originals are never written) instead of, or with ``--generate`` besides, the generated one. ``--format
+openclaw`` is timed once per tree for information (against ``tar | gzip -6``). Also reports archive sizes
+against ``tar | gzip -6`` and the peak RSS of the statekit processes (``os.wait4`` rusage).
+
+Usage:  .venv/bin/python benchmarks/bench_backup.py [--size-mb 300] [--rounds 3] [--baseline DIR]
+            [--state-dir DIR ...] [--generate] [--json FILE] [--workdir DIR] [--keep]
 """
 
 from __future__ import annotations
@@ -90,28 +100,36 @@ def generate(state: Path, size_mb: int, seed: int = 7) -> dict[str, int]:
     return counts
 
 
-def run_measured(cmd: list[str], **kwargs) -> tuple[float, int]:
+def run_measured(cmd: list[str], env: dict[str, str] | None = None, **kwargs) -> tuple[float, int]:
     """Wall time and peak RSS (KiB) of one child process."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, **kwargs)
+    proc = subprocess.Popen(cmd, env=env, **kwargs)
     _pid, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise SystemExit(f"{cmd[:4]} exited {proc.returncode}")
+        raise SystemExit(f"{' '.join(map(str, cmd[:6]))} exited {proc.returncode}")
     return elapsed, usage.ru_maxrss
 
 
-def floor(state: Path, work: Path) -> tuple[float, int]:
+def _zstd_decompress(archive: Path) -> subprocess.Popen:
+    if shutil.which("zstd"):
+        return subprocess.Popen(["zstd", "-dc", "-q", str(archive)], stdout=subprocess.PIPE)
+    code = "import sys, zstandard; zstandard.ZstdDecompressor().copy_stream(open(sys.argv[1], 'rb'), sys.stdout.buffer, read_across_frames=True)"
+    return subprocess.Popen([sys.executable, "-c", code, str(archive)], stdout=subprocess.PIPE)
+
+
+def floor_create(state: Path, work: Path) -> tuple[float, int]:
     """Online backup of each DB + tar | zstd -T0 of the tree; returns (seconds, archive bytes)."""
-    dbs = [p for p in state.rglob("*.sqlite")]
+    dbs = [p for p in state.rglob("*.sqlite") if p.is_file() and not p.is_symlink()]
     start = time.perf_counter()
     for i, db in enumerate(dbs):
         dest = work / f"floor-db-{i}.sqlite"
+        dest.unlink(missing_ok=True)
         if shutil.which("sqlite3"):
             subprocess.run(["sqlite3", str(db), f".backup '{dest}'"], check=True)
         else:
-            src, dst = connect(db), connect(dest)
+            src, dst = connect(db, mode="ro"), connect(dest)
             online_backup(src, dst)
             src.close()
             dst.close()
@@ -130,6 +148,26 @@ def floor(state: Path, work: Path) -> tuple[float, int]:
     return time.perf_counter() - start, out.stat().st_size
 
 
+def floor_verify(archive: Path) -> float:
+    start = time.perf_counter()
+    source = _zstd_decompress(archive)
+    subprocess.run(["tar", "-tf", "-"], stdin=source.stdout, stdout=subprocess.DEVNULL, check=True)
+    source.stdout.close()
+    source.wait()
+    return time.perf_counter() - start
+
+
+def floor_restore(archive: Path, target: Path) -> float:
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    start = time.perf_counter()
+    source = _zstd_decompress(archive)
+    subprocess.run(["tar", "-xf", "-", "-C", str(target)], stdin=source.stdout, check=True)
+    source.stdout.close()
+    source.wait()
+    return time.perf_counter() - start
+
+
 def gzip_size(state: Path) -> tuple[float, int]:
     start = time.perf_counter()
     tar = subprocess.Popen(["tar", "-cf", "-", "-C", str(state), "."], stdout=subprocess.PIPE)
@@ -139,45 +177,119 @@ def gzip_size(state: Path) -> tuple[float, int]:
     return time.perf_counter() - start, len(gz.stdout)
 
 
+def _env(source: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STATEKIT_")}
+    if source is not None:
+        env["PYTHONPATH"] = str(source)
+    return env
+
+
+def _statekit(*args: object) -> list[str]:
+    return [sys.executable, "-m", "statekit", *map(str, args)]
+
+
+def _best(table: dict[str, tuple[float, int]], key: str, seconds: float, rss: int = 0) -> None:
+    if key not in table or seconds < table[key][0]:
+        table[key] = (seconds, rss)
+
+
+def bench_tree(state: Path, work: Path, rounds: int, baseline: Path | None) -> dict[str, object]:
+    """create, verify, restore --target of ``state``: floors, statekit now and (optionally) the baseline."""
+    versions = {"now": None} | ({"baseline": baseline} if baseline is not None else {})
+    best: dict[str, tuple[float, int]] = {}
+    sizes: dict[str, int] = {}
+    for r in range(rounds):
+        seconds, floor_bytes = floor_create(state, work)
+        _best(best, "floor create", seconds)
+        sizes["floor"] = floor_bytes
+        floor_archive = work / "floor.tar.zst"
+        _best(best, "floor verify", floor_verify(floor_archive))
+        _best(best, "floor restore", floor_restore(floor_archive, work / "floor-restored"))
+        shutil.rmtree(work / "floor-restored", ignore_errors=True)
+        for name, source in versions.items():
+            env = _env(source)
+            out = work / f"out-{name}-{r}"
+            seconds, rss = run_measured(_statekit("backup", "create", "--state-dir", state, "--output", out, "--quiet"), env=env)
+            _best(best, f"{name} create", seconds, rss)
+            archive = next(out.glob("*.tar.zst"))
+            sizes[name] = archive.stat().st_size
+            seconds, rss = run_measured(_statekit("backup", "verify", archive, "--quiet"), env=env)
+            _best(best, f"{name} verify", seconds, rss)
+            target = work / f"restored-{name}"
+            shutil.rmtree(target, ignore_errors=True)
+            seconds, rss = run_measured(_statekit("backup", "restore", archive, "--target", target, "--yes", "--quiet"), env=env)
+            _best(best, f"{name} restore", seconds, rss)
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.rmtree(out, ignore_errors=True)
+    out = work / "out-openclaw"
+    seconds, rss = run_measured(_statekit("backup", "create", "--state-dir", state, "--output", out, "--quiet", "--format", "openclaw"),
+                                env=_env(None))
+    sizes["now --format openclaw"] = next(out.glob("*.tar.gz")).stat().st_size
+    best["now create --format openclaw"] = (seconds, rss)
+    shutil.rmtree(out, ignore_errors=True)
+    gz_seconds, gz_bytes = gzip_size(state)
+    best["tar | gzip -6"] = (gz_seconds, 0)
+    sizes["tar | gzip -6"] = gz_bytes
+    return {"best": best, "sizes": sizes}
+
+
+def report(label: str, tree_bytes: int, result: dict[str, object]) -> list[str]:
+    best: dict[str, tuple[float, int]] = result["best"]  # type: ignore[assignment]
+    sizes: dict[str, int] = result["sizes"]  # type: ignore[assignment]
+    lines = [f"== {label} ({tree_bytes / 1e6:.1f} MB)"]
+    for op in ("create", "verify", "restore"):
+        floor_s = best[f"floor {op}"][0]
+        line = f"{op:<8} floor {floor_s:6.2f}s"
+        for name in ("now", "baseline"):
+            if f"{name} {op}" in best:
+                seconds, rss = best[f"{name} {op}"]
+                line += f" | {name} {seconds:6.2f}s = {seconds / floor_s:5.2f}x floor ({rss / 1024:.0f} MiB)"
+        if f"baseline {op}" in best:
+            line += f" | now/baseline {best[f'now {op}'][0] / best[f'baseline {op}'][0]:.2f}"
+        lines.append(line)
+    oc_s = best["now create --format openclaw"][0]
+    gz_s = best["tar | gzip -6"][0]
+    lines.append(f"create --format openclaw {oc_s:.2f}s = {oc_s / gz_s:.2f}x tar | gzip -6 ({gz_s:.2f}s)")
+    gz = sizes["tar | gzip -6"]
+    lines.append("archive bytes: " + ", ".join(f"{k} {v / 1e6:.2f} MB ({v / gz:.2f}x gzip -6)" for k, v in sizes.items()))
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size-mb", type=int, default=300)
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the generated tree and archives")
     parser.add_argument("--rounds", type=int, default=2, help="best of N for each timing")
-    parser.add_argument("--state-dir", type=Path, default=None, help="benchmark this existing state dir instead of generating one")
+    parser.add_argument("--state-dir", type=Path, action="append", default=[], help="benchmark (a copy of) this state dir; repeatable")
+    parser.add_argument("--generate", action="store_true", help="also the generated tree when --state-dir is given")
+    parser.add_argument("--baseline", type=Path, default=None, help="an earlier statekit source tree to time the same way")
+    parser.add_argument("--json", type=Path, default=None, help="write the measurements here")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-backup-", dir=args.workdir))
-    state = args.state_dir or work / "home" / ".openclaw"
+    trees: list[tuple[str, Path]] = []
     try:
-        if args.state_dir is None:
+        if not args.state_dir or args.generate:
+            state = work / "generated" / "home" / ".openclaw"
             t0 = time.perf_counter()
             counts = generate(state, args.size_mb)
             print(f"generated {counts['databases']} databases, {counts['files']} files in {time.perf_counter() - t0:.1f}s")
-        tree_bytes = sum(p.stat().st_size for p in state.rglob("*") if p.is_file())
-        print(f"state dir {state}: {tree_bytes / 1e6:.0f} MB")
-        statekit = [sys.executable, "-m", "statekit", "backup", "create", "--state-dir", str(state), "--quiet"]
-        variants = {"create": [], "create --no-verify": ["--no-verify"]}
-        results: dict[str, tuple[float, int, int]] = {}
-        floor_best: tuple[float, int] | None = None
-        for r in range(args.rounds):  # interleaved, so machine load hits every variant alike
-            measured = floor(state, work)
-            floor_best = measured if floor_best is None or measured[0] < floor_best[0] else floor_best
-            for label, extra in variants.items():
-                out = work / f"out-{r}-{len(extra)}"
-                seconds, rss = run_measured(statekit + ["--output", str(out)] + extra)
-                size = next(out.glob("*.tar.zst")).stat().st_size
-                if label not in results or seconds < results[label][0]:
-                    results[label] = (seconds, rss, size)
-                shutil.rmtree(out)
-        assert floor_best is not None
-        gz_seconds, gz_bytes = gzip_size(state)
-        ours = results["create"][2]
-        print(f"floor (sqlite3 .backup + tar | zstd -T0 -3): {floor_best[0]:.2f}s, {floor_best[1] / 1e6:.1f} MB")
-        for label, (seconds, rss, size) in results.items():
-            print(f"statekit backup {label}: {seconds:.2f}s = {seconds / floor_best[0]:.2f}x floor, archive {size / 1e6:.1f} MB, peak RSS {rss / 1024:.0f} MiB")
-        print(f"tar | gzip -6: {gz_bytes / 1e6:.1f} MB in {gz_seconds:.2f}s; statekit archive is {ours / gz_bytes:.2f}x the gzip size")
+            trees.append((f"generated {args.size_mb} MB", state))
+        for index, given in enumerate(args.state_dir):
+            copy = work / f"tree-{index}" / "home" / ".openclaw"
+            shutil.copytree(given, copy, symlinks=True)
+            trees.append((str(given), copy))
+        results = {}
+        for label, state in trees:
+            tree_bytes = sum(p.stat().st_size for p in state.rglob("*") if p.is_file() and not p.is_symlink())
+            scratch = state.parent.parent / "bench"
+            scratch.mkdir()
+            result = bench_tree(state, scratch, args.rounds, args.baseline)
+            results[label] = {"tree_bytes": tree_bytes, **result}
+            print("\n".join(report(label, tree_bytes, result)), flush=True)
         print(f"cpus: {os.cpu_count()}, load average at the end: {os.getloadavg()[0]:.1f}")
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=1))
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -10,16 +10,20 @@ entry) sits beside it. tests/interop has the real 9.6 verify and restore these a
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import io
 import json
 import os
 import re
 import tarfile
+import zlib
 from pathlib import Path
 
 import pytest
 
 from backup import create_backup, restore_archive, verify_archive
+from backup.archive import GZIP_TRAILER_LEN, gzip_trailer
 from backup.openclaw_format import encode_openclaw_path
 from backup_helpers import SECRET, rows_digest, tree_state
 from statekit.cli import main
@@ -31,6 +35,7 @@ def members(archive: Path) -> list[tuple[tarfile.TarInfo, bytes]]:
 
 
 def repack(archive: Path, dest: Path, change) -> Path:
+    """Rewrite the archive with ``change`` applied, then a valid digest trailer: only the changed property is wrong."""
     entries = members(archive)
     change(entries)
     with tarfile.open(dest, "w:gz", format=tarfile.PAX_FORMAT) as tar:
@@ -40,6 +45,7 @@ def repack(archive: Path, dest: Path, change) -> Path:
                 tar.addfile(info, io.BytesIO(data))
             else:
                 tar.addfile(info)
+    dest.write_bytes(dest.read_bytes() + gzip_trailer(hashlib.sha256(dest.read_bytes()).digest()))
     return dest
 
 
@@ -75,6 +81,27 @@ def test_statekit_verifies_it_entry_by_entry(oc_archive):
     assert report.digests and report.to_json()["statekit_digests"] is True
     assert any(n.startswith("statekit digests:") for n in report.notes)
     assert not any("no per-file size" in n for n in report.notes)
+
+
+def test_every_byte_is_covered_by_the_digest_trailer(oc_archive):
+    """A flipped bit that gzip decodes to the same bytes (deflate has redundant encodings) is caught by the trailer."""
+    data = oc_archive.read_bytes()
+    assert verify_archive(oc_archive).ok and data[-GZIP_TRAILER_LEN:] == gzip_trailer(hashlib.sha256(data[:-GZIP_TRAILER_LEN]).digest())
+    same = None
+    for position in range(10, len(data) - GZIP_TRAILER_LEN - 8, 7):
+        flipped = bytearray(data)
+        flipped[position] ^= 0x01
+        try:
+            if gzip.decompress(bytes(flipped)) == gzip.decompress(data):
+                same = bytes(flipped)
+                break
+        except (OSError, EOFError, ValueError, zlib.error):
+            continue
+    assert same is not None, "no flip decodes to the same bytes in this archive"
+    oc_archive.write_bytes(same)
+    assert any("do not match the recorded digest" in p for p in verify_archive(oc_archive).problems)
+    oc_archive.write_bytes(data[:-GZIP_TRAILER_LEN])
+    assert any("trailer is not" in p for p in verify_archive(oc_archive).problems)
 
 
 def test_a_changed_entry_fails_the_digests_even_when_gzip_is_intact(oc_archive, tmp_path):

@@ -166,7 +166,7 @@ def test_unlisted_external_symlink_fails(state_tree, tmp_path):
 
 def test_no_link_report_means_no_link_may_leave_the_archive(state_tree, tmp_path):
     report = verify_archive(make_openclaw_archive(state_tree, tmp_path / "oc.tar.gz", list_links=False))
-    assert any("points outside the archive root" in p for p in report.problems)
+    assert any("points outside the archive's assets" in p for p in report.problems)
 
 
 def test_entry_outside_every_asset_fails(state_tree, tmp_path):
@@ -354,3 +354,16 @@ def test_missing_member_of_a_database_in_the_registry_is_not_required(state_tree
     make_db(state_tree.root / "agents" / "gone" / "agent" / "openclaw-agent.sqlite", role="agent", agent_id="gone")
     archive = make_openclaw_archive(state_tree, tmp_path / "oc.tar.gz", drop="agents/gone/agent/openclaw-agent.sqlite")
     assert verify_archive(archive).ok
+
+
+def test_foreign_key_violation_in_a_canonical_database_fails_as_in_96(state_tree, tmp_path):
+    """9.6's verifier runs foreign_key_check on the canonical snapshots (assertSqliteIntegrity)."""
+    conn = open_db(state_tree.global_db)
+    conn.execute("PRAGMA foreign_keys = OFF")
+    conn.execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
+    conn.execute("CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES parent(id))")
+    conn.execute("INSERT INTO child VALUES (1, 42)")
+    conn.commit()
+    conn.close()
+    report = verify_archive(make_openclaw_archive(state_tree, tmp_path / "oc.tar.gz"))
+    assert any("foreign_key_check violation" in p for p in report.problems), report.problems

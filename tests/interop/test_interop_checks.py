@@ -79,9 +79,9 @@ def test_history_serves_every_legacy_message(gateway_outcome: GatewayOutcome, su
 
 
 def test_new_turn_appends(gateway_outcome: GatewayOutcome) -> None:
-    _require_ready(gateway_outcome)
     if gateway_outcome.turn_unavailable:
         pytest.skip(gateway_outcome.turn_unavailable)
+    _require_ready(gateway_outcome)
     _check(gateway_outcome.turn_problem is None, f"no new turn could be tried: {gateway_outcome.turn_problem}")
     turn = gateway_outcome.turn
     _check(turn is not None and turn.appended, f"the new turn did not append: {turn.detail if turn else 'not run'}")
