@@ -22,8 +22,8 @@ def _state(tmp_path: Path) -> tuple[Path, dict[str, bytes], dict[str, int]]:
         "agents/main/sessions/sessions.json": {"agent:main:main": entry("s1"), "agent:main:b": entry("s2")},
         "agents/main/sessions/s1.jsonl": transcript("s1", 2),
         "agents/main/sessions/s2.jsonl": transcript("s2", 1),
-        # a malformed transcript: fails, stays in place, its error line goes into the run report
-        "agents/main/sessions/s3.jsonl": transcript("s3", 1) + '{"type": "message", "secret": "' + SECRET + '"\n',
+        # a malformed transcript (a line that is JSON but no event): fails, stays in place, its error line goes into the run report
+        "agents/main/sessions/s3.jsonl": transcript("s3", 1) + '{"type": 7, "secret": "' + SECRET + '"}\n',
     }
     state = make_state(tmp_path, files)
     originals = {rel: (state / rel).read_bytes() for rel in files}
