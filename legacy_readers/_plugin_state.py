@@ -448,6 +448,13 @@ def external_plugin_reason(plugin: str) -> str:
 
 
 class RetainedPluginFile(NotImportedReader):
-    """A plugin file statekit leaves where it is, because OpenClaw (or the plugin) imports or reads it there."""
+    """A plugin file statekit leaves where it is, because OpenClaw (or the plugin) imports or reads it there.
+
+    For the plugins OpenClaw 2026.9.6 does not bundle (they ship as their own packages): 9.6's doctor
+    leaves their files exactly where they are, and the installed plugin's own doctor contract migrates
+    them into plugin state under its own namespaces and keys. Rows statekit wrote under keys of its own
+    would be read by no one while the file they came from was gone, so every file such a plugin owns is
+    ``retain`` (recognised, left byte-exact, with the reason); pure caches and leftovers keep their ``drop``.
+    """
 
     action = "retain"

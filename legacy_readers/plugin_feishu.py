@@ -1,12 +1,5 @@
-"""Feishu plugin files: kept in place for the plugin's own doctor.
-
-OpenClaw 2026.9.6 does not bundle the Feishu plugin (it ships as its own
-package) and its doctor leaves these files exactly where they are; the
-installed plugin's own doctor contract migrates them into plugin state under
-its own namespaces and keys. Rows statekit wrote under keys of its own would
-be read by no one while the file they came from was gone, so every file the
-plugin owns is ``retain`` (recognised, left byte-exact, with the reason);
-pure caches and leftovers keep their ``drop``.
+"""Feishu plugin files: kept in place for the plugin's own doctor (OpenClaw 2026.9.6 does not bundle it;
+why and how: :class:`legacy_readers._plugin_state.RetainedPluginFile`).
 """
 
 from __future__ import annotations
