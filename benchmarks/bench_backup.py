@@ -59,6 +59,10 @@ def generate(state: Path, size_mb: int, seed: int = 7) -> dict[str, int]:
         conn = connect(db)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("BEGIN")  # one transaction per database, committed below
+        role, agent = ("global", None) if db.parent.name == "state" else ("agent", db.parent.parent.name)
+        conn.execute("CREATE TABLE schema_meta (meta_key TEXT PRIMARY KEY, role TEXT NOT NULL, schema_version INTEGER NOT NULL,"
+                     " agent_id TEXT, app_version TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL)")
+        conn.execute("INSERT INTO schema_meta VALUES ('primary', ?, 12, ?, 'bench', 0, 0)", (role, agent))  # as OpenClaw's own
         conn.execute("CREATE TABLE events (id INTEGER PRIMARY KEY, session TEXT, ts INTEGER, body TEXT)")
         conn.execute("CREATE INDEX events_session ON events(session, ts)")
         written = 0
