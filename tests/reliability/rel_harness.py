@@ -719,13 +719,14 @@ class RestoreWorld:
         return ("backup", "restore", self.archive, "--state-dir", self.arena.state, "--yes")
 
 
-def build_restore_world(base: Path) -> RestoreWorld:
+def build_restore_world(base: Path, fmt: str = "statekit") -> RestoreWorld:
+    """``fmt="openclaw"``: the archive is statekit's ``--format openclaw`` one (restored through OpenClaw's layout)."""
     arena = Arena(base, "demo-install")
     state = arena.fresh()
     assert fork_cli("migrate", "--state-dir", state, "--yes", "--no-backup").returncode == 3
-    made = fork_cli("backup", "create", "--state-dir", state, "--output", base / "archives")
+    made = fork_cli("backup", "create", "--state-dir", state, "--output", base / "archives", "--format", fmt)
     assert made.returncode == 0, made
-    archive = archives(base / "archives")[0]
+    archive = archives(base / "archives")[0] if fmt == "statekit" else next((base / "archives").glob("*.tar.gz"))
     a_tree, a_dumps = tree_outcome(state), db_dumps(state)
     # State B: a row added to every database, a file changed, one deleted, one added.
     for db in live_databases(state):

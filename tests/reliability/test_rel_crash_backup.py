@@ -23,7 +23,8 @@ changes nothing, and the next command of another kind (``backup prune``,
 ``backup create``, ``backup restore --resume`` or ``--abort``) finishes it:
 interrupted while swapping it is rolled forward (fully A, B kept in
 ``pre-restore/``), while staging it is rolled back (exactly B, nothing of the
-restore left), ``--resume`` always ends fully A and ``--abort`` exactly B.
+restore left), ``--resume`` always ends fully A and ``--abort`` exactly B. The
+same holds for an in-place restore of an OpenClaw-format archive.
 """
 
 from __future__ import annotations
@@ -429,4 +430,51 @@ def test_every_restore_kill_point_is_settled_by_every_command(restore_world: Res
             killed, problems = settle_trial(restore_world, f"*:{k}", how)
             h.record_crash("backup-restore-journal", killed, problems)
             failures += [f"*:{k} ({restore_world.names[k - 1]}) then {how}: {p}" for p in problems]
+    assert not failures, "\n".join(failures[:40])
+
+
+# --------------------------------------------------------------------------- the same for an OpenClaw-format archive
+
+
+@pytest.fixture(scope="module")
+def oc_restore_world(tmp_path_factory: pytest.TempPathFactory) -> RestoreWorld:
+    world = h.build_restore_world(tmp_path_factory.mktemp("crash-restore-oc"), fmt="openclaw")
+    run, world.names = traced(world.args(), world.base / "trace.txt")
+    assert run.returncode == 0, run
+    world.elapsed = run.elapsed
+    state = world.arena.state
+    assert h.tree_outcome(state) == world.expected_tree and db_dumps(state) == world.a_dumps
+    return world
+
+
+def test_openclaw_restore_passes_every_kind_of_checkpoint(oc_restore_world: RestoreWorld) -> None:
+    assert set(oc_restore_world.names) == {"restore-member-written", "restore-staged", "restore-moved-aside", "restore-placed",
+                                           "restore-done"}
+
+
+@pytest.mark.parametrize("index", range(CI_SETTLE_POINTS))
+def test_a_killed_openclaw_restore_is_settled_by_the_next_command(oc_restore_world: RestoreWorld, index: int) -> None:
+    k = h.named_sample(oc_restore_world.names, CI_SETTLE_POINTS, random.Random(h.SEED + 60))[index]
+    how = SETTLERS[(index + 1) % len(SETTLERS)]
+    killed, problems = settle_trial(oc_restore_world, f"*:{k}", how)
+    h.record_crash("backup-restore-journal-openclaw", killed, problems)
+    assert not problems, f"kill point {k} ({oc_restore_world.names[k - 1]}), then {how}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_a_killed_openclaw_restore_rerun_converges(oc_restore_world: RestoreWorld, index: int) -> None:
+    k = h.named_sample(oc_restore_world.names, 3, random.Random(h.SEED + 70))[index]
+    killed, problems = restore_trial(oc_restore_world, point=f"*:{k}")
+    h.record_crash("backup-restore-openclaw", killed, problems)
+    assert not problems, f"kill point {k} ({oc_restore_world.names[k - 1]}):\n" + "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_every_openclaw_restore_kill_point_is_settled(oc_restore_world: RestoreWorld) -> None:
+    failures = []
+    for k in range(1, len(oc_restore_world.names) + 1):
+        for how in SETTLERS:
+            killed, problems = settle_trial(oc_restore_world, f"*:{k}", how)
+            h.record_crash("backup-restore-journal-openclaw", killed, problems)
+            failures += [f"*:{k} ({oc_restore_world.names[k - 1]}) then {how}: {p}" for p in problems]
     assert not failures, "\n".join(failures[:40])
