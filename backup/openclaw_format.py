@@ -90,8 +90,11 @@ class Placement:
 
 
 def _label(kind: str, source: str, taken: set[str]) -> str:
-    base = _SAFE.sub("_", posixpath.basename(source.rstrip("/\\")) or kind) or kind
+    parts = [p for p in re.split(r"[/\\]+", source) if p]
+    base = _SAFE.sub("_", parts[-1] if parts else kind) or kind
     prefix = _SAFE.sub("_", kind)
+    if kind == "agent" and base == "agent" and len(parts) > 1:  # <root>/agents/<id>/agent: name it by the agent
+        base = _SAFE.sub("_", parts[-2]) or base
     name = base if base == prefix or base.startswith(prefix + "-") else f"{prefix}-{base}"
     candidate, n = name, 1
     while candidate in taken:
