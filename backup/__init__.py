@@ -2,13 +2,13 @@
 
 The public API (used by ``migrate`` for its verified pre-migration backup)::
 
-    from backup import create_backup, verify_archive, restore_archive, BackupResult
+    from statekit.backup import create_backup, verify_archive, restore_archive, BackupResult
 """
 
-from backup.create import BackupResult, create_backup, default_output_dir
-from backup.restore import RestoreResult, restore_archive
-from backup.runs import record_backup_run
-from backup.verify import VerifyReport, verify_archive
+from statekit.backup.create import BackupResult, create_backup, default_output_dir
+from statekit.backup.restore import RestoreResult, restore_archive
+from statekit.backup.runs import record_backup_run
+from statekit.backup.verify import VerifyReport, verify_archive
 
 __all__ = [
     "BackupResult",

@@ -21,7 +21,7 @@ from typing import Any
 
 import json5
 
-from backup.manifest import Skipped
+from statekit.backup.manifest import Skipped
 from statekit.db import is_sqlite_file
 from statekit.errors import StatekitError, UsageError
 from statekit.layout import (

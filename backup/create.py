@@ -37,15 +37,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from backup import manifest as mf
-from backup import openclaw_format as ocf
-from backup.archive import END_OF_ARCHIVE, ArchiveWriter, member_bytes, write_all, write_joined, write_payload_then_tail
-from backup.assets import AssetPlan, Entry, configured_workspaces, credentials_dir, plan_assets, read_config
-from backup.lock import backup_lock
-from backup.manifest import Asset, Manifest, Skipped
-from backup.runs import mark_interrupted, record_in_state_dir
-from backup.snapshot import snapshot_db
-from backup.verify import VerifyReport, verify_archive
+from statekit.backup import manifest as mf
+from statekit.backup import openclaw_format as ocf
+from statekit.backup.archive import END_OF_ARCHIVE, ArchiveWriter, member_bytes, write_all, write_joined, write_payload_then_tail
+from statekit.backup.assets import AssetPlan, Entry, configured_workspaces, credentials_dir, plan_assets, read_config
+from statekit.backup.lock import backup_lock
+from statekit.backup.manifest import Asset, Manifest, Skipped
+from statekit.backup.runs import mark_interrupted, record_in_state_dir
+from statekit.backup.snapshot import snapshot_db
+from statekit.backup.verify import VerifyReport, verify_archive
 from statekit import __version__
 from statekit.errors import StateDirError, StatekitError, UsageError, VerificationError
 from statekit.faults import checkpoint

@@ -43,12 +43,12 @@ from typing import Any
 
 import zstandard
 
-from backup import manifest as mf
-from backup import openclaw_format as ocf
-from backup.archive import open_tar_stream, write_all
-from backup.assets import is_within
-from backup.journal import STAGE_MARKER, JournalStep, Recovery, RestoreJournal, now_iso, pending, settle
-from backup.verify import ABSOLUTE_CAP, OPENCLAW, VerifyReport, verify_archive
+from statekit.backup import manifest as mf
+from statekit.backup import openclaw_format as ocf
+from statekit.backup.archive import open_tar_stream, write_all
+from statekit.backup.assets import is_within
+from statekit.backup.journal import STAGE_MARKER, JournalStep, Recovery, RestoreJournal, now_iso, pending, settle
+from statekit.backup.verify import ABSOLUTE_CAP, OPENCLAW, VerifyReport, verify_archive
 from statekit.errors import StatekitError, UsageError, VerificationError
 from statekit.faults import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, fsync_dir, sha256_file

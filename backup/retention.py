@@ -19,10 +19,10 @@ from typing import Any
 
 import zstandard
 
-from backup import manifest as mf
-from backup.archive import open_tar_stream
-from backup.create import sidecar_path
-from backup.lock import backup_lock
+from statekit.backup import manifest as mf
+from statekit.backup.archive import open_tar_stream
+from statekit.backup.create import sidecar_path
+from statekit.backup.lock import backup_lock
 from statekit.errors import UsageError
 from statekit.fsutil import atomic_write_bytes
 

@@ -18,7 +18,7 @@ from statekit.db import BUSY_TIMEOUT_MS, Connection, SQLiteError, connect
 from statekit.layout import global_db_path
 
 if TYPE_CHECKING:
-    from backup.create import BackupResult
+    from statekit.backup.create import BackupResult
 
 RUN_WINDOW = 200  # rows kept, newest first (OpenClaw keeps the same window)
 ERROR_LIMIT = 1200

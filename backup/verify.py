@@ -29,11 +29,11 @@ from typing import Any, BinaryIO
 
 import zstandard
 
-from backup import manifest as mf
-from backup import openclaw_format as ocf
-from backup.archive import (DIGEST_MAGIC, DIGEST_TAG, GZIP_TRAILER_LEN, GZIP_TRAILER_TAG, BombError, copy_member, gzip_trailer,
+from statekit.backup import manifest as mf
+from statekit.backup import openclaw_format as ocf
+from statekit.backup.archive import (DIGEST_MAGIC, DIGEST_TAG, GZIP_TRAILER_LEN, GZIP_TRAILER_TAG, BombError, copy_member, gzip_trailer,
                             open_tar_stream, parse_digest_trailer, sniff_format)
-from backup.snapshot import DbFacts, inspect_db
+from statekit.backup.snapshot import DbFacts, inspect_db
 from statekit.db import SQLITE_HEADER
 from statekit.errors import StatekitError
 from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE

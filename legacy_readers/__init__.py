@@ -10,7 +10,7 @@ import importlib
 import pkgutil
 from functools import lru_cache
 
-from legacy_readers.base import Reader
+from statekit.legacy_readers.base import Reader
 
 _SKIP = {"base"}
 

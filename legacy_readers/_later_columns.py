@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from legacy_readers.base import forget_columns
+from statekit.legacy_readers.base import forget_columns
 from statekit.db import Connection, table_columns
 from statekit.schema import LATER_COLUMNS
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO, ClassVar
 
-from legacy_readers._jsjson import js_stringify
-from legacy_readers.base import (
+from statekit.legacy_readers._jsjson import js_stringify
+from statekit.legacy_readers.base import (
     ImportContext,
     Inspection,
     Reader,
@@ -107,7 +107,7 @@ def short_hash(*parts: Any, length: int = 32) -> str:
 
 
 def iso_to_ms(value: Any) -> int | None:
-    from legacy_readers.transcripts import parse_iso_ms
+    from statekit.legacy_readers.transcripts import parse_iso_ms
 
     return parse_iso_ms(value)
 
@@ -357,7 +357,7 @@ def _held_value(conn: Any, plugin_id: str, namespace: str, key: str) -> Any:
 
 def load_config(state_dir: Any) -> dict[str, Any]:
     """The state dir's config (JSON5), best effort: {} when missing or unreadable (the plan has no parsed config)."""
-    from legacy_readers.base import parse_json5_document
+    from statekit.legacy_readers.base import parse_json5_document
     from statekit.fsutil import read_regular_file
 
     for name in ("openclaw.json", "clawdbot.json", "moldbot.json", "moltbot.json"):

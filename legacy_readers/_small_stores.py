@@ -17,8 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from legacy_readers._jsjson import js_stringify
-from legacy_readers.base import (
+from statekit.legacy_readers._jsjson import js_stringify
+from statekit.legacy_readers.base import (
     Source,
     as_int,
     parse_json_document,

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from legacy_readers._jsjson import js_stringify
-from legacy_readers._small_stores import load_document
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, insert_many, validate
+from statekit.legacy_readers._jsjson import js_stringify
+from statekit.legacy_readers._small_stores import load_document
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, insert_many, validate
 from statekit.errors import SourceError
 
 SESSIONS = "acp_replay_sessions"

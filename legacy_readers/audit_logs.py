@@ -39,9 +39,9 @@ import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from legacy_readers._jsjson import js_stringify
-from legacy_readers._small_stores import PLUGIN_STATE, file_mtime_ms, iso_to_ms, line_key
-from legacy_readers.base import (
+from statekit.legacy_readers._jsjson import js_stringify
+from statekit.legacy_readers._small_stores import PLUGIN_STATE, file_mtime_ms, iso_to_ms, line_key
+from statekit.legacy_readers.base import (
     ImportContext,
     Inspection,
     Reader,

@@ -58,8 +58,8 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO, ClassVar
 
-from legacy_readers._jsjson import js_stringify
-from legacy_readers.base import (
+from statekit.legacy_readers._jsjson import js_stringify
+from statekit.legacy_readers.base import (
     ImportContext,
     Inspection,
     Reader,

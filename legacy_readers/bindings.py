@@ -33,9 +33,9 @@ from __future__ import annotations
 import math
 from typing import Any, BinaryIO
 
-from legacy_readers._jsjson import js_stringify
-from legacy_readers._small_stores import agent_id_of_session_key, file_mtime_ms, load_document, normalize_account_id, text
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number, upsert
+from statekit.legacy_readers._jsjson import js_stringify
+from statekit.legacy_readers._small_stores import agent_id_of_session_key, file_mtime_ms, load_document, normalize_account_id, text
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number, upsert
 
 TABLE = "current_conversation_bindings"
 SEP = "\u241f"

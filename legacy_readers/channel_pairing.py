@@ -40,9 +40,9 @@ from collections.abc import Iterable
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
-from legacy_readers._jsjson import js_stringify
-from legacy_readers._small_stores import file_mtime_ms, iso_to_ms, load_document, normalize_account_id, text
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, insert_many, require_columns
+from statekit.legacy_readers._jsjson import js_stringify
+from statekit.legacy_readers._small_stores import file_mtime_ms, iso_to_ms, load_document, normalize_account_id, text
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, insert_many, require_columns
 from statekit.errors import SourceError
 
 ALLOW = "channel_pairing_allow_entries"

@@ -34,8 +34,8 @@ import json
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
-from legacy_readers._small_stores import PLUGIN_STATE, file_mtime_ms, integer, load_document, put_plugin_state, workspace_path
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers._small_stores import PLUGIN_STATE, file_mtime_ms, integer, load_document, put_plugin_state, workspace_path
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 
 PLUGIN_ID, NAMESPACE = "core:clawhub-skills", "skill-installs"
 DEFAULT_REGISTRY = "https://clawhub.ai"

@@ -11,7 +11,7 @@ exactly where it is.
 
 from __future__ import annotations
 
-from legacy_readers.base import Reader
+from statekit.legacy_readers.base import Reader
 
 
 class CommandLogReader(Reader):

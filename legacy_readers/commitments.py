@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from legacy_readers._jsjson import js_stringify
-from legacy_readers._small_stores import fit_row, integer, load_document, record, text
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number, upsert
+from statekit.legacy_readers._jsjson import js_stringify
+from statekit.legacy_readers._small_stores import fit_row, integer, load_document, record, text
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number, upsert
 
 TABLE = "commitments"
 REQUIRED_TEXT = ("id", "agentId", "sessionKey", "channel", "kind", "sensitivity", "source", "status", "reason", "suggestedText", "dedupeKey")

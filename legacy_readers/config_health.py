@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
-from legacy_readers._jsjson import js_stringify
-from legacy_readers.devices import expect_keys, fetch_row, load_object, unmapped_fields, write_row
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers._jsjson import js_stringify
+from statekit.legacy_readers.devices import expect_keys, fetch_row, load_object, unmapped_fields, write_row
 
 FAMILY = "config-health"
 TABLE = "config_health_entries"

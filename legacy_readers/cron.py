@@ -37,9 +37,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
-from legacy_readers._jsjson import js_stringify
+from statekit.legacy_readers._jsjson import js_stringify
 
-from legacy_readers.base import (
+from statekit.legacy_readers.base import (
     ImportContext,
     Inspection,
     Reader,

@@ -40,9 +40,9 @@ import os
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
-from legacy_readers._jsjson import js_stringify
-from legacy_readers._small_stores import file_mtime_ms, load_document
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number, upsert
+from statekit.legacy_readers._jsjson import js_stringify
+from statekit.legacy_readers._small_stores import file_mtime_ms, load_document
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number, upsert
 
 TABLE = "delivery_queue_entries"
 QUEUES = {"delivery-queue": "outbound", "session-delivery-queue": "session"}  # LEGACY_DELIVERY_QUEUE_DIRS

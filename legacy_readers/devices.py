@@ -39,8 +39,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, BinaryIO
 
-from legacy_readers._later_columns import fit_later_columns
-from legacy_readers.base import (
+from statekit.legacy_readers._later_columns import fit_later_columns
+from statekit.legacy_readers.base import (
     ImportContext,
     Inspection,
     Reader,

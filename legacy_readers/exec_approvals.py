@@ -45,10 +45,10 @@ import re
 import uuid
 from typing import Any, BinaryIO
 
-from legacy_readers._jsjson import js_number
+from statekit.legacy_readers._jsjson import js_number
 
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint, json_type, validate
-from legacy_readers.devices import fetch_row, file_mtime_ms, load_json, write_row
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint, json_type, validate
+from statekit.legacy_readers.devices import fetch_row, file_mtime_ms, load_json, write_row
 from statekit.errors import SourceError
 
 FAMILY = "exec-approvals"

@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any, BinaryIO
 
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, compact_json, decode_utf8, validate
-from legacy_readers.devices import fetch_row, file_mtime_ms, write_row
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, compact_json, decode_utf8, validate
+from statekit.legacy_readers.devices import fetch_row, file_mtime_ms, write_row
 from statekit.errors import SourceError
 
 FAMILY = "gateway"

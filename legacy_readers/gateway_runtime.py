@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
-from legacy_readers.devices import fetch_row, file_mtime_ms, json_col, load_object, ms, text, write_row
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.devices import fetch_row, file_mtime_ms, json_col, load_object, ms, text, write_row
 from statekit.errors import SourceError
 
 FAMILY = "gateway"

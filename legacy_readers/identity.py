@@ -32,8 +32,8 @@ import hashlib
 import json
 from typing import Any, BinaryIO
 
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
-from legacy_readers.devices import fetch_row, file_mtime_ms, json_col, load_object, ms, write_row
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
+from statekit.legacy_readers.devices import fetch_row, file_mtime_ms, json_col, load_object, ms, write_row
 from statekit.errors import SourceError
 
 FAMILY = "identity"

@@ -15,7 +15,7 @@ Nothing is read: retained files are only listed in the plan with the reason.
 
 from __future__ import annotations
 
-from legacy_readers.base import Reader
+from statekit.legacy_readers.base import Reader
 
 
 class StabilityBundleReader(Reader):

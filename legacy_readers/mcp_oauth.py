@@ -23,8 +23,8 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import BinaryIO
 
-from legacy_readers._small_stores import file_mtime_ms, load_document, put_plugin_state
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers._small_stores import file_mtime_ms, load_document, put_plugin_state
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 from statekit.errors import SourceError
 
 PLUGIN_ID, NAMESPACE = "core:mcp", "oauth-sessions"

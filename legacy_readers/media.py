@@ -14,7 +14,7 @@ image records (another reader's family) and is never claimed here.
 
 from __future__ import annotations
 
-from legacy_readers.base import Reader
+from statekit.legacy_readers.base import Reader
 
 REASON = (
     "OpenClaw 2026.9.6 keeps media as files in media/ and reads them there (its upgrade drops "

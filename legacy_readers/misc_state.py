@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from legacy_readers.base import Reader
+from statekit.legacy_readers.base import Reader
 
 
 class WorkspaceAttestation(Reader):

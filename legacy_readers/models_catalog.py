@@ -27,8 +27,8 @@ from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 from urllib.parse import unquote
 
-from legacy_readers.auth_profiles import owner_agent
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, decode_utf8, upsert
+from statekit.legacy_readers.auth_profiles import owner_agent
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, decode_utf8, upsert
 from statekit.errors import SourceError
 
 CACHE_SCOPE = "plugin-model-catalog-v1"

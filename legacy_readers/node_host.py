@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from legacy_readers._jsjson import js_stringify
+from statekit.legacy_readers._jsjson import js_stringify
 
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
-from legacy_readers.devices import fetch_row, file_mtime_ms, load_object, text, write_row
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
+from statekit.legacy_readers.devices import fetch_row, file_mtime_ms, load_object, text, write_row
 from statekit.errors import SourceError
 
 FAMILY = "node-host"

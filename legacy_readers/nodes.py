@@ -35,9 +35,9 @@ import json
 from collections.abc import Mapping
 from typing import Any, BinaryIO
 
-from legacy_readers._later_columns import ensure_later_column
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
-from legacy_readers.devices import PAIRED_TABLE, fetch_row, file_mtime_ms, json_col, load_object, ms, text
+from statekit.legacy_readers._later_columns import ensure_later_column
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.devices import PAIRED_TABLE, fetch_row, file_mtime_ms, json_col, load_object, ms, text
 from statekit.errors import SourceError
 
 FAMILY = "nodes"

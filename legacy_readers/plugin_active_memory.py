@@ -19,8 +19,8 @@ import math
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from legacy_readers._plugin_state import EntryContext, PluginStateReader, StateEntry, load_document, sha_hex
-from legacy_readers.base import Inspection, Source
+from statekit.legacy_readers._plugin_state import EntryContext, PluginStateReader, StateEntry, load_document, sha_hex
+from statekit.legacy_readers.base import Inspection, Source
 
 PLUGIN = "active-memory"
 NAMESPACE = "session-toggles"

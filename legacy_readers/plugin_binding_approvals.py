@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from legacy_readers._jsjson import js_stringify
-from legacy_readers._small_stores import file_mtime_ms, fit_row, integer, load_document, normalize_account_id, text
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, insert_many
+from statekit.legacy_readers._jsjson import js_stringify
+from statekit.legacy_readers._small_stores import file_mtime_ms, fit_row, integer, load_document, normalize_account_id, text
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, insert_many
 
 TABLE = "plugin_binding_approvals"
 

@@ -23,9 +23,9 @@ import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from legacy_readers._jsjson import js_stringify
-from legacy_readers._plugin_state import EntryContext, PluginStateReader, StateEntry, load_document, sha_hex
-from legacy_readers.base import Source
+from statekit.legacy_readers._jsjson import js_stringify
+from statekit.legacy_readers._plugin_state import EntryContext, PluginStateReader, StateEntry, load_document, sha_hex
+from statekit.legacy_readers.base import Source
 
 PLUGIN = "device-pair"
 NAMESPACE = "notify-subscribers"

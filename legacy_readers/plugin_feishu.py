@@ -4,7 +4,7 @@ why and how: :class:`legacy_readers._plugin_state.RetainedPluginFile`).
 
 from __future__ import annotations
 
-from legacy_readers._plugin_state import NotImportedReader, RetainedPluginFile, external_plugin_reason
+from statekit.legacy_readers._plugin_state import NotImportedReader, RetainedPluginFile, external_plugin_reason
 
 PLUGIN = "feishu"
 REASON = external_plugin_reason("feishu")

@@ -39,8 +39,8 @@ from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
-from legacy_readers._jsjson import js_number
-from legacy_readers._plugin_state import (
+from statekit.legacy_readers._jsjson import js_number
+from statekit.legacy_readers._plugin_state import (
     EntryContext,
     NotImportedReader,
     PluginStateReader,
@@ -53,7 +53,7 @@ from legacy_readers._plugin_state import (
     short_hash,
     text_of,
 )
-from legacy_readers.base import Source
+from statekit.legacy_readers.base import Source
 from statekit.errors import SourceError
 from statekit.layout import DEFAULT_AGENT_ID
 

@@ -33,8 +33,8 @@ import re
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
-from legacy_readers.devices import expect_keys, fetch_row, file_mtime_ms, load_object, ms, text, unmapped_fields, write_row
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
+from statekit.legacy_readers.devices import expect_keys, fetch_row, file_mtime_ms, load_object, ms, text, unmapped_fields, write_row
 from statekit.errors import SourceError
 
 FAMILY = "push"

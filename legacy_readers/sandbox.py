@@ -32,9 +32,9 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
-from legacy_readers._jsjson import js_stringify
-from legacy_readers._small_stores import file_mtime_ms, integer, load_document, text
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, upsert
+from statekit.legacy_readers._jsjson import js_stringify
+from statekit.legacy_readers._small_stores import file_mtime_ms, integer, load_document, text
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, upsert
 
 TABLE = "sandbox_registry_entries"
 KIND_OF_NAME = {"containers": "container", "browsers": "browser"}

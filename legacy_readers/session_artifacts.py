@@ -31,9 +31,9 @@ import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from legacy_readers._jsjson import js_stringify
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, parse_json_line, validate
-from legacy_readers.transcripts import (
+from statekit.legacy_readers._jsjson import js_stringify
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, parse_json_line, validate
+from statekit.legacy_readers.transcripts import (
     CURRENT_VERSION,
     SESSION_ID_RE,
     TranscriptReader,
@@ -45,7 +45,7 @@ from legacy_readers.transcripts import (
     session_exists,
     v1_id_prefix,
 )
-from legacy_readers.session_family import recovered_key
+from statekit.legacy_readers.session_family import recovered_key
 from statekit.errors import SourceError
 from statekit.fsutil import open_regular_file
 

@@ -34,7 +34,7 @@ import os
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, BinaryIO
 
-from legacy_readers.base import (
+from statekit.legacy_readers.base import (
     ImportContext,
     Inspection,
     Reader,
@@ -46,8 +46,8 @@ from legacy_readers.base import (
     upsert,
     validate,
 )
-from legacy_readers.session_family import recovered_key
-from legacy_readers.transcripts import claim_recovered
+from statekit.legacy_readers.session_family import recovered_key
+from statekit.legacy_readers.transcripts import claim_recovered
 from statekit.errors import SourceError
 
 FILE_ERA_FIELDS = ("sessionFile", "sessionFilePath", "transcriptPath", "transcriptLocator", "transcriptFile", "lockPath")

@@ -31,8 +31,8 @@ import re
 import unicodedata
 from typing import Any, BinaryIO
 
-from legacy_readers._small_stores import file_mtime_ms, load_document, put_plugin_state, text
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, insert_many, upsert
+from statekit.legacy_readers._small_stores import file_mtime_ms, load_document, put_plugin_state, text
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, insert_many, upsert
 
 CONFIG_KEY = "default"
 MAX_TRIGGERS = 32

@@ -14,7 +14,7 @@ a table and retiring them would leave every ``promptRef`` dangling for 9.6.
 
 from __future__ import annotations
 
-from legacy_readers.base import Reader
+from statekit.legacy_readers.base import Reader
 
 REASON = (
     "OpenClaw 2026.9.6 reads skill prompt blobs from these files (skillsSnapshot.promptRef -> "

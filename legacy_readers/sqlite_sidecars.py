@@ -63,7 +63,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, require_columns
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, require_columns
 from statekit.errors import SourceError
 from statekit.fsutil import open_regular_file
 from statekit.db import Connection, SQLiteError, connect

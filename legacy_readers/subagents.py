@@ -40,9 +40,9 @@ import copy
 import math
 from typing import Any, BinaryIO
 
-from legacy_readers._jsjson import js_stringify
-from legacy_readers._small_stores import file_mtime_ms, load_document, normalize_account_id
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, upsert
+from statekit.legacy_readers._jsjson import js_stringify
+from statekit.legacy_readers._small_stores import file_mtime_ms, load_document, normalize_account_id
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, upsert
 
 TABLE = "subagent_runs"
 LEGACY_V1_FIELDS = ("announceCompletedAt", "announceHandled", "requesterChannel", "requesterAccountId")

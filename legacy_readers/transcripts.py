@@ -27,9 +27,9 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, BinaryIO
 
-from legacy_readers._jsjson import js_stringify
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, parse_json_line, validate
-from legacy_readers.session_family import lineage_owners, recovered_key
+from statekit.legacy_readers._jsjson import js_stringify
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, parse_json_line, validate
+from statekit.legacy_readers.session_family import lineage_owners, recovered_key
 from statekit.errors import SourceError
 from statekit.fsutil import iter_lines, open_regular_file
 

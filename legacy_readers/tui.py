@@ -25,9 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from legacy_readers._jsjson import js_stringify, loads_js
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
-from legacy_readers.devices import expect_keys, fetch_row, load_object, write_row
+from statekit.legacy_readers._jsjson import js_stringify, loads_js
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.devices import expect_keys, fetch_row, load_object, write_row
 from statekit.errors import SourceError
 
 FAMILY = "tui"

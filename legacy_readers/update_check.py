@@ -16,8 +16,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, BinaryIO
 
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
-from legacy_readers.devices import fetch_row, load_object, ms, parse_iso_ms, write_row
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.devices import fetch_row, load_object, ms, parse_iso_ms, write_row
 from statekit.errors import SourceError
 
 FAMILY = "update-check"

@@ -33,8 +33,8 @@ import os
 import unicodedata
 from typing import Any, BinaryIO
 
-from legacy_readers._small_stores import iso_to_ms, load_document, ms_to_iso
-from legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, upsert
+from statekit.legacy_readers._small_stores import iso_to_ms, load_document, ms_to_iso
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, upsert
 from statekit.errors import SourceError
 
 TABLE = "workspace_setup_state"

@@ -2,12 +2,12 @@
 
 Usable from Python without the CLI::
 
-    from migrate import build_plan, migrate
+    from statekit.migrate import build_plan, migrate
     plan = build_plan(Path("~/.openclaw").expanduser())
     report = migrate(Path("~/.openclaw").expanduser())
 """
 
-from migrate.apply import MigrateOptions, MigrationReport, migrate
-from migrate.plan import Plan, PlannedSource, build_plan
+from statekit.migrate.apply import MigrateOptions, MigrationReport, migrate
+from statekit.migrate.plan import Plan, PlannedSource, build_plan
 
 __all__ = ["MigrateOptions", "MigrationReport", "Plan", "PlannedSource", "build_plan", "migrate"]

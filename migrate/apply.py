@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from legacy_readers.base import ImportContext, Source, WriteResult, forget_columns
-from migrate.plan import Plan, PlannedSource, build_plan, check_state_dir, ensure_not_schema_error, plan_source
-from migrate.discover import FileEntry
-from migrate.receipts import (
+from statekit.legacy_readers.base import ImportContext, Source, WriteResult, forget_columns
+from statekit.migrate.plan import Plan, PlannedSource, build_plan, check_state_dir, ensure_not_schema_error, plan_source
+from statekit.migrate.discover import FileEntry
+from statekit.migrate.receipts import (
     Receipt,
     close_interrupted_runs,
     close_run,
@@ -37,7 +37,7 @@ from migrate.receipts import (
     open_run,
     write_receipt,
 )
-from migrate.retire import delete_source, retire, retired_path
+from statekit.migrate.retire import delete_source, retire, retired_path
 from statekit import __version__
 from statekit.errors import ExitCode, SchemaError, SourceError, StateDirError, StatekitError
 from statekit.db import Connection, OperationalError, SQLiteError, error_name, open_rw, read_only_view, table_names
@@ -171,7 +171,7 @@ class Migration:
     # -- the run ------------------------------------------------------------
 
     def run(self, plan: Plan) -> MigrationReport:
-        from migrate.steps import apply_steps  # state-dir relocation / config aliases (planned steps)
+        from statekit.migrate.steps import apply_steps  # state-dir relocation / config aliases (planned steps)
 
         backup_result = self._backup() if self.options.backup else None
         checkpoint("migrate-backup-done")
@@ -211,7 +211,7 @@ class Migration:
 
     def _finish_shared_auth_store(self) -> None:
         """OpenClaw 2026.9.6 keeps the shared-main (``main``) auth store in the state database; mark it so (auth readers)."""
-        from legacy_readers.auth_profiles import SHARED_MAIN_AGENT_ID, finish_shared_auth_store
+        from statekit.legacy_readers.auth_profiles import SHARED_MAIN_AGENT_ID, finish_shared_auth_store
         from statekit.layout import agent_db_path
 
         assert self.global_conn is not None
@@ -222,7 +222,7 @@ class Migration:
 
     def _backup(self) -> Any:
         try:
-            from backup import create_backup
+            from statekit.backup import create_backup
         except ImportError as exc:  # pragma: no cover - the backup package ships with statekit
             raise StatekitError(f"the backup package is unavailable ({exc}); rerun with --no-backup to skip the backup") from None
         result = create_backup(self.state_dir, self.options.backup_output, verify=True, record=False, env=self.options.env)
@@ -233,7 +233,7 @@ class Migration:
 
     def _record_backup(self, result: Any) -> None:
         try:
-            from backup import record_backup_run
+            from statekit.backup import record_backup_run
         except ImportError:  # pragma: no cover
             return
         record_backup_run(self.global_conn, result, "ok")
@@ -482,7 +482,7 @@ def plan_config(plan: Plan) -> dict[str, Any]:
     if plan.config_path is None:
         return {}
     try:
-        from legacy_readers.base import parse_json5_document
+        from statekit.legacy_readers.base import parse_json5_document
 
         data = parse_json5_document(read_regular_file(plan.config_path), plan.config_path.name)
     except (OSError, SourceError):
@@ -557,7 +557,7 @@ def migrate(
     options = options or MigrateOptions()
     if isinstance(resolved, Path):
         resolved = ResolvedStateDir(resolved, "flag")
-    from migrate.relocate import relocate_state_dir
+    from statekit.migrate.relocate import relocate_state_dir
 
     resolved = relocate_state_dir(resolved, options.env)  # a planned step: only a found legacy root moves
     state_dir = resolved.path
@@ -583,7 +583,7 @@ def migrate(
                 if planned.action in ("unreadable", "conflict"):
                     report.notices.append(planned.reason or planned.rel)
                     report.outcomes.append(SourceOutcome(planned.kind, planned.rel, planned.agent_id, "left-in-place", message=planned.reason))
-            from migrate.steps import config_warnings
+            from statekit.migrate.steps import config_warnings
 
             report.warnings.extend(config_warnings(plan.steps))  # a config OpenClaw 2026.9.6 would refuse is not "done"
             report.finished_at = report.started_at

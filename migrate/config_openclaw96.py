@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from migrate.config_aliases import rewrite_aliases
+from statekit.migrate.config_aliases import rewrite_aliases
 
 OPENCLAW_RELEASE = "2026.9.6"
 DOCTOR_HINT = "run `openclaw doctor --fix` after `statekit migrate`"

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from legacy_readers import all_readers
-from legacy_readers.base import Reader, match_patterns
+from statekit.legacy_readers import all_readers
+from statekit.legacy_readers.base import Reader, match_patterns
 from statekit.db import SQLITE_HEADER
 from statekit.fsutil import temp_writer_pid
 from statekit.layout import STATEKIT_DIR_NAME

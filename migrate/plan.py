@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from legacy_readers.base import Reader, Source
-from migrate.discover import Discovery, FileEntry, discover
-from migrate.receipts import Receipt, load_receipts_readonly, source_key
+from statekit.legacy_readers.base import Reader, Source
+from statekit.migrate.discover import Discovery, FileEntry, discover
+from statekit.migrate.receipts import Receipt, load_receipts_readonly, source_key
 from statekit.db import read_only_view
 from statekit.errors import SchemaError, SourceError, StateDirError
 from statekit.fsutil import HashingReader, file_kind_problem, open_regular_file
@@ -321,7 +321,7 @@ def build_plan(resolved: ResolvedStateDir | Path, env: dict[str, str] | None = N
         statekit_files=found.statekit_files,
         database_sidecars=found.database_sidecars,
     )
-    from migrate.steps import plan_steps
+    from statekit.migrate.steps import plan_steps
 
     plan.steps = plan_steps(plan, resolved, env)
     return plan

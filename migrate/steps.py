@@ -33,12 +33,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from legacy_readers.base import parse_json5_document
-from migrate.config_aliases import ConfigRewrite, rebase_paths, render, rewrite_aliases
-from migrate.config_openclaw96 import OPENCLAW_RELEASE, config_problems, rewrite_for_openclaw96
-from migrate.receipts import source_key, write_receipt
-from migrate.relocate import marker_path, read_marker, relocation_steps
-from migrate.retire import retired_path
+from statekit.legacy_readers.base import parse_json5_document
+from statekit.migrate.config_aliases import ConfigRewrite, rebase_paths, render, rewrite_aliases
+from statekit.migrate.config_openclaw96 import OPENCLAW_RELEASE, config_problems, rewrite_for_openclaw96
+from statekit.migrate.receipts import source_key, write_receipt
+from statekit.migrate.relocate import marker_path, read_marker, relocation_steps
+from statekit.migrate.retire import retired_path
 from statekit.db import BUSY_TIMEOUT_MS, SQLiteError, connect
 from statekit.errors import SourceError
 from statekit.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, ensure_private_dir, fsync_dir, read_regular_file, sha256_bytes

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-import legacy_readers
+from statekit import legacy_readers
 from helpers import FIXTURES, corpus_tree_names, extract_corpus_tree, run_cli
-from migrate.discover import discover
+from statekit.migrate.discover import discover
 
 EVERY = FIXTURES / "every-family" / ".openclaw"
 ACTIVE = ("import", "import+archive", "drop")

@@ -9,7 +9,7 @@ import sys
 
 from helpers import REPO
 
-import legacy_readers
+from statekit import legacy_readers
 
 SCRIPT = REPO / "scripts" / "gen_family_docs.py"
 DOC = REPO / "docs" / "legacy-families.md"

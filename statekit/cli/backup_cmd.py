@@ -9,13 +9,13 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from backup import create_backup, default_output_dir, restore_archive, verify_archive
-from backup.create import BackupResult
-from backup.journal import JournalError, Recovery, describe_pending, journal_path, settle_locked
-from backup.manifest import iso_utc
-from backup.restore import RestoreResult, abort_restore, resume_restore
-from backup.retention import list_archives, prune_archives, record_verify_result
-from backup.verify import VerifyReport
+from statekit.backup import create_backup, default_output_dir, restore_archive, verify_archive
+from statekit.backup.create import BackupResult
+from statekit.backup.journal import JournalError, Recovery, describe_pending, journal_path, settle_locked
+from statekit.backup.manifest import iso_utc
+from statekit.backup.restore import RestoreResult, abort_restore, resume_restore
+from statekit.backup.retention import list_archives, prune_archives, record_verify_result
+from statekit.backup.verify import VerifyReport
 from statekit.cli.common import DryRunOpt, JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, run_command
 from statekit.errors import BusyError, ExitCode, StatekitError, UsageError
 from statekit.layout import resolve_state_dir

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from migrate.history import History, read_history
+from statekit.maintenance.history import History, read_history
 from statekit.cli.common import JsonOpt, QuietOpt, StateDirOpt, run_command
 from statekit.errors import ExitCode
 from statekit.layout import resolve_state_dir

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from migrate.inspect import InspectReport, inspect_state
+from statekit.maintenance.inspect import InspectReport, inspect_state
 from statekit.cli.common import JsonOpt, QuietOpt, StateDirOpt, run_command
 from statekit.errors import ExitCode, UsageError
 from statekit.layout import resolve_state_dir

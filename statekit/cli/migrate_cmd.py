@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from migrate.apply import MigrateOptions, MigrationReport, migrate
-from migrate.plan import build_plan
+from statekit.migrate.apply import MigrateOptions, MigrationReport, migrate
+from statekit.migrate.plan import build_plan
 from statekit.cli.common import JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, run_command
 from statekit.cli.plan_cmd import render_plan
 from statekit.errors import ExitCode

@@ -6,7 +6,7 @@ from typing import Any
 
 import typer
 
-from migrate.plan import Plan, build_plan
+from statekit.migrate.plan import Plan, build_plan
 from statekit.cli.common import JsonOpt, QuietOpt, StateDirOpt, run_command
 from statekit.errors import ExitCode
 from statekit.layout import resolve_state_dir

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from migrate.recover import RecoverReport, recover, write_report
+from statekit.maintenance.recover import RecoverReport, recover, write_report
 from statekit.cli.common import DryRunOpt, JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, run_command
 from statekit.errors import ExitCode
 from statekit.layout import resolve_state_dir

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from migrate.sessions import (
+from statekit.maintenance.sessions import (
     SessionChange,
     change_session,
     list_archives,

@@ -10,9 +10,9 @@ import tarfile
 
 import zstandard
 
-from backup.archive import DIGEST_MAGIC
-from backup.create import create_backup
-from backup.verify import verify_archive
+from statekit.backup.archive import DIGEST_MAGIC
+from statekit.backup.create import create_backup
+from statekit.backup.verify import verify_archive
 
 
 def test_every_trailer_byte_and_a_sample_of_others_are_checked(state_tree, tmp_path) -> None:

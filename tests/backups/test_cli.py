@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from backup.lock import backup_lock
+from statekit.backup.lock import backup_lock
 from backup_helpers import SECRET, tree_state
 from statekit.cli import main
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from freezegun import freeze_time
 
-from backup import create_backup, verify_archive
-from backup import archive as archive_mod
-from backup.lock import backup_lock
-from backup.manifest import schema_problems
+from statekit.backup import create_backup, verify_archive
+from statekit.backup import archive as archive_mod
+from statekit.backup.lock import backup_lock
+from statekit.backup.manifest import schema_problems
 from statekit.errors import BusyError, ExitCode, StatekitError, UsageError, VerificationError
 from backup_helpers import SECRET, make_db, read_members, tree_state
 from helpers import open_db
@@ -82,7 +82,7 @@ def test_wal_only_rows_are_captured_and_sidecars_never_archived(state_tree, tmp_
     assert not [n for n in names if n.endswith(("-wal", "-shm", "-journal"))]
     assert any(n.endswith("statekit-like.wal") for n in names)  # only real sidecar names are dropped
     target = tmp_path / "t"
-    from backup import restore_archive
+    from statekit.backup import restore_archive
 
     restore_archive(result.archive_path, target=target)
     conn = open_db(target / "agents/main/agent/openclaw-agent.sqlite")
@@ -178,7 +178,7 @@ def test_output_inside_the_state_dir_is_refused(state_tree):
 @freeze_time("2026-03-04 05:06:07")
 def test_existing_output_file_is_never_overwritten(state_tree, tmp_path, monkeypatch):
     waits: list[float] = []
-    monkeypatch.setattr("backup.create.time.sleep", waits.append)  # the clock is frozen: waiting never frees the name
+    monkeypatch.setattr("statekit.backup.create.time.sleep", waits.append)  # the clock is frozen: waiting never frees the name
     out = tmp_path / "out"
     out.mkdir()
     existing = out / "openclaw-backup-20260304T050607Z.tar.zst"
@@ -193,7 +193,7 @@ def test_existing_output_file_is_never_overwritten(state_tree, tmp_path, monkeyp
 def test_a_second_create_in_the_same_second_waits_for_the_next_name(state_tree, tmp_path, monkeypatch):
     out = tmp_path / "out"
     with freeze_time("2026-03-04 05:06:07.400") as clock:
-        monkeypatch.setattr("backup.create.time.sleep", lambda seconds: clock.tick(seconds))
+        monkeypatch.setattr("statekit.backup.create.time.sleep", lambda seconds: clock.tick(seconds))
         first = create_backup(state_tree.root, out)
         second = create_backup(state_tree.root, out)
     assert first.archive_path.name == "openclaw-backup-20260304T050607Z.tar.zst"
@@ -331,7 +331,7 @@ class _GrowOnRead:
 
 
 def test_file_changing_while_read_is_reread_once(state_tree, tmp_path, monkeypatch):
-    from backup import create as create_mod
+    from statekit.backup import create as create_mod
 
     log = state_tree.root / "logs" / "gateway.log"
     real_open = create_mod.open_regular_file
@@ -354,7 +354,7 @@ def test_file_changing_while_read_is_reread_once(state_tree, tmp_path, monkeypat
 
 
 def test_file_that_keeps_changing_is_reported(state_tree, tmp_path, monkeypatch):
-    from backup import create as create_mod
+    from statekit.backup import create as create_mod
 
     log = state_tree.root / "logs" / "gateway.log"
     real_open, real_read_hash = create_mod.open_regular_file, create_mod._read_hash

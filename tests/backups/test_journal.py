@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from backup import create_backup
-from backup.journal import RestoreJournal, describe_pending, journal_path, pending
+from statekit.backup import create_backup
+from statekit.backup.journal import RestoreJournal, describe_pending, journal_path, pending
 from backup_helpers import rows_digest, tree_state
 from statekit.cli import main
 

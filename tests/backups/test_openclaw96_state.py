@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from backup import create_backup, restore_archive, verify_archive
+from statekit.backup import create_backup, restore_archive, verify_archive
 from statekit.db import connect, read_only_view
 
 AGENTS = ("main", "work")

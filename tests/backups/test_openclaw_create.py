@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from backup import create_backup, restore_archive, verify_archive
-from backup.archive import GZIP_TRAILER_LEN, gzip_trailer
-from backup.openclaw_format import encode_openclaw_path
+from statekit.backup import create_backup, restore_archive, verify_archive
+from statekit.backup.archive import GZIP_TRAILER_LEN, gzip_trailer
+from statekit.backup.openclaw_format import encode_openclaw_path
 from backup_helpers import SECRET, rows_digest, tree_state
 from statekit.cli import main
 

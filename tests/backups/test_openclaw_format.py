@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from backup import restore as restore_mod
-from backup.openclaw_format import encode_openclaw_path
-from backup.restore import restore_archive
-from backup.verify import verify_archive
+from statekit.backup import restore as restore_mod
+from statekit.backup.openclaw_format import encode_openclaw_path
+from statekit.backup.restore import restore_archive
+from statekit.backup.verify import verify_archive
 from backup_helpers import make_db, rows_digest, tree_state
 from helpers import open_db
 from statekit.errors import VerificationError

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from backup import restore as restore_mod
-from backup.create import create_backup
-from backup.restore import restore_archive
+from statekit.backup import restore as restore_mod
+from statekit.backup.create import create_backup
+from statekit.backup.restore import restore_archive
 from backup_helpers import SECRET, make_db, rewrite, rows_digest, tree_state
 from statekit.errors import BusyError, ExitCode, UsageError, VerificationError
 from statekit.layout import lock_path

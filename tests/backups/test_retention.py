@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from freezegun import freeze_time
 
-from backup.create import create_backup, sidecar_path
-from backup.lock import backup_lock
-from backup.retention import ArchiveInfo, list_archives, plan_prune, prune_archives
+from statekit.backup.create import create_backup, sidecar_path
+from statekit.backup.lock import backup_lock
+from statekit.backup.retention import ArchiveInfo, list_archives, plan_prune, prune_archives
 from statekit.errors import BusyError, UsageError
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from backup.assets import skip_reason
-from backup.create import create_backup
-from backup.restore import restore_archive
-from backup.verify import verify_archive
+from statekit.backup.assets import skip_reason
+from statekit.backup.create import create_backup
+from statekit.backup.restore import restore_archive
+from statekit.backup.verify import verify_archive
 from backup_helpers import read_members, rows_digest, tree_state
 from helpers import open_db
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from backup.create import create_backup
-from backup.verify import link_escapes, member_path_problem, verify_archive
+from statekit.backup.create import create_backup
+from statekit.backup.verify import link_escapes, member_path_problem, verify_archive
 from backup_helpers import Member, add_asset, manifest_of, rewrite, set_manifest, tar_info, write_members
 from helpers import open_db
 

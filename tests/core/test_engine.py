@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from backup.snapshot import inspect_db, snapshot_db
+from statekit.backup.snapshot import inspect_db, snapshot_db
 from helpers import REPO, open_db, run_cli
 from statekit import __version__, db
 

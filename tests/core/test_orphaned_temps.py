@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from backup import create_backup
+from statekit.backup import create_backup
 from helpers import FIXTURES, make_state
-from migrate.apply import MigrateOptions, migrate
-from migrate.plan import build_plan
+from statekit.migrate.apply import MigrateOptions, migrate
+from statekit.migrate.plan import build_plan
 from statekit.fsutil import atomic_write_bytes, remove_orphaned_temps, temp_writer_pid
 
 

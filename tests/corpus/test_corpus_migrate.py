@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers import corpus_tree_names, db_dump, extract_corpus_tree, global_db, rows, run_cli, tree_digest
-from legacy_readers.session_index import canonicalize_key
+from statekit.legacy_readers.session_index import canonicalize_key
 
 TREES = corpus_tree_names()
 pytestmark = pytest.mark.skipif(not TREES, reason="../shared/corpus is not available")

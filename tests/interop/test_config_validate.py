@@ -30,7 +30,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers import CORPUS, FIXTURES, run_cli  # noqa: E402
-from migrate.config_openclaw96 import config_problems, legacy_agent_id  # noqa: E402
+from statekit.migrate.config_openclaw96 import config_problems, legacy_agent_id  # noqa: E402
 
 pytestmark = pytest.mark.interop
 

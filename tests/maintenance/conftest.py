@@ -16,10 +16,10 @@ import pytest
 
 @pytest.fixture
 def wired(monkeypatch: pytest.MonkeyPatch) -> bool:
-    import migrate.apply as apply_mod
-    import migrate.plan as plan_mod
-    from migrate.relocate import relocate_state_dir
-    from migrate.steps import plan_steps
+    import statekit.migrate.apply as apply_mod
+    import statekit.migrate.plan as plan_mod
+    from statekit.migrate.relocate import relocate_state_dir
+    from statekit.migrate.steps import plan_steps
     from statekit.layout import ResolvedStateDir
 
     patched = False
@@ -52,7 +52,7 @@ def wired(monkeypatch: pytest.MonkeyPatch) -> bool:
 def migrated_corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Every corpus tree, migrated once (``--no-backup``) by the real apply loop; copy before mutating."""
     from helpers import corpus_tree_names, extract_corpus_tree
-    from migrate.apply import MigrateOptions, migrate
+    from statekit.migrate.apply import MigrateOptions, migrate
 
     names = corpus_tree_names()
     if not names:

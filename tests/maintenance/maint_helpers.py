@@ -39,7 +39,7 @@ def checkpoint(pre: str, post: str) -> dict[str, Any]:
 def migrated_state(tmp_path: Path, entries: dict[str, dict[str, Any]], transcripts: dict[str, int], agent: str = "main",
                    name: str = ".openclaw", extra_files: dict[str, Any] | None = None) -> Path:
     """A state dir whose legacy index + transcripts were migrated by the real apply loop."""
-    from migrate.apply import MigrateOptions, migrate
+    from statekit.migrate.apply import MigrateOptions, migrate
 
     files: dict[str, Any] = {f"agents/{agent}/sessions/sessions.json": entries}
     for sid, turns in transcripts.items():

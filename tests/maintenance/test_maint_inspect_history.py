@@ -9,8 +9,8 @@ import pytest
 
 from helpers import agent_db, global_db, make_state, open_db, run_cli, tree_digest
 from maint_helpers import cli, copy_state, entry, migrated_state, transcript
-from migrate.history import read_history
-from migrate.inspect import inspect_state
+from statekit.maintenance.history import read_history
+from statekit.maintenance.inspect import inspect_state
 
 
 def _healthy(tmp_path: Path) -> Path:
@@ -130,7 +130,7 @@ def test_usage_errors(tmp_path: Path) -> None:
 
 
 def test_history_lists_migration_and_backup_runs(tmp_path: Path) -> None:
-    from migrate.apply import MigrateOptions, migrate
+    from statekit.migrate.apply import MigrateOptions, migrate
 
     state = make_state(tmp_path, {"agents/main/sessions/sessions.json": {"agent:main:main": entry("s1")},
                                   "agents/main/sessions/s1.jsonl": transcript("s1", 1),

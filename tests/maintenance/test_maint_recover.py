@@ -10,8 +10,8 @@ import pytest
 
 from helpers import global_db, make_state, open_db, rows, run_cli, tree_digest
 from maint_helpers import cli, copy_state, entry, transcript
-from migrate.apply import MigrateOptions, migrate
-from migrate.recover import recover, sanitize_line
+from statekit.migrate.apply import MigrateOptions, migrate
+from statekit.maintenance.recover import recover, sanitize_line
 
 SECRET = "sk-proj-0123456789ABCDEFGHIJKLMNOPQRSTUV"
 MESSAGE = "user text 0 of s1"

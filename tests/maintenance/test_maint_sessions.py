@@ -11,7 +11,7 @@ import pytest
 
 from helpers import agent_db, db_dump, open_db, run_cli, tree_digest
 from maint_helpers import T0, checkpoint, cli, copy_state, count, entry, migrated_state, mode, session_row_counts
-from migrate.sessions import (
+from statekit.maintenance.sessions import (
     change_session,
     family_of,
     list_archives,

@@ -10,7 +10,7 @@ import pytest
 
 from helpers import global_db, rows, run_cli, tree_digest, write_files
 from maint_helpers import entry, mode
-from migrate.config_aliases import rewrite_aliases
+from statekit.migrate.config_aliases import rewrite_aliases
 from statekit.errors import StateDirError
 from statekit.fsutil import sha256_file
 from statekit.layout import resolve_state_dir
@@ -53,14 +53,14 @@ def _legacy_home(tmp_path: Path, name: str = ".clawdbot", config_name: str = "cl
 
 
 def _plan(home: Path):
-    import migrate.plan as plan_mod
+    import statekit.migrate.plan as plan_mod
 
     env = _env(home)
     return plan_mod.build_plan(resolve_state_dir(None, env), env)
 
 
 def _migrate(home: Path):
-    import migrate.apply as apply_mod
+    import statekit.migrate.apply as apply_mod
 
     env = _env(home)
     return apply_mod.migrate(resolve_state_dir(None, env), apply_mod.MigrateOptions(backup=False, env=env))
@@ -196,7 +196,7 @@ def test_both_dirs_present_refuses_naming_both(tmp_path: Path, wired: bool) -> N
 
 
 def test_explicit_state_dir_is_never_moved(tmp_path: Path, wired: bool) -> None:
-    import migrate.apply as apply_mod
+    import statekit.migrate.apply as apply_mod
 
     home = _legacy_home(tmp_path)
     legacy = home / ".clawdbot"
@@ -244,7 +244,7 @@ def test_config_that_does_not_parse_is_reported_and_left_alone(tmp_path: Path, w
 
 
 def test_crash_after_rename_before_the_run_is_recorded_next_time(tmp_path: Path, wired: bool) -> None:
-    from migrate.relocate import relocate_state_dir
+    from statekit.migrate.relocate import relocate_state_dir
 
     home = _legacy_home(tmp_path, config="{}\n")
     env = _env(home)

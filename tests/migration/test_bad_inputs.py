@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers import agent_db, global_db, make_state, open_db, rows, run_cli
-from migrate.apply import MigrateOptions, migrate
+from statekit.migrate.apply import MigrateOptions, migrate
 from statekit.errors import SchemaError, StateDirError
 
 HEADER = '{"type":"session","version":3,"id":"%s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}'
@@ -143,7 +143,7 @@ def test_non_finite_updated_at_uses_the_file_mtime(tmp_path: Path) -> None:
 def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rel = "agents/main/sessions/locked.jsonl"
     state = make_state(tmp_path, {rel: transcript("locked"), "agents/main/sessions/fine.jsonl": transcript("fine")})
-    import migrate.plan as plan_module
+    import statekit.migrate.plan as plan_module
 
     real = plan_module.open_regular_file
 
@@ -175,7 +175,7 @@ def test_read_only_state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
             os.chmod(state, 0o755)
         assert code == 1 and "read-only" in err
     else:  # root ignores directory modes: simulate the kernel's answer
-        import migrate.apply as apply_module
+        import statekit.migrate.apply as apply_module
 
         monkeypatch.setattr(apply_module.os, "access", lambda p, m: False if Path(p) == state and m & os.W_OK else True)
         with pytest.raises(StateDirError, match="read-only"):

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from helpers import CORPUS, FIXTURES, corpus_or_skip, global_db, make_state, rows, run_cli, tree_digest
-from migrate.config_aliases import rewrite_aliases
-from migrate.config_openclaw96 import config_problems, format_path, rewrite_for_openclaw96
+from statekit.migrate.config_aliases import rewrite_aliases
+from statekit.migrate.config_openclaw96 import config_problems, format_path, rewrite_for_openclaw96
 
 SECRET = "gw-Secret-Token-0123456789abcdef"
 API_KEY = "sk-live-ABCDEFGHIJKLMNOPQRSTUV"

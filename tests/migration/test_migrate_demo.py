@@ -129,7 +129,7 @@ def test_v1_ids_match_javascript(migrated) -> None:
         "console.log(JSON.stringify([1,2,3,4,5,35,36,1295].map(i=>x+'-'+i.toString(36))));"
     )
     node = subprocess.run(["node", "-e", script, path, MAIN + "04"], capture_output=True, text=True, check=True)
-    from legacy_readers.transcripts import v1_entry_id, v1_id_prefix
+    from statekit.legacy_readers.transcripts import v1_entry_id, v1_id_prefix
 
     prefix = v1_id_prefix(path, MAIN + "04")
     assert [v1_entry_id(prefix, i) for i in (1, 2, 3, 4, 5, 35, 36, 1295)] == json.loads(node.stdout)

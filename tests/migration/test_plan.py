@@ -90,13 +90,13 @@ def test_fifo_and_symlink_where_a_file_is_expected(tmp_path: Path) -> None:
 
 
 def test_a_reader_may_retain_one_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from legacy_readers.base import Inspection
-    from legacy_readers.transcripts import TranscriptReader
-    from migrate.apply import MigrateOptions, migrate
+    from statekit.legacy_readers.base import Inspection
+    from statekit.legacy_readers.transcripts import TranscriptReader
+    from statekit.migrate.apply import MigrateOptions, migrate
 
     state = make_state(tmp_path, {"agents/main/sessions/keep.jsonl": '{"type":"session","version":3,"id":"keep","timestamp":"2026-01-01T00:00:00Z"}\n'})
     monkeypatch.setattr(TranscriptReader, "inspect", lambda self, source, handle: Inspection(1, action="retain", reason="kept on purpose"))
-    from migrate.plan import build_plan
+    from statekit.migrate.plan import build_plan
 
     assert [(s.action, s.reason) for s in build_plan(state).sources] == [("retain", "kept on purpose")]
     report = migrate(state, MigrateOptions(backup=False))

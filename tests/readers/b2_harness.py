@@ -14,7 +14,7 @@ from typing import Any
 from freezegun import freeze_time
 
 from helpers import global_db, make_state, named_row, open_db, write_files
-from migrate.apply import MigrateOptions, MigrationReport, migrate
+from statekit.migrate.apply import MigrateOptions, MigrationReport, migrate
 
 NOW_ISO = "2026-06-01T12:00:00Z"
 NOW = 1_780_315_200_000  # NOW_ISO in epoch ms

@@ -11,8 +11,8 @@ import pytest
 
 from b2_harness import MTIME, assert_failed_in_place, assert_imported, new_state, place, query, report_json, run
 from helpers import CORPUS, FIXTURES, corpus_or_skip
-from legacy_readers import reader_for
-from legacy_readers.audit_logs import mask_argv
+from statekit.legacy_readers import reader_for
+from statekit.legacy_readers.audit_logs import mask_argv
 
 FIX = FIXTURES / "readers" / "audit-logs"
 SECRETS = ("fixture-gateway-token-0000", "sk-fixturekey0000000000000000")

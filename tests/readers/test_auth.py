@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from helpers import FIXTURES, agent_db, global_db, make_state, rows, run_cli
-from legacy_readers.base import fingerprint
-from migrate.apply import MigrateOptions, migrate
+from statekit.legacy_readers.base import fingerprint
+from statekit.migrate.apply import MigrateOptions, migrate
 
 FIX = FIXTURES / "readers" / "auth"
 MAIN = "agents/main/agent"
@@ -374,7 +374,7 @@ def test_main_rows_already_in_its_database_are_merged_there_then_moved_to_the_sh
 
 
 def test_settle_moves_main_rows_into_the_shared_store_then_cleans_them(tmp_path: Path) -> None:
-    from legacy_readers.auth_profiles import clean_relocated_main_rows, settle_shared_auth_store
+    from statekit.legacy_readers.auth_profiles import clean_relocated_main_rows, settle_shared_auth_store
     from statekit.schema import open_agent, open_global
 
     store_json = '{"version":1,"profiles":{"fakellm:manual":{"type":"token","provider":"fakellm","token":"t-main"}}}'
@@ -404,7 +404,7 @@ def test_settle_moves_main_rows_into_the_shared_store_then_cleans_them(tmp_path:
 
 
 def test_settle_marks_the_shared_store_when_main_has_no_auth_rows_and_refuses_a_conflict(tmp_path: Path) -> None:
-    from legacy_readers.auth_profiles import settle_shared_auth_store
+    from statekit.legacy_readers.auth_profiles import settle_shared_auth_store
     from statekit.schema import open_global
 
     state = build(tmp_path, {})

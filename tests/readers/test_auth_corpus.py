@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from helpers import agent_db, extract_corpus_tree, global_db, rows
-from legacy_readers.base import fingerprint
-from migrate.apply import MigrateOptions, migrate
+from statekit.legacy_readers.base import fingerprint
+from statekit.migrate.apply import MigrateOptions, migrate
 
 
 def test_smoke_auth_profiles_and_state(tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ import pytest
 
 from b2_harness import MTIME, assert_failed_in_place, assert_imported, new_state, place, query, report_json, run
 from helpers import CORPUS, FIXTURES, corpus_or_skip, global_db, open_db
-from legacy_readers import reader_for
-from legacy_readers.channel_pairing import split_allow_name
+from statekit.legacy_readers import reader_for
+from statekit.legacy_readers.channel_pairing import split_allow_name
 
 FIX = FIXTURES / "readers" / "channel-pairing"
 PAIRING = "credentials/telegram-pairing.json"

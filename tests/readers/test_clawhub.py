@@ -11,8 +11,8 @@ import pytest
 
 from b2_harness import MTIME, assert_failed_in_place, assert_imported, new_state, query, run
 from helpers import FIXTURES
-from legacy_readers import reader_for
-from migrate.discover import discover
+from statekit.legacy_readers import reader_for
+from statekit.migrate.discover import discover
 
 FIX = FIXTURES / "readers" / "clawhub"
 LOCK = "workspace/.clawhub/lock.json"

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-import legacy_readers
+from statekit import legacy_readers
 from helpers import FIXTURES, db_dump, global_db, make_state, named_row, open_db, rows, run_cli, tree_digest, write_files
-from legacy_readers.base import ImportContext, Reader, Source, WriteResult, forget_columns
-from legacy_readers.cron import (
+from statekit.legacy_readers.base import ImportContext, Reader, Source, WriteResult, forget_columns
+from statekit.legacy_readers.cron import (
     CronJobsBackupReader,
     CronJobsReader,
     CronRunsReader,

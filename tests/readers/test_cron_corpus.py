@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from helpers import corpus_or_skip, make_state, named_row, open_db
-from legacy_readers.base import ImportContext, Reader, Source, WriteResult, forget_columns
-from legacy_readers.cron import CronJobsBackupReader, CronJobsReader, CronRunsReader, CronStateReader
+from statekit.legacy_readers.base import ImportContext, Reader, Source, WriteResult, forget_columns
+from statekit.legacy_readers.cron import CronJobsBackupReader, CronJobsReader, CronRunsReader, CronStateReader
 from statekit.fsutil import HashingReader
 from statekit.schema import open_global
 from statekit.db import Connection

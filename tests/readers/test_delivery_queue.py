@@ -9,8 +9,8 @@ import pytest
 
 from b2_harness import MTIME, NOW, assert_failed_in_place, assert_imported, new_state, outcome, place, query, run
 from helpers import FIXTURES, global_db, rows
-from legacy_readers import reader_for
-from legacy_readers._jsjson import js_stringify
+from statekit.legacy_readers import reader_for
+from statekit.legacy_readers._jsjson import js_stringify
 
 FIX = FIXTURES / "readers" / "delivery-queue"
 

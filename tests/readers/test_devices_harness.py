@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from helpers import FIXTURES, corpus_or_skip, global_db, make_state, open_db, write_files, named_row
-from legacy_readers.base import forget_columns, upsert
-from legacy_readers.devices import parse_iso_ms, validate_hiding_keys, write_row
-from migrate.apply import MigrateOptions, MigrationReport, migrate
+from statekit.legacy_readers.base import forget_columns, upsert
+from statekit.legacy_readers.devices import parse_iso_ms, validate_hiding_keys, write_row
+from statekit.migrate.apply import MigrateOptions, MigrationReport, migrate
 from statekit.errors import SchemaError, SourceError
 from statekit.schema import open_global
 

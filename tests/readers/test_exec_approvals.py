@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers import global_db, open_db, run_cli
-from legacy_readers.base import fingerprint
+from statekit.legacy_readers.base import fingerprint
 from test_devices_harness import (
     MTIME,
     assert_left_in_place,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers import global_db, open_db, run_cli
-from legacy_readers.identity import (
+from statekit.legacy_readers.identity import (
     normalize_scopes,
     ed25519_public_key,
     ed25519_sign,

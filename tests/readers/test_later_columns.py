@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from legacy_readers._later_columns import LATER_COLUMNS, ensure_later_column, fit_later_columns, later_columns_of
-from legacy_readers.base import forget_columns
+from statekit.legacy_readers._later_columns import LATER_COLUMNS, ensure_later_column, fit_later_columns, later_columns_of
+from statekit.legacy_readers.base import forget_columns
 from statekit.schema import open_global
 from helpers import open_db
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from b2_harness import new_state, outcome, run
 from helpers import run_cli
-from legacy_readers import reader_for
+from statekit.legacy_readers import reader_for
 
 
 def test_claims():

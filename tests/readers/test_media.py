@@ -8,8 +8,8 @@ from pathlib import Path
 
 from b2_harness import MTIME, new_state, query, run
 from helpers import FIXTURES, run_cli
-from legacy_readers import reader_for
-from legacy_readers.media import REASON
+from statekit.legacy_readers import reader_for
+from statekit.legacy_readers.media import REASON
 
 FIX = FIXTURES / "readers" / "media"
 

@@ -11,8 +11,8 @@ from typing import Any
 from freezegun import freeze_time
 
 from helpers import FIXTURES, agent_db, global_db, make_state, rows, run_cli
-from legacy_readers.models_catalog import MODELS_JSON_REASON, NOT_GENERATED_REASON, plugin_id_of
-from migrate.apply import MigrateOptions, migrate
+from statekit.legacy_readers.models_catalog import MODELS_JSON_REASON, NOT_GENERATED_REASON, plugin_id_of
+from statekit.migrate.apply import MigrateOptions, migrate
 
 FIX = FIXTURES / "readers" / "models"
 MTIME_MS = 1_780_000_000_000

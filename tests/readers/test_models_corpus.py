@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from helpers import agent_db, extract_corpus_tree, global_db, rows
-from migrate.apply import MigrateOptions, migrate
+from statekit.migrate.apply import MigrateOptions, migrate
 
 
 def test_hybrid_models_json_kept_plugin_catalog_in_agent_cache(tmp_path: Path) -> None:

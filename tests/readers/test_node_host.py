@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from legacy_readers.base import fingerprint
+from statekit.legacy_readers.base import fingerprint
 from test_devices_harness import (
     MTIME,
     assert_left_in_place,

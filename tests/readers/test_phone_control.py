@@ -9,7 +9,7 @@ import pytest
 
 from b2_harness import MTIME, assert_failed_in_place, assert_imported, new_state, query, run
 from helpers import FIXTURES
-from legacy_readers import reader_for
+from statekit.legacy_readers import reader_for
 
 FIX = FIXTURES / "readers" / "phone-control"
 REL = "plugins/phone-control/armed.json"

@@ -8,7 +8,7 @@ import pytest
 
 from b2_harness import MTIME, assert_failed_in_place, assert_imported, new_state, place, query, run
 from helpers import FIXTURES, global_db, open_db
-from legacy_readers import reader_for
+from statekit.legacy_readers import reader_for
 
 FIX = FIXTURES / "readers" / "plugin-binding-approvals"
 REL = "plugin-binding-approvals.json"

@@ -16,7 +16,7 @@ from typing import Any
 from freezegun import freeze_time
 
 from helpers import FIXTURES, global_db, make_state, open_db, rows, run_cli, write_files
-from migrate.apply import MigrateOptions, MigrationReport, migrate
+from statekit.migrate.apply import MigrateOptions, MigrationReport, migrate
 from statekit.errors import ExitCode
 
 NOW_ISO = "2026-11-30T00:00:00Z"
@@ -195,7 +195,7 @@ def test_cli_exit_code_and_single_line(tmp_path: Path) -> None:
 
 
 def test_describe_names_plugin_and_namespaces() -> None:
-    import legacy_readers
+    from statekit import legacy_readers
 
     described = legacy_readers.by_kind("telegram-sticker-cache").describe()
     assert described["plugin_id"] == "telegram"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from helpers import global_db, open_db
-from legacy_readers.base import fingerprint
-from legacy_readers.push import normalise_debug_suffix, normalise_relay_origin
+from statekit.legacy_readers.base import fingerprint
+from statekit.legacy_readers.push import normalise_debug_suffix, normalise_relay_origin
 from test_devices_harness import (
     MTIME,
     assert_left_in_place,

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from helpers import FIXTURES, agent_db, global_db, make_state, rows, run_cli
-from legacy_readers._jsjson import js_stringify
-from migrate.apply import MigrateOptions, migrate
+from statekit.legacy_readers._jsjson import js_stringify
+from statekit.migrate.apply import MigrateOptions, migrate
 
 FIX = FIXTURES / "readers" / "sessions-artifacts"
 SESSIONS = "agents/main/sessions"

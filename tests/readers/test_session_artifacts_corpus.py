@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers import agent_db, corpus_or_skip, extract_corpus_tree, global_db, rows
-from migrate.apply import MigrateOptions, MigrationReport, migrate
+from statekit.migrate.apply import MigrateOptions, MigrationReport, migrate
 
 
 def migrated_tree(tmp_path_factory: pytest.TempPathFactory, name: str) -> tuple[Path, dict[str, bytes], MigrationReport]:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from legacy_readers.session_index import canonicalize_key, normalise_entry, select_entries
+from statekit.legacy_readers.session_index import canonicalize_key, normalise_entry, select_entries
 
 
 @pytest.mark.parametrize(

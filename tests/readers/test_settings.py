@@ -9,8 +9,8 @@ import pytest
 
 from b2_harness import MTIME, NOW, assert_failed_in_place, assert_imported, new_state, place, query, run
 from helpers import FIXTURES
-from legacy_readers import reader_for
-from legacy_readers.settings import normalize_trigger_word
+from statekit.legacy_readers import reader_for
+from statekit.legacy_readers.settings import normalize_trigger_word
 
 FIX = FIXTURES / "readers" / "settings"
 TRIGGERS, ROUTING, TTS = "settings/voicewake.json", "settings/voicewake-routing.json", "settings/tts.json"

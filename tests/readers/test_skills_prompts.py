@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 
 from helpers import FIXTURES, agent_db, global_db, make_state, rows, run_cli
-from legacy_readers.skills_prompts import REASON
-from migrate.apply import MigrateOptions, migrate
+from statekit.legacy_readers.skills_prompts import REASON
+from statekit.migrate.apply import MigrateOptions, migrate
 
 FIX = FIXTURES / "readers" / "sessions-artifacts"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers import corpus_or_skip, extract_corpus_tree, global_db, make_state, open_db, rows, run_cli, tree_digest, write_files, named_row
-from migrate.plan import build_plan
+from statekit.migrate.plan import build_plan
 from statekit.schema import open_global
 from test_plugin_common import NOW_MS, assert_imported, outcome, receipt, run
 

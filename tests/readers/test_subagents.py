@@ -9,7 +9,7 @@ import pytest
 
 from b2_harness import MTIME, assert_failed_in_place, assert_imported, new_state, outcome, place, query, run
 from helpers import FIXTURES
-from legacy_readers import reader_for
+from statekit.legacy_readers import reader_for
 
 FIX = FIXTURES / "readers" / "subagents"
 REL = "subagents/runs.json"

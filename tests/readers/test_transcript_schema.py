@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from legacy_readers.base import _validator
-from legacy_readers.transcripts import conforms
+from statekit.legacy_readers.base import _validator
+from statekit.legacy_readers.transcripts import conforms
 
 values = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=5),
                    st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))

@@ -8,7 +8,7 @@ import pytest
 from freezegun import freeze_time
 
 from helpers import global_db, open_db
-from legacy_readers.update_check import iso_from_ms
+from statekit.legacy_readers.update_check import iso_from_ms
 from test_devices_harness import (
     MTIME,
     assert_left_in_place,

@@ -12,8 +12,8 @@ import pytest
 
 from b2_harness import NOW, assert_failed_in_place, assert_imported, new_state, query, run
 from helpers import FIXTURES, corpus_or_skip
-from legacy_readers import reader_for
-from migrate.discover import discover
+from statekit.legacy_readers import reader_for
+from statekit.migrate.discover import discover
 
 FIX = FIXTURES / "readers" / "workspace-state"
 NEW = "workspace/openclaw-workspace-state.json"

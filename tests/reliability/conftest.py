@@ -26,7 +26,7 @@ import rel_harness  # noqa: E402
 @pytest.fixture(scope="session", autouse=True)
 def _warm_imports() -> None:
     """Import every reader and command once, so each forked child starts warm."""
-    import legacy_readers
+    from statekit import legacy_readers
     from statekit.cli import build_app
 
     legacy_readers.all_readers()

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import backup  # noqa: F401  -- the real package (tests/backup must not shadow it in forked children)
+from statekit import backup  # noqa: F401  -- the real package (tests/backup must not shadow it in forked children)
 from statekit import faults
 from helpers import open_db
 from statekit.db import Connection

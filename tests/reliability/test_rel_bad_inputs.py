@@ -37,7 +37,7 @@ import pytest
 
 import rel_harness as h
 import rel_mutate as m
-from migrate.discover import discover
+from statekit.migrate.discover import discover
 
 EVERY = h.FIXTURES / "every-family" / ".openclaw"
 DEMO = h.FIXTURES / "demo-install" / ".openclaw"
@@ -263,7 +263,7 @@ def record(counts: Counter, problems: list[str]) -> None:
 
 
 def test_every_reader_kind_is_seeded(seeds: Seeds) -> None:
-    import legacy_readers
+    from statekit import legacy_readers
 
     kinds = {reader.kind for entry, reader in discover(seeds.base).legacy if entry.rel in seeds.variants}
     active = {reader.kind for reader in legacy_readers.all_readers() if reader.action in ("import", "import+archive", "drop")}
@@ -274,7 +274,7 @@ def test_every_reader_kind_is_seeded(seeds: Seeds) -> None:
 
 @pytest.mark.parametrize("round_no", range(CI_ROUNDS))
 def test_mutants_round(seeds: Seeds, tmp_path: Path, round_no: int) -> None:
-    import legacy_readers
+    from statekit import legacy_readers
 
     counts, problems = run_round(seeds, tmp_path, round_no)
     record(counts, problems)

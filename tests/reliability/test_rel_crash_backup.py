@@ -36,7 +36,7 @@ from pathlib import Path
 import pytest
 
 import rel_harness as h
-from backup import restore_archive, verify_archive
+from statekit.backup import restore_archive, verify_archive
 
 CI_CREATE_NAMED = 10
 CI_CREATE_DELAYS = 4

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 import rel_harness as h
-from backup.archive import gzip_trailer
+from statekit.backup.archive import gzip_trailer
 
 CI_BIT_FLIPS = 40
 CI_TRUNCATIONS = 12

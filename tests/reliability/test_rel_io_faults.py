@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 import rel_harness as h
-from backup import verify_archive
+from statekit.backup import verify_archive
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 

@@ -236,7 +236,7 @@ def test_no_canary_in_errors_about_malformed_secret_files(tmp_path: Path, style:
     h.FIGURES["secrets"]["malformed secret files"] += len(done)
     h.FIGURES["secrets"]["outputs checked"] += len(texts)
     if style in ("cut-after", "cut-inside", "utf8-after"):  # none of these parse: each file statekit reads is named by a line
-        import legacy_readers
+        from statekit import legacy_readers
 
         lines = texts["migrate"].splitlines()
         kept = {p for p in done if getattr(legacy_readers.reader_for(p.relative_to(state).as_posix()), "action", None) == "retain"}

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from legacy_readers.base import parse_json5_document
-from migrate.config_openclaw96 import OPENCLAW_RELEASE, config_problems
+from statekit.legacy_readers.base import parse_json5_document
+from statekit.migrate.config_openclaw96 import OPENCLAW_RELEASE, config_problems
 from statekit.db import Connection, SQLiteError, is_sqlite_file, read_only_view, table_names
 from statekit.errors import ExitCode, SourceError, StatekitError
 from statekit.fsutil import read_regular_file
@@ -285,14 +285,14 @@ def _inspect_config(report: InspectReport, config: Path | None) -> None:
 
 def inspect_state(resolved: ResolvedStateDir | Path, agent: str | None = None, env: Any = None) -> InspectReport:
     """Inspect the global database and the agent databases (all, or ``agent``)."""
-    from migrate.plan import build_plan
+    from statekit.migrate.plan import build_plan
 
     if isinstance(resolved, Path):
         resolved = ResolvedStateDir(resolved, "flag")
     state_dir = resolved.path
     plan = build_plan(resolved, env)
     report = InspectReport(state_dir)
-    from backup.journal import describe_pending  # an in-place restore killed half-way (issue 15)
+    from statekit.backup.journal import describe_pending  # an in-place restore killed half-way (issue 15)
 
     pending_restore = describe_pending(state_dir) if state_dir.is_dir() else None
     if pending_restore:

@@ -47,7 +47,7 @@ from typing import Any
 
 import zstandard
 
-from legacy_readers.session_family import family_of
+from statekit.legacy_readers.session_family import family_of
 from statekit import __version__
 from statekit.db import Connection, IntegrityError, SQLiteError, open_rw, read_only_view, table_columns, table_names
 from statekit.errors import StatekitError, UsageError, VerificationError

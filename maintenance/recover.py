@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from migrate.receipts import Receipt, _row_to_receipt, close_interrupted_runs  # noqa: PLC2701 - same package
-from migrate.retire import remove_empty_parents, retired_path
+from statekit.migrate.receipts import Receipt, _row_to_receipt, close_interrupted_runs  # noqa: PLC2701 - same package
+from statekit.migrate.retire import remove_empty_parents, retired_path
 from statekit import __version__
 from statekit.db import Connection, SQLiteError, open_rw, read_only_view, table_names
 from statekit.errors import ExitCode, StatekitError

@@ -1,0 +1,14 @@
+"""Offline maintenance of an install that statekit migrated: health, run history, undoing retirement, sessions.
+
+Usable from Python without the CLI::
+
+    from statekit.maintenance.inspect import inspect_state
+    from statekit.maintenance.recover import recover
+    from statekit.maintenance.sessions import delete_session
+
+Each module is one command: ``inspect`` (health of every database and what
+is left to do), ``history`` (the runs recorded in ``migration_runs``),
+``recover`` (putting retired sources back) and ``sessions`` (listing,
+deleting or resetting a session with its transcript family archived).
+They depend on ``migrate`` and ``backup``, never the other way round.
+"""
