@@ -51,7 +51,7 @@ from statekit.legacy_readers.session_family import family_of
 from statekit import __version__
 from statekit.db import Connection, IntegrityError, SQLiteError, open_rw, read_only_view, table_columns, table_names
 from statekit.errors import StatekitError, UsageError, VerificationError
-from statekit.faults import checkpoint
+from statekit.seams import checkpoint
 from statekit.fsutil import (
     PRIVATE_FILE_MODE,
     atomic_write_bytes,
