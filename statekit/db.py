@@ -345,11 +345,6 @@ def open_rw(path: Path, warnings: list[str] | None = None) -> Connection:
     return conn
 
 
-def open_ro(path: Path) -> Connection:
-    """Open an existing database read-only (no file is created, no WAL switch)."""
-    return connect(path, mode="ro", busy_timeout_ms=BUSY_TIMEOUT_MS)
-
-
 @contextmanager
 def immediate(conn: Connection) -> Iterator[Connection]:
     """A ``BEGIN IMMEDIATE`` write transaction: commit when the block ends, roll back on any error.
