@@ -269,12 +269,6 @@ def write_payload_then_tail(path: Path, payload: Path, tail: bytes, *, level: in
 END_OF_ARCHIVE = b"\0" * (2 * tarfile.BLOCKSIZE)
 
 
-def symlink_member_bytes(name: str, target: str, *, mtime: float) -> bytes:
-    info = ArchiveWriter._info(name, tarfile.SYMTYPE, 0o777, mtime)
-    info.linkname = target
-    return info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
-
-
 def _copy_fd(source_fd: int, sink: SinkFile) -> None:
     try:
         while os.copy_file_range(source_fd, sink.fd, 1 << 30):

@@ -95,10 +95,6 @@ class AssetPlan:
     warnings: list[str] = field(default_factory=list)
     config_file: Path | None = None
 
-    @property
-    def total_bytes(self) -> int:
-        return sum(e.st.st_size for e in self.entries if e.kind in ("file", "sqlite"))
-
 
 # --------------------------------------------------------------------------- config
 

@@ -48,7 +48,7 @@ from statekit.backup.snapshot import snapshot_db
 from statekit.backup.verify import VerifyReport, verify_archive
 from statekit import __version__
 from statekit.errors import StateDirError, StatekitError, UsageError, VerificationError
-from statekit.faults import checkpoint
+from statekit.seams import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE, atomic_write_bytes, fsync_dir, open_regular_file, remove_orphaned_temps
 
 DEFAULT_OUTPUT_NAME = "openclaw-backups"

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from statekit.errors import BusyError, StatekitError
-from statekit.faults import checkpoint
+from statekit.seams import checkpoint
 from statekit.fsutil import PRIVATE_DIR_MODE, atomic_write_bytes, fsync_dir
 from statekit.layout import lock_path, statekit_dir
 from statekit.locking import exclusive_lock, is_locked

@@ -50,7 +50,7 @@ from statekit.backup.assets import is_within
 from statekit.backup.journal import STAGE_MARKER, JournalStep, Recovery, RestoreJournal, now_iso, pending, settle
 from statekit.backup.verify import ABSOLUTE_CAP, OPENCLAW, VerifyReport, verify_archive
 from statekit.errors import StatekitError, UsageError, VerificationError
-from statekit.faults import checkpoint
+from statekit.seams import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, fsync_dir, sha256_file
 from statekit.layout import lock_path, resolve_state_dir, statekit_dir
 from statekit.locking import exclusive_lock, refuse_if_gateway_running

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from statekit.db import BUSY_TIMEOUT_MS, Connection, SQLiteError, connect
+from statekit.db import BUSY_TIMEOUT_MS, Connection, SQLiteError, connect, immediate
 from statekit.layout import global_db_path
 
 if TYPE_CHECKING:
@@ -51,8 +51,7 @@ def record_backup_run(
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     archive = str(result.archive_path) if result.archive_path else str(result.planned_path or "")
     payload = json.dumps(run_summary(result, status, error), separators=(",", ":"), ensure_ascii=False)
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with immediate(conn):
         conn.execute(
             "INSERT OR REPLACE INTO backup_runs(id, created_at, archive_path, status, manifest_json) VALUES (?, ?, ?, ?, ?)",
             (result.run_id, now_ms, archive, status, payload),
@@ -61,10 +60,6 @@ def record_backup_run(
             "DELETE FROM backup_runs WHERE id NOT IN (SELECT id FROM backup_runs ORDER BY created_at DESC, id DESC LIMIT ?)",
             (RUN_WINDOW,),
         )
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def record_in_state_dir(state_dir: Path, result: BackupResult, status: str, *, error: str | None = None) -> str | None:

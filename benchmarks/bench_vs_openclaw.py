@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """statekit migrate against OpenClaw's own migration (`openclaw doctor --fix`), same tree, same run.
 
-Target (issue 10): statekit's migrate takes at most half of OpenClaw 2026.9.6's
+Target: statekit's migrate takes at most half of OpenClaw 2026.9.6's
 `doctor --fix` wall time on the same legacy tree. Both run on fresh copies of
 the tree at the HOME it was written under (old releases store absolute paths),
 interleaved, --repeat times; the table prints the median and range of each and

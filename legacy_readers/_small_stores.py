@@ -1,6 +1,6 @@
 """Shared helpers for the small global stores (queues, settings, registries, plugin state).
 
-Private to the readers of issue 4 part B2 (delivery queues, media, audit
+Private to the small-store readers (delivery queues, media, audit
 logs, bindings, approvals, commitments, sandbox, ACP ledger, plugin index,
 settings, Crestodian, phone control, workspace state, ClawHub, MCP OAuth,
 channel pairing, misc logs). Nothing here writes outside the transaction the

@@ -17,7 +17,7 @@ class QQBotGatewaySessions(NotImportedReader):
     patterns = ("qqbot/sessions/session-*.json", "qqbot/session-*.json")
     plugin_id = PLUGIN
     action = "drop"
-    reason = "gateway resume cache; QQBot opens a fresh gateway session (design seed: caches, not migrated)"
+    reason = "gateway resume cache; QQBot opens a fresh gateway session (caches are not migrated)"
     order = 310
 
 
@@ -28,7 +28,7 @@ class QQBotKnownUsers(NotImportedReader):
     patterns = ("qqbot/data/known-users.json", "qqbot/known-users.json")
     plugin_id = PLUGIN
     action = "drop"
-    reason = "cache of users seen by the bot, refilled as they write again (design seed: caches, not migrated)"
+    reason = "cache of users seen by the bot, refilled as they write again (caches are not migrated)"
     order = 310
 
 
@@ -39,5 +39,5 @@ class QQBotRefIndex(NotImportedReader):
     patterns = ("qqbot/data/ref-index.jsonl", "qqbot/ref-index.jsonl")
     plugin_id = PLUGIN
     action = "drop"
-    reason = "quote lookup cache of recent messages (design seed: caches, not migrated)"
+    reason = "quote lookup cache of recent messages (caches are not migrated)"
     order = 310

@@ -292,7 +292,7 @@ def inspect_state(resolved: ResolvedStateDir | Path, agent: str | None = None, e
     state_dir = resolved.path
     plan = build_plan(resolved, env)
     report = InspectReport(state_dir)
-    from statekit.backup.journal import describe_pending  # an in-place restore killed half-way (issue 15)
+    from statekit.backup.journal import describe_pending  # an in-place restore killed half-way
 
     pending_restore = describe_pending(state_dir) if state_dir.is_dir() else None
     if pending_restore:

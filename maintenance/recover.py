@@ -39,7 +39,7 @@ from typing import Any
 from statekit.migrate.receipts import Receipt, _row_to_receipt, close_interrupted_runs  # noqa: PLC2701 - same package
 from statekit.migrate.retire import remove_empty_parents, retired_path
 from statekit import __version__
-from statekit.db import Connection, SQLiteError, open_rw, read_only_view, table_names
+from statekit.db import Connection, SQLiteError, immediate, open_rw, read_only_view, table_names
 from statekit.errors import ExitCode, StatekitError
 from statekit.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, fsync_dir, sha256_file
 from statekit.layout import global_db_path, lock_path, migrated_dir
@@ -310,13 +310,8 @@ def _collect(state_dir: Path, receipts: list[Receipt], report: RecoverReport, co
         if item.message and item.status not in ("already-in-place",):
             report.errors.append(item.message)
         if mark and conn is not None and recover_id is not None:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate(conn):
                 _mark(conn, receipt, recover_id, _now_ms(), item.status)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
 
 
 # --- sanitized report -----------------------------------------------------------

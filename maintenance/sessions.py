@@ -39,7 +39,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,9 +49,9 @@ import zstandard
 
 from statekit.legacy_readers.session_family import family_of
 from statekit import __version__
-from statekit.db import Connection, IntegrityError, SQLiteError, open_rw, read_only_view, table_columns, table_names
+from statekit.db import Connection, IntegrityError, SQLiteError, immediate, open_rw, read_only_view, table_columns, table_names
 from statekit.errors import StatekitError, UsageError, VerificationError
-from statekit.faults import checkpoint
+from statekit.seams import checkpoint
 from statekit.fsutil import (
     PRIVATE_FILE_MODE,
     atomic_write_bytes,
@@ -587,8 +587,7 @@ def change_session(state_dir: Path, action: str, key: str, agent: str | None = N
         _check_shape(conn, path)
         notices = settle_pending(state_dir, agent_id, conn)
         now_ms = _now_ms()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with _discarded_on_failure(lambda: change), immediate(conn):
             change, entry, entry_rows = _compute(conn, action, agent_id, key)
             change.notices.extend(notices)
             tables_present = table_names(conn)
@@ -633,13 +632,6 @@ def change_session(state_dir: Path, action: str, key: str, agent: str | None = N
             for sid in change.archived:
                 if conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (sid,)).fetchone() is not None:
                     raise StatekitError(f"session {sid} could not be removed; nothing was changed")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            if change is not None:
-                _discard_uncommitted(change)
-            raise
-        conn.execute("COMMIT")
         checkpoint("session-change-committed")
     except SQLiteError as exc:
         raise StatekitError(f"{path}: {exc}; nothing was changed") from None
@@ -651,6 +643,18 @@ def change_session(state_dir: Path, action: str, key: str, agent: str | None = N
         receipt["status"] = "committed"
         _write_receipt(change.receipt_path, receipt)
     return change
+
+
+@contextmanager
+def _discarded_on_failure(change_of: Callable[[], SessionChange | None]) -> Iterator[None]:
+    """Around the transaction: when it fails (its block or its COMMIT), discard the change's archive."""
+    try:
+        yield
+    except BaseException:
+        change = change_of()
+        if change is not None:
+            _discard_uncommitted(change)
+        raise
 
 
 def _discard_uncommitted(change: SessionChange) -> None:
@@ -822,8 +826,7 @@ def restore_archive(state_dir: Path, archive: Path, *, dry_run: bool = False, lo
             return restore_archive(state_dir, archive, dry_run=False, locked=True)
     conn = open_rw(path)
     try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate(conn):
             conflicts = _live_conflicts(conn, tables)
             if conflicts:
                 raise StatekitError(_conflict_message(archive, conflicts))
@@ -841,11 +844,6 @@ def restore_archive(state_dir: Path, archive: Path, *, dry_run: bool = False, lo
                     )
                 except IntegrityError as exc:
                     raise StatekitError(f"{archive}: the database refused the {table} rows ({exc}); nothing was restored") from None
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
     except SQLiteError as exc:
         raise StatekitError(f"{path}: {exc}; nothing was restored") from None
     finally:

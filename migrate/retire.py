@@ -7,7 +7,7 @@ import os
 import shutil
 from pathlib import Path, PurePosixPath
 
-from statekit.faults import checkpoint
+from statekit.seams import checkpoint
 from statekit.fsutil import (
     PRIVATE_DIR_MODE,
     PRIVATE_FILE_MODE,

@@ -39,7 +39,7 @@ from statekit.migrate.config_openclaw96 import OPENCLAW_RELEASE, config_problems
 from statekit.migrate.receipts import source_key, write_receipt
 from statekit.migrate.relocate import marker_path, read_marker, relocation_steps
 from statekit.migrate.retire import retired_path
-from statekit.db import BUSY_TIMEOUT_MS, SQLiteError, connect
+from statekit.db import BUSY_TIMEOUT_MS, SQLiteError, connect, immediate
 from statekit.errors import SourceError
 from statekit.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, ensure_private_dir, fsync_dir, read_regular_file, sha256_bytes
 from statekit.layout import (
@@ -282,8 +282,7 @@ def _record_config_receipt(
         conn.execute("PRAGMA foreign_keys = ON")
         sha = sha256_bytes(old)
         key = source_key(CONFIG_KIND, rel, (), sha, len(old), mtime_ms, None)
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate(conn):
             write_receipt(
                 conn, key=key, rel=rel, target_tables=(), sha256=sha, size=len(old), record_count=None, run_id=run_id,
                 status="completed", now_ms=int(time.time() * 1000), removed_source=True,
@@ -293,10 +292,6 @@ def _record_config_receipt(
                     "retired_to": relative_posix(retired, state_dir), "changes": changes,
                 },
             )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
     except SQLiteError as exc:
         report.warnings.append(f"config receipt not recorded ({exc}); the old config is at {relative_posix(retired, state_dir)}")
     finally:

@@ -345,21 +345,24 @@ def open_rw(path: Path, warnings: list[str] | None = None) -> Connection:
     return conn
 
 
-def open_ro(path: Path) -> Connection:
-    """Open an existing database read-only (no file is created, no WAL switch)."""
-    return connect(path, mode="ro", busy_timeout_ms=BUSY_TIMEOUT_MS)
-
-
 @contextmanager
 def immediate(conn: Connection) -> Iterator[Connection]:
-    """A short ``BEGIN IMMEDIATE`` write transaction: commit on success, roll back on any error."""
+    """A ``BEGIN IMMEDIATE`` write transaction: commit when the block ends, roll back on any error.
+
+    Any error means any ``BaseException`` (``KeyboardInterrupt`` too), raised in the block or by the
+    ``COMMIT`` itself; it is re-raised after the rollback. When SQLite has already rolled the
+    transaction back (a full disk does that), no ``ROLLBACK`` is sent, so the real error is the one
+    that surfaces. statekit's write transactions begin here (tests/core/test_transactions.py keeps
+    hand-written ``BEGIN IMMEDIATE`` out of the other modules).
+    """
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield conn
+        conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")
 
 
 def table_columns(conn: Connection, table: str, schema: str = "main") -> list[str]:

@@ -7,13 +7,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import faultkit
 from statekit.db import Connection, connect, named_row
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,11 +72,13 @@ def corpus_tree_names() -> list[str]:
 
 
 def run_cli(*args: Any, env: dict[str, str] | None = None, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m statekit`` in a subprocess (real exit codes, real streams)."""
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("STATEKIT_CRASHPOINT", None) if env is None or "STATEKIT_CRASHPOINT" not in env else None
+    """Run ``python -m statekit`` in a subprocess (real exit codes, real streams).
+
+    When ``env`` sets a fault variable (``STATEKIT_CRASHPOINT``...), the test entry point
+    ``faultkit/run_statekit.py`` runs instead: only it arms the fault layer."""
+    full_env = {**faultkit.without_fault_env(), **(env or {})}
     return subprocess.run(
-        [sys.executable, "-m", "statekit", *map(str, args)],
+        [*faultkit.statekit_command(env), *map(str, args)],
         capture_output=True,
         text=True,
         env=full_env,

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from statekit import __version__
-from statekit.db import Connection, connect, open_rw, read_only_view, table_columns, table_names
+from statekit.db import Connection, connect, immediate, open_rw, read_only_view, table_columns, table_names
 from statekit.errors import SchemaError
 from statekit.layout import agent_db_path, global_db_path
 
@@ -218,8 +218,7 @@ def ensure_schema(conn: Connection, path: Path, role: str, agent_id: str | None,
     version = check_version(conn, path)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     report = SchemaReport(path=path, role=role, created=version == 0)
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with immediate(conn):
         existing = table_names(conn)
         created_now: set[str] = set()
         for statement in _statements(role):
@@ -246,11 +245,6 @@ def ensure_schema(conn: Connection, path: Path, role: str, agent_id: str | None,
         row = conn.execute("SELECT role, agent_id FROM schema_meta WHERE meta_key = 'primary'").fetchone()
         if row[0] != role or (role == ROLE_AGENT and row[1] not in (None, agent_id)):
             raise SchemaError(f"{path}: schema_meta says role {row[0]!r} agent {row[1]!r}, expected {role!r} {agent_id!r}; left untouched")
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:  # SQLite may already have rolled back (disk full); keep the real error
-            conn.execute("ROLLBACK")
-        raise
     return report
 
 

@@ -1,7 +1,8 @@
 """The in-place restore journal on the command line: pending after a kill, then finished or undone.
 
-The restores here are really killed (a ``python -m statekit`` child with ``STATEKIT_CRASHPOINT``); every kill
-point and every way to settle is walked by tests/reliability/test_rel_crash_backup.py.
+The restores here are really killed (a child running the test entry point ``faultkit/run_statekit.py`` with
+``STATEKIT_CRASHPOINT``); every kill point and every way to settle is walked by
+tests/reliability/test_rel_crash_backup.py.
 """
 
 from __future__ import annotations
@@ -9,11 +10,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import faultkit
 from statekit.backup import create_backup
 from statekit.backup.journal import RestoreJournal, describe_pending, journal_path, pending
 from backup_helpers import rows_digest, tree_state
@@ -23,7 +24,7 @@ from statekit.cli import main
 def cli(*args, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith("STATEKIT_")}
     full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "statekit", *map(str, args)], capture_output=True, text=True, env=full,
+    return subprocess.run([*faultkit.statekit_command(env), *map(str, args)], capture_output=True, text=True, env=full,
                           stdin=subprocess.DEVNULL, timeout=300)
 
 

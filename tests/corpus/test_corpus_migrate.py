@@ -1,4 +1,4 @@
-"""Issue 2's done-when on every tree of ../shared/corpus (skipped when the corpus is absent)."""
+"""The migration contract on every tree of ../shared/corpus (skipped when the corpus is absent)."""
 
 from __future__ import annotations
 

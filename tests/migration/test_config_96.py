@@ -1,4 +1,4 @@
-"""The config step makes ``openclaw.json`` valid for OpenClaw 2026.9.6 (issue 10, part 3 and the config half of part 4).
+"""The config step makes ``openclaw.json`` valid for OpenClaw 2026.9.6 (renames, retirements, manual items).
 
 Unit tests of each rewrite of :mod:`migrate.config_openclaw96` (the rule each
 satisfies is in its docstring and in docs/upgrade.md), then ``statekit migrate``

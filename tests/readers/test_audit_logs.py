@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from b2_harness import MTIME, assert_failed_in_place, assert_imported, new_state, place, query, report_json, run
+from small_store_harness import MTIME, assert_failed_in_place, assert_imported, new_state, place, query, report_json, run
 from helpers import CORPUS, FIXTURES, corpus_or_skip
 from statekit.legacy_readers import reader_for
 from statekit.legacy_readers.audit_logs import mask_argv

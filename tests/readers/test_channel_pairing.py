@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from b2_harness import MTIME, assert_failed_in_place, assert_imported, new_state, place, query, report_json, run
+from small_store_harness import MTIME, assert_failed_in_place, assert_imported, new_state, place, query, report_json, run
 from helpers import CORPUS, FIXTURES, corpus_or_skip, global_db, open_db
 from statekit.legacy_readers import reader_for
 from statekit.legacy_readers.channel_pairing import split_allow_name

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from b2_harness import MTIME, assert_failed_in_place, assert_imported, new_state, query, run
+from small_store_harness import MTIME, assert_failed_in_place, assert_imported, new_state, query, run
 from helpers import FIXTURES
 from statekit.legacy_readers import reader_for
 from statekit.migrate.discover import discover
@@ -66,7 +66,7 @@ def test_origin_wins_whatever_the_order(tmp_path: Path):
     """A lock imported after the origin only fills what is missing."""
     state, _ = new_state(tmp_path, {ORIGIN: (FIX / "origin.json").read_bytes()})
     run(state)
-    from b2_harness import place
+    from small_store_harness import place
 
     place(state, LOCK, (FIX / "lock.json").read_bytes(), MTIME + 50)
     assert run(state).status == "completed"

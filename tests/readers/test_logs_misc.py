@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from b2_harness import new_state, outcome, run
+from small_store_harness import new_state, outcome, run
 from helpers import run_cli
 from statekit.legacy_readers import reader_for
 

@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from b2_harness import MTIME, new_state, query, run
+from small_store_harness import MTIME, new_state, query, run
 from helpers import FIXTURES, run_cli
 from statekit.legacy_readers import reader_for
 from statekit.legacy_readers.media import REASON

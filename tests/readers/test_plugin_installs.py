@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from b2_harness import NOW, assert_failed_in_place, assert_imported, new_state, place, query, run
+from small_store_harness import NOW, assert_failed_in_place, assert_imported, new_state, place, query, run
 from helpers import FIXTURES
 from statekit.legacy_readers import reader_for
 from statekit.legacy_readers.plugin_installs import WARNING
@@ -121,11 +121,11 @@ def test_malformed_file_stays_in_place(tmp_path: Path, content, needle: str):
 
 @pytest.mark.corpus
 def test_b2_families_into_real_openclaw_2026_7_database(tmp_path: Path):
-    """Every B2 family against OpenClaw 2026.7.35's real global database (wider tables, NOT NULLs, other keys):
+    """Every small-store family against OpenClaw 2026.7.35's real global database (wider tables, NOT NULLs, other keys):
     every one imports, except media, which OpenClaw 2026.9.6 keeps as files (left in place, byte for byte)."""
     import tarfile
 
-    from b2_harness import NOW, outcome, place
+    from small_store_harness import NOW, outcome, place
     from helpers import corpus_or_skip
 
     corpus = corpus_or_skip()

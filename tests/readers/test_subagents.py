@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from b2_harness import MTIME, assert_failed_in_place, assert_imported, new_state, outcome, place, query, run
+from small_store_harness import MTIME, assert_failed_in_place, assert_imported, new_state, outcome, place, query, run
 from helpers import FIXTURES
 from statekit.legacy_readers import reader_for
 

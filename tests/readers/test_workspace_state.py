@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from b2_harness import NOW, assert_failed_in_place, assert_imported, new_state, query, run
+from small_store_harness import NOW, assert_failed_in_place, assert_imported, new_state, query, run
 from helpers import FIXTURES, corpus_or_skip
 from statekit.legacy_readers import reader_for
 from statekit.migrate.discover import discover

@@ -4,10 +4,13 @@
 child of the test process: the same code path as ``python -m statekit``
 without paying the interpreter start and imports for each of the hundreds of
 runs the suite makes. The child gets its own stdout/stderr files, its own
-environment, optional I/O faults (``statekit.faults``) and an optional file
+environment, optional I/O faults (``faultkit.iofaults``) and an optional file
 size limit, and can be SIGKILLed after a delay or at a named checkpoint
-(``STATEKIT_CRASHPOINT``). ``real_cli`` runs ``python -m statekit`` for the
-few tests that prove the two behave the same.
+(``STATEKIT_CRASHPOINT`` in its environment: the child installs the
+``faultkit`` checkpoint hook for it). ``real_cli`` runs a new interpreter for
+the few tests that prove the two behave the same: ``python -m statekit``, or
+the test entry point ``faultkit/run_statekit.py`` when the run asks for faults
+(the product never reads the fault variables).
 
 The comparisons: ``data_dump`` (every table of every database, sorted rows,
 bookkeeping tables left out), ``bookkeeping`` (receipts, runs, schema meta and
@@ -41,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from statekit import backup  # noqa: F401  -- the real package (tests/backup must not shadow it in forked children)
-from statekit import faults
+import faultkit
 from helpers import open_db
 from statekit.db import Connection
 
@@ -88,7 +91,7 @@ class Run:
         return f"statekit {' '.join(self.args)} -> {self.returncode}\n--- stdout\n{self.stdout[-2000:]}\n--- stderr\n{self.stderr[-3000:]}"
 
 
-_CLEAN_ENV = ("STATEKIT_CRASHPOINT", "STATEKIT_KILL_AFTER_MS", "STATEKIT_IOFAULT", "STATEKIT_DEBUG")
+_CLEAN_ENV = (*faultkit.FAULT_ENV, "STATEKIT_DEBUG")
 
 
 def _child(args: list[str], env: Mapping[str, str], out: int, err: int, io_faults: str | None, fsize: int | None, counter: int,
@@ -101,13 +104,15 @@ def _child(args: list[str], env: Mapping[str, str], out: int, err: int, io_fault
     for name in _CLEAN_ENV:
         os.environ.pop(name, None)
     os.environ.update(env)
-    faults.reset()
+    faultkit.disarm()  # counts start from zero; nothing inherited from the parent
+    if spec := env.get(faultkit.CRASHPOINT_ENV):
+        faultkit.install_crashpoints(spec)
     if umask is not None:
         os.umask(umask)
     if fsize is not None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG instead
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-    plan = faults.install_io_faults(io_faults) if io_faults else None
+    plan = faultkit.install_io_faults(io_faults) if io_faults else None
     from statekit.cli import main
 
     try:
@@ -225,11 +230,11 @@ def _wait(pid: int, kill_after: float | None, timeout: float, start: float) -> i
 
 
 def real_cli(*args: Any, env: Mapping[str, str] | None = None, timeout: float = 600) -> Run:
-    """``python -m statekit ARGS`` in a real new interpreter."""
+    """``python -m statekit ARGS`` in a real new interpreter (the test entry point when ``env`` asks for faults)."""
     full = {k: v for k, v in os.environ.items() if k not in _CLEAN_ENV}
     full.update(env or {})
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "statekit", *map(str, args)], capture_output=True, text=True, env=full, timeout=timeout, cwd=REPO)
+    proc = subprocess.run([*faultkit.statekit_command(env), *map(str, args)], capture_output=True, text=True, env=full, timeout=timeout, cwd=REPO)
     return Run(tuple(map(str, args)), proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
 
 

@@ -17,7 +17,7 @@ state dir fully A (files and every table of every database, entries the
 archive does not know left alone), B kept in ``pre-restore/``, and no staged
 file behind.
 
-The restore journal (issue 15): after a kill at any restore checkpoint the
+The restore journal: after a kill at any restore checkpoint the
 journal is there, ``statekit inspect`` names the pending restore (exit 3) and
 changes nothing, and the next command of another kind (``backup prune``,
 ``backup create``, ``backup restore --resume`` or ``--abort``) finishes it:
@@ -307,7 +307,7 @@ def test_a_killed_create_is_not_left_recorded_as_ok(create_world: CreateWorld, p
     h.record_crash("backup-create", True, [])
 
 
-# --------------------------------------------------------------------------- the restore journal (issue 15)
+# --------------------------------------------------------------------------- the restore journal
 
 
 def _journal(state: Path) -> dict | None:

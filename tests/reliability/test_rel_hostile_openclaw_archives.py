@@ -1,6 +1,6 @@
 """Hostile OpenClaw-format archives (``.tar.gz``), built from a real one: every one is rejected, nothing is written.
 
-OpenClaw archives restore in place now (issue 15), so they get the same attack as statekit's own: built from
+OpenClaw archives restore in place, so they get the same attack as statekit's own: built from
 a verified ``statekit backup create --format openclaw`` archive of the migrated demo install, with and without
 statekit's digest record (an archive ``openclaw backup create`` wrote has none), the corpus holds path
 traversal, absolute and backslash names, entries outside the root or outside every asset, escaping and

@@ -2,7 +2,7 @@
 
 Three layers, because SQLite writes from C where no Python patch reaches:
 
-* ``statekit.faults`` I/O injector (in the child: ``os.write``, ``fsync``,
+* ``faultkit.iofaults`` injector (installed in the forked child only: ``os.write``, ``fsync``,
   ``rename``, ``link``, ``open`` for writing, ``mkdir``, ``copy_file_range``,
   file-object writes...): the N-th call on a chosen path fails;
 * ``RLIMIT_FSIZE``: every write past N bytes, SQLite's included, fails (EFBIG,

@@ -1,46 +1,26 @@
-"""Fault injection for the reliability suite (tests only; inert unless an env var is set).
+"""I/O faults for the reliability suite: chosen file-system calls fail with a chosen errno.
 
-Crash points
-    ``checkpoint(name)`` calls sit at the interesting places of the apply loop,
-    retirement, backup create and restore. ``STATEKIT_CRASHPOINT`` holds one
-    or more comma-separated items:
+Installed only by test code (:func:`install_io_faults`, called by the forked
+children of ``rel_harness.fork_cli`` and by ``faultkit.run_statekit`` from
+``STATEKIT_IOFAULT``); importing statekit never patches anything. A spec is
+comma-separated items, each ``op:ERRNO:N[:PATH_SUBSTRING]``:
 
-    * ``name`` / ``name:N`` -- SIGKILL the process the first / N-th time (1-based)
-      ``checkpoint(name)`` is reached;
-    * ``*:N`` -- SIGKILL at the N-th checkpoint reached, whatever its name (lets a
-      test walk every kill point of a run in order);
-    * ``trace=PATH`` -- append the name of every checkpoint reached to PATH (one a
-      line), to learn how many kill points a run has.
+* ``op``: ``write`` (``os.write`` and writes through file objects opened for
+  writing), ``fsync``, ``rename``, ``replace``, ``link``, ``open`` (opening a
+  file for writing), ``read`` (opening a file for reading: ``EACCES`` here is
+  how a test running as root sees a file it may not read), ``mkdir``, ``copy``
+  (``os.copy_file_range`` / ``os.sendfile``), ``unlink``, ``chmod``, or ``*``
+  (any of them);
+* ``ERRNO``: a name from :mod:`errno` (``ENOSPC``, ``EIO``, ``EDQUOT``, ``EROFS``...);
+* ``N``: the N-th matching call fails (1-based); ``N+`` makes that call and
+  every later one fail (a disk that stays full);
+* ``PATH_SUBSTRING``: only calls on paths containing it count (``=PATH``:
+  only that exact path; file descriptors are resolved through
+  ``/proc/self/fd``; stdin/stdout/stderr, pipes and sockets never count).
 
-    Unset, a checkpoint costs one dictionary lookup.
-
-Random-delay kills
-    ``STATEKIT_KILL_AFTER_MS=ms`` (read once, when this module is imported): a
-    daemon thread SIGKILLs the process after ``ms`` milliseconds. Lets a test kill
-    a real ``python -m statekit`` at a seeded random moment, measured from the
-    moment statekit's code is loaded rather than from the fork.
-
-I/O faults
-    ``STATEKIT_IOFAULT`` (read once, at import; or :func:`install_io_faults`
-    in-process) makes chosen file-system calls fail with a chosen errno. Items
-    are comma-separated, each ``op:ERRNO:N[:PATH_SUBSTRING]``:
-
-    * ``op``: ``write`` (``os.write`` and writes through file objects opened for
-      writing), ``fsync``, ``rename``, ``replace``, ``link``, ``open`` (opening a
-      file for writing), ``read`` (opening a file for reading: ``EACCES`` here is
-      how a test running as root sees a file it may not read), ``mkdir``, ``copy``
-      (``os.copy_file_range`` / ``os.sendfile``), ``unlink``, ``chmod``, or ``*``
-      (any of them);
-    * ``ERRNO``: a name from :mod:`errno` (``ENOSPC``, ``EIO``, ``EDQUOT``, ``EROFS``...);
-    * ``N``: the N-th matching call fails (1-based); ``N+`` makes that call and
-      every later one fail (a disk that stays full);
-    * ``PATH_SUBSTRING``: only calls on paths containing it count (``=PATH``:
-      only that exact path; file descriptors are resolved through
-      ``/proc/self/fd``; stdin/stdout/stderr, pipes and sockets never count).
-
-    Only Python-level calls are reached: SQLite's own writes happen in C, so the
-    suite adds a size-capped tmpfs (real ENOSPC) and ``RLIMIT_FSIZE`` (EFBIG) for
-    those. With ``STATEKIT_IOFAULT`` unset nothing is patched: zero cost.
+Only Python-level calls are reached: SQLite's own writes happen in C, so the
+suite adds a size-capped tmpfs (real ENOSPC) and ``RLIMIT_FSIZE`` (EFBIG) for
+those.
 """
 
 from __future__ import annotations
@@ -49,70 +29,9 @@ import builtins
 import errno as _errno
 import io
 import os
-import signal
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-_hits: dict[str, int] = {}
-
-
-def _kill_now() -> None:
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
-def checkpoint(name: str) -> None:
-    spec = os.environ.get("STATEKIT_CRASHPOINT")
-    if not spec:
-        return
-    _hits["*"] = _hits.get("*", 0) + 1
-    _hits[name] = _hits.get(name, 0) + 1
-    kill = False
-    for item in spec.split(","):
-        item = item.strip()
-        if item.startswith("trace="):
-            _trace(item[len("trace=") :], name)
-            continue
-        target, _, nth = item.partition(":")
-        if target != name and target != "*":
-            continue
-        if _hits[target] >= (int(nth) if nth else 1):
-            kill = True
-    if kill:
-        _kill_now()
-
-
-def _trace(path: str, name: str) -> None:
-    fd = _real.get("open", os.open)(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        _real.get("write", os.write)(fd, (name + "\n").encode())
-    finally:
-        os.close(fd)
-
-
-def reset() -> None:
-    """Forget checkpoint counts (a forked test child starts from zero)."""
-    _hits.clear()
-
-
-# --------------------------------------------------------------------------- random-delay kills
-
-
-def arm_kill_timer(delay_ms: float) -> threading.Thread:
-    """SIGKILL this process ``delay_ms`` milliseconds from now (a daemon thread)."""
-    event = threading.Event()
-
-    def _fire() -> None:
-        if not event.wait(delay_ms / 1000.0):
-            _kill_now()
-
-    thread = threading.Thread(target=_fire, name="statekit-kill-timer", daemon=True)
-    thread.start()
-    return thread
-
-
-# --------------------------------------------------------------------------- I/O faults
 
 OPS = ("write", "fsync", "rename", "replace", "link", "open", "read", "mkdir", "copy", "unlink", "chmod")
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
@@ -156,13 +75,13 @@ def parse_io_spec(spec: str) -> FaultPlan:
     for item in filter(None, (part.strip() for part in spec.split(","))):
         parts = item.split(":", 3)
         if len(parts) < 3:
-            raise ValueError(f"STATEKIT_IOFAULT item {item!r}: expected op:ERRNO:N[:path]")
+            raise ValueError(f"I/O fault item {item!r}: expected op:ERRNO:N[:path]")
         op, name, nth = parts[0], parts[1], parts[2]
         if op != "*" and op not in OPS:
-            raise ValueError(f"STATEKIT_IOFAULT item {item!r}: unknown op {op!r}")
+            raise ValueError(f"I/O fault item {item!r}: unknown op {op!r}")
         code = getattr(_errno, name, None)
         if not isinstance(code, int):
-            raise ValueError(f"STATEKIT_IOFAULT item {item!r}: unknown errno {name!r}")
+            raise ValueError(f"I/O fault item {item!r}: unknown errno {name!r}")
         sticky = nth.endswith("+")
         plan.rules.append(FaultRule(op, code, int(nth.rstrip("+")), sticky, parts[3] if len(parts) == 4 else None))
     return plan
@@ -351,25 +270,18 @@ def io_faults_fired() -> int:
     return 0 if _plan is None else _plan.fired
 
 
-def _arm_from_env() -> None:
-    delay = os.environ.get("STATEKIT_KILL_AFTER_MS")
-    if delay:
-        arm_kill_timer(float(delay))
-    spec = os.environ.get("STATEKIT_IOFAULT")
-    if spec:
-        install_io_faults(spec)
+def real(name: str) -> Callable[..., Any]:
+    """The unpatched ``os`` function ``name`` (what the fault layer itself must call)."""
+    return _real.get(name, getattr(os, name))
 
-
-_arm_from_env()
 
 __all__ = [
-    "checkpoint",
-    "reset",
-    "arm_kill_timer",
-    "install_io_faults",
-    "uninstall_io_faults",
-    "io_faults_fired",
-    "parse_io_spec",
+    "OPS",
     "FaultPlan",
     "FaultRule",
+    "install_io_faults",
+    "io_faults_fired",
+    "parse_io_spec",
+    "real",
+    "uninstall_io_faults",
 ]

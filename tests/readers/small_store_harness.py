@@ -1,4 +1,4 @@
-"""Shared harness for the B2 reader tests (queues, media, audit logs, small global stores).
+"""Shared harness for the small-store reader tests (queues, media, audit logs, settings, registries, plugin state).
 
 Every round trip goes through the real apply loop (``migrate.apply.migrate``)
 under a frozen clock, then checks rows, retirement and receipts.
