@@ -47,7 +47,7 @@ from statekit.backup.runs import mark_interrupted, record_in_state_dir
 from statekit.backup.snapshot import snapshot_db
 from statekit.backup.verify import VerifyReport, verify_archive
 from statekit import __version__
-from statekit.errors import StateDirError, StatekitError, UsageError, VerificationError
+from statekit.errors import ExitCode, StateDirError, StatekitError, UsageError, VerificationError
 from statekit.faults import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE, atomic_write_bytes, fsync_dir, open_regular_file, remove_orphaned_temps
 
@@ -481,7 +481,7 @@ def create_backup(
         raise StateDirError(f"{state_dir}: state dir does not exist or is not a directory")
     top = 9 if fmt == "openclaw" else 22
     if not 1 <= level <= top:
-        raise StatekitError(f"compression level {level} is outside 1..{top} ({'gzip' if fmt == 'openclaw' else 'zstd'})", exit_code=2)
+        raise StatekitError(f"compression level {level} is outside 1..{top} ({'gzip' if fmt == 'openclaw' else 'zstd'})", exit_code=ExitCode.USAGE)
     output_dir = Path(os.path.abspath(output_dir)) if output_dir is not None else default_output_dir(state_dir)
     now, archive_root, final = _free_archive_name(output_dir, fmt)
     layout = _Layout(fmt, archive_root)

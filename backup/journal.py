@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import errno
 import json
+import functools
 import os
 import stat
 from collections.abc import Callable
@@ -325,15 +326,23 @@ class RestoreJournal:
             except OSError as exc:
                 failures.append(exc)
 
+        def chmod_dir(path: str, mode: int) -> None:
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.chmod(path, mode)
+
+        def remove_dir(directory: str) -> None:
+            if _lexists(directory):
+                os.rmdir(directory)
+
         for path, old, _new in self.dir_modes:
-            attempt(lambda p=path, m=old: os.path.isdir(p) and not os.path.islink(p) and os.chmod(p, m))
+            attempt(functools.partial(chmod_dir, path, old))
         for step in reversed(self.steps):
-            attempt(lambda s=step: self._drop_staged(s, recovery))
+            attempt(functools.partial(self._drop_staged, step, recovery))
         for directory in reversed(self.created_dirs):
-            attempt(lambda d=directory: _lexists(d) and os.rmdir(d))
+            attempt(functools.partial(remove_dir, directory))
         for dest, aside in reversed(self.dir_swaps):
             if _lexists(aside) and not _lexists(dest):
-                attempt(lambda a=aside, d=dest: os.rename(a, d))
+                attempt(functools.partial(os.rename, aside, dest))
                 recovery.restored += 1
         attempt(self._remove_aside_dirs)
         if failures:

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 
 import zstandard
 
@@ -148,6 +148,7 @@ def _statekit_steps(manifest: dict[str, Any], root: str, target: Path | None, st
             raise VerificationError(f"asset {asset['id']}: archive path outside the payload")
         root_id, rel = where
         rel_parts = PurePosixPath(rel).parts
+        base: Path | None
         if root_id == "state":
             base = target if target is not None else state_dir
             destination = base.joinpath(*rel_parts)
@@ -243,8 +244,10 @@ def _check_target(target: Path, live_state: Path | None) -> None:
 # --------------------------------------------------------------------------- writing helpers
 
 
-def _write_member(handle, dest: Path, size: int, sha256: str | None, progress: Progress) -> None:
+def _write_member(handle: IO[bytes] | None, dest: Path, size: int, sha256: str | None, progress: Progress) -> None:
     """Write ``size`` bytes to a new file (0600 while written), hashing; fsync; check the hash."""
+    if handle is None:  # tarfile gives no reader for a non-regular member: verify checked the kinds already
+        raise VerificationError(f"{dest}: archive member is not a regular file")
     digest = hashlib.sha256()
     fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), PRIVATE_FILE_MODE)
     try:

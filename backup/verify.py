@@ -842,7 +842,7 @@ def _check_openclaw_snapshots(report: VerifyReport, data: dict[str, Any], root: 
                 report.problems.append(f"backup lacks verified canonical SQLite coverage for {snap['sourcePath']}")
     elif not canonical:
         report.notes.append("no global database (state/openclaw.sqlite) in the archive: no canonical SQLite coverage to check")
-    for path, (role, agent_id) in canonical.items():
+    for path, (role, owner_agent) in canonical.items():
         entry = members.get(path)
         if entry is None:
             continue  # a registered agent database that is not in the archive: OpenClaw 9.6 skips it too
@@ -858,8 +858,8 @@ def _check_openclaw_snapshots(report: VerifyReport, data: dict[str, Any], root: 
             report.problems.append(f"{path}: the global database has no schema_meta 'primary' row (OpenClaw 9.6 refuses it)")
         elif entry.db.meta_role and entry.db.meta_role != role:
             report.problems.append(f"{path}: schema_meta role is {entry.db.meta_role!r}, expected {role!r}")
-        elif role == "agent" and agent_id and entry.db.meta_agent_id and entry.db.meta_agent_id != agent_id:
-            report.problems.append(f"{path}: schema_meta agent id {entry.db.meta_agent_id!r} != {agent_id!r}")
+        elif role == "agent" and owner_agent and entry.db.meta_agent_id and entry.db.meta_agent_id != owner_agent:
+            report.problems.append(f"{path}: schema_meta agent id {entry.db.meta_agent_id!r} != {owner_agent!r}")
         elif entry.db.foreign_key_violations:
             report.problems.append(f"{path}: {entry.db.foreign_key_violations} foreign_key_check violation(s) "
                                    f"(OpenClaw 9.6's verifier refuses such a snapshot)")

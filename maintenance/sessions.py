@@ -523,8 +523,8 @@ def _new_session_row(conn: Connection, old_id: str | None, key: str, new_id: str
     columns = table_columns(conn, "sessions")
     old = None
     if old_id is not None:
-        names = ", ".join(f'"{c}"' for c in columns)
-        found = conn.execute(f"SELECT {names} FROM sessions WHERE session_id = ?", (old_id,)).fetchone()
+        selected = ", ".join(f'"{c}"' for c in columns)
+        found = conn.execute(f"SELECT {selected} FROM sessions WHERE session_id = ?", (old_id,)).fetchone()
         old = dict(zip(columns, found)) if found else None
     row: dict[str, Any] = {c: (old or {}).get(c) for c in columns}
     fresh = {"session_id": new_id, "session_key": key, "created_at": now_ms, "updated_at": now_ms, "started_at": now_ms,

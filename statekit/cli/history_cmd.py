@@ -43,8 +43,8 @@ def render(history: History) -> str:
         lines.append("  none")
     lines += ["", "Backup runs:"]
     if history.backup_runs:
-        rows = [(_when(r["created_at"]), r["status"], r["id"], r["archive_path"]) for r in history.backup_runs]
-        lines += ["  " + line for line in table(("CREATED", "STATUS", "RUN", "ARCHIVE"), rows).splitlines()]
+        backup_rows = [(_when(r["created_at"]), r["status"], r["id"], r["archive_path"]) for r in history.backup_runs]
+        lines += ["  " + line for line in table(("CREATED", "STATUS", "RUN", "ARCHIVE"), backup_rows).splitlines()]
     else:
         lines.append("  none")
     return "\n".join(lines)
