@@ -50,6 +50,7 @@ from statekit import __version__
 from statekit.errors import ExitCode, StateDirError, StatekitError, UsageError, VerificationError
 from statekit.faults import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE, atomic_write_bytes, fsync_dir, open_regular_file, remove_orphaned_temps
+from statekit.states import BackupRunStatus
 
 DEFAULT_OUTPUT_NAME = "openclaw-backups"
 STAGING_PREFIX = ".statekit-backup-"
@@ -509,7 +510,7 @@ def create_backup(
                     # ``backup_runs`` row and a restore matches the live database row for row;
                     # a failure below replaces the row with a ``failed`` one.
                     result.verified = verify
-                    warning = record_in_state_dir(state_dir, result, "ok")
+                    warning = record_in_state_dir(state_dir, result, BackupRunStatus.OK)
                     result.verified = False
                     if warning:
                         result.warnings.append(warning)
@@ -521,7 +522,7 @@ def create_backup(
         if record:
             note = str(exc) if isinstance(exc, (StatekitError, OSError)) else type(exc).__name__
             result.archive_path = None
-            record_in_state_dir(state_dir, result, "failed", error=note)
+            record_in_state_dir(state_dir, result, BackupRunStatus.FAILED, error=note)
         if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
             raise _out_of_space(exc, final) from None
         raise

@@ -54,6 +54,7 @@ from statekit.faults import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, fsync_dir, sha256_file
 from statekit.layout import lock_path, resolve_state_dir, statekit_dir
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
+from statekit.states import RestoreStepAction
 
 STALE_STAGE = re.compile(r"^\.statekit-restore-[0-9a-f]{8}-")  # a staged copy (never an ``-aside-`` one: that is user data)
 SIDECARS = ("-wal", "-shm", "-journal")
@@ -65,7 +66,7 @@ class RestoreStep:
     archive_path: str
     destination: Path
     kind: str  # "sqlite" | "file" | "dir" | "symlink"
-    action: str  # "create" | "replace" | "unchanged"
+    action: RestoreStepAction
     mode: int
     mtime: float
     sha256: str | None = None
@@ -95,7 +96,7 @@ class RestoreResult:
     recovered: Recovery | None = None  # an interrupted earlier restore finished (or undone) first
 
     def counts(self) -> dict[str, int]:
-        counts = {"create": 0, "replace": 0, "unchanged": 0}
+        counts = {str(action): 0 for action in RestoreStepAction}
         for step in self.steps:
             counts[step.action] += 1
         return counts
@@ -125,19 +126,19 @@ def _file_mode(kind: str, role: str, mode: int) -> int:
     return PRIVATE_FILE_MODE if kind == "sqlite" or role == "credentials" else mode & 0o777
 
 
-def _current_action(step: RestoreStep) -> str:
+def _current_action(step: RestoreStep) -> RestoreStepAction:
     try:
         st = os.lstat(step.destination)
     except FileNotFoundError:
-        return "create"
+        return RestoreStepAction.CREATE
     if step.kind == "dir":
-        return "unchanged" if stat.S_ISDIR(st.st_mode) else "replace"
+        return RestoreStepAction.UNCHANGED if stat.S_ISDIR(st.st_mode) else RestoreStepAction.REPLACE
     if step.kind == "symlink":
         same = stat.S_ISLNK(st.st_mode) and os.readlink(step.destination) == step.link_target
-        return "unchanged" if same else "replace"
+        return RestoreStepAction.UNCHANGED if same else RestoreStepAction.REPLACE
     if not stat.S_ISREG(st.st_mode) or st.st_size != step.size or step.sha256 is None:
-        return "replace"
-    return "unchanged" if sha256_file(step.destination) == step.sha256 else "replace"
+        return RestoreStepAction.REPLACE
+    return RestoreStepAction.UNCHANGED if sha256_file(step.destination) == step.sha256 else RestoreStepAction.REPLACE
 
 
 def _statekit_steps(manifest: dict[str, Any], root: str, target: Path | None, state_dir: Path) -> list[RestoreStep]:
@@ -163,7 +164,7 @@ def _statekit_steps(manifest: dict[str, Any], root: str, target: Path | None, st
                 archive_path=asset["archive_path"],
                 destination=destination,
                 kind=kind,
-                action="create",
+                action=RestoreStepAction.CREATE,
                 mode=asset["mode"] if kind == "dir" else _file_mode(kind, asset["role"], asset["mode"]),
                 mtime=asset["mtime"],
                 sha256=asset.get("sha256"),
@@ -205,7 +206,7 @@ def _openclaw_steps(report: VerifyReport, base: Path) -> tuple[list[RestoreStep]
                 archive_path=name,
                 destination=destination,
                 kind=kind,
-                action="create",
+                action=RestoreStepAction.CREATE,
                 mode=mode,
                 mtime=member.mtime,
                 sha256=member.sha256,
@@ -477,9 +478,9 @@ def _plan_journal(steps: list[RestoreStep], state_dir: Path, archive: Path, fmt:
     pre_restore = statekit_dir(state_dir) / "pre-restore"
     aside_root = _fresh_aside_root(pre_restore, stamp)
     planner = _Planner(state_dir, aside_root, stamp)
-    todo = [s for s in steps if s.action != "unchanged"]
+    todo = [s for s in steps if s.action != RestoreStepAction.UNCHANGED]
     for step in sorted((s for s in todo if s.kind == "dir"), key=lambda s: len(s.destination.parts)):
-        planner.need_dir(step.destination, step.base, step.aside_rel if step.action == "replace" else None)
+        planner.need_dir(step.destination, step.base, step.aside_rel if step.action == RestoreStepAction.REPLACE else None)
     for step in todo:
         if step.kind != "dir":
             planner.need_dir(step.destination.parent, step.base)
@@ -488,7 +489,7 @@ def _plan_journal(steps: list[RestoreStep], state_dir: Path, archive: Path, fmt:
     for step in todo:
         if step.kind == "dir":
             continue
-        aside = planner.aside_for(step.destination, step.aside_rel) if step.action == "replace" else None
+        aside = planner.aside_for(step.destination, step.aside_rel) if step.action == RestoreStepAction.REPLACE else None
         sidecars = []
         if step.kind == "sqlite":
             for suffix in SIDECARS:
@@ -502,10 +503,10 @@ def _plan_journal(steps: list[RestoreStep], state_dir: Path, archive: Path, fmt:
         if step.kind != "dir":
             continue
         try:
-            before = stat.S_IMODE(os.stat(step.destination).st_mode) if step.action == "unchanged" else PRIVATE_DIR_MODE
+            before = stat.S_IMODE(os.stat(step.destination).st_mode) if step.action == RestoreStepAction.UNCHANGED else PRIVATE_DIR_MODE
         except OSError:
             before = PRIVATE_DIR_MODE
-        if step.action != "unchanged" or before != step.mode & 0o7777:
+        if step.action != RestoreStepAction.UNCHANGED or before != step.mode & 0o7777:
             dir_modes.append([str(step.destination), before, step.mode & 0o7777])
     return RestoreJournal(
         path=statekit_dir(state_dir) / "restore-journal.json", state_dir=str(state_dir), archive=str(archive),
@@ -523,7 +524,7 @@ def _place(journal: RestoreJournal, step: JournalStep) -> bool:
 def _stage(archive: Path, compression: str, steps: list[RestoreStep], journal: RestoreJournal, progress: Progress) -> None:
     """Write every changed file and link as its staged copy (hash-checked, fsynced)."""
     staged = {Path(s.dest): Path(s.staged) for s in journal.steps}
-    todo = {s.archive_path: s for s in steps if s.action != "unchanged" and s.kind != "dir"}
+    todo = {s.archive_path: s for s in steps if s.action != RestoreStepAction.UNCHANGED and s.kind != "dir"}
     everything = {s.archive_path: s for s in steps}
     for tar, member in _iter_payload(archive, compression):
         step = todo.get(_member_key(member))
