@@ -8,11 +8,19 @@ import typer
 
 from statekit.migrate.plan import Plan, build_plan
 from statekit.cli.common import JsonOpt, QuietOpt, StateDirOpt, run_command
-from statekit.errors import ExitCode
+from statekit.errors import ExitCode, describe_exit_codes
 from statekit.layout import resolve_state_dir
 from statekit.output import Output, human_size, table
 
-HELP = """Show what `statekit migrate` would do. Read-only: writes nothing, not even a lock.
+# The codes this command returns, and what each means here (None: the summary in statekit.errors).
+EXIT_CODES: dict[ExitCode, str | None] = {
+    ExitCode.OK: "plan made",
+    ExitCode.FATAL: None,
+    ExitCode.USAGE: None,
+    ExitCode.WARNINGS: "some sources are unreadable or conflict",
+}
+
+HELP = f"""Show what `statekit migrate` would do. Read-only: writes nothing, not even a lock.
 
 Every file under the state dir is classified: a legacy source (with its
 reader, record count, target tables and action), a current SQLite
@@ -24,7 +32,7 @@ Example:
     statekit plan --state-dir ~/.openclaw
     statekit plan --json > plan.json
 
-Exit codes: 0 plan made, 3 some sources are unreadable or conflict, 1 fatal.
+{describe_exit_codes(EXIT_CODES)}
 """
 
 

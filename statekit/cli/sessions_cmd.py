@@ -17,11 +17,20 @@ from statekit.maintenance.sessions import (
     restore_archive,
 )
 from statekit.cli.common import DryRunOpt, JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, run_command
-from statekit.errors import ExitCode
+from statekit.errors import ExitCode, describe_exit_codes
 from statekit.layout import resolve_state_dir
 from statekit.output import Output, table
 
-HELP = """Delete, reset, list and restore sessions in the per-agent SQLite store (gateway stopped).
+# The codes this command returns, and what each means here (None: the summary in statekit.errors).
+EXIT_CODES: dict[ExitCode, str | None] = {
+    ExitCode.OK: "done",
+    ExitCode.FATAL: "fatal error (no such key or database)",
+    ExitCode.USAGE: None,
+    ExitCode.BUSY: None,
+    ExitCode.VERIFY_FAILED: "archive verification failed",
+}
+
+HELP = f"""Delete, reset, list and restore sessions in the per-agent SQLite store (gateway stopped).
 
 A session's artifact family is its sessionId, the pre/post-compaction
 session ids of its checkpoints and its usageFamilySessionIds. Deleting or
@@ -36,7 +45,7 @@ Example:
     statekit sessions delete agent:main:telegram:group:-100:topic:5 --dry-run
     statekit sessions delete agent:main:telegram:group:-100:topic:5 --yes
 
-Exit codes: 0 done, 1 fatal (no such key or database), 2 usage, 4 busy, 5 archive verification failed.
+{describe_exit_codes(EXIT_CODES)}
 """
 
 AgentOpt = Annotated[str | None, typer.Option("--agent", help="Agent id (default: from an agent:<id>: key, else main).")]
