@@ -11,10 +11,10 @@ import typer
 from statekit.maintenance.sessions import (
     SessionChange,
     change_session,
-    list_archives,
+    list_session_archives,
     list_sessions,
     preview_change,
-    restore_archive,
+    restore_session_archive,
 )
 from statekit.cli.common import DryRunOpt, JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, run_command
 from statekit.errors import ExitCode, describe_exit_codes
@@ -165,7 +165,7 @@ Example:
         def body() -> ExitCode:
             state = resolve_state_dir(state_dir).path
             if archives:
-                found = list_archives(state, agent)
+                found = list_session_archives(state, agent)
                 rows = [(a["status"], a["agent_id"], a["reason"], a["session_key"], sum((a["rows"] or {}).values()),
                          a["archive"] if a["present"] else f"{a['archive']} (missing)") for a in found]
                 out.result({"archives": found}, lambda _d: table(("STATUS", "AGENT", "REASON", "KEY", "ROWS", "ARCHIVE"), rows)
@@ -203,7 +203,7 @@ Example:
             state = resolve_state_dir(state_dir).path
             if not dry_run:
                 confirm_or_refuse(out, f"Restore the rows of {archive}?", yes)
-            result = restore_archive(state, archive, dry_run=dry_run)
+            result = restore_session_archive(state, archive, dry_run=dry_run)
             counts = ", ".join(f"{t} {n}" for t, n in result.rows.items() if n) or "no rows"
             verb = "Would restore" if dry_run else "Restored"
             out.result(result.to_json(), lambda _d: f"{verb} {result.session_key} (agent {result.agent_id}, {result.reason}): {counts}")
