@@ -141,12 +141,12 @@ def _current_action(step: RestoreStep) -> RestoreStepAction:
     return RestoreStepAction.UNCHANGED if sha256_file(step.destination) == step.sha256 else RestoreStepAction.REPLACE
 
 
-def _statekit_steps(manifest: dict[str, Any], root: str, target: Path | None, state_dir: Path) -> list[RestoreStep]:
+def _statekit_steps(manifest: mf.Manifest, root: str, target: Path | None, state_dir: Path) -> list[RestoreStep]:
     steps = []
-    for asset in manifest["assets"]:
-        where = mf.payload_rel(asset["archive_path"], root)
+    for asset in manifest.assets:
+        where = mf.payload_rel(asset.archive_path, root)
         if where is None:
-            raise VerificationError(f"asset {asset['id']}: archive path outside the payload")
+            raise VerificationError(f"asset {asset.id}: archive path outside the payload")
         root_id, rel = where
         rel_parts = PurePosixPath(rel).parts
         base: Path | None
@@ -156,21 +156,21 @@ def _statekit_steps(manifest: dict[str, Any], root: str, target: Path | None, st
             aside = "/".join(("state", rel)) if rel else "state"
         else:
             base = target.joinpath(".statekit", "external", root_id) if target is not None else None
-            destination = base.joinpath(*rel_parts) if base is not None else Path(asset["source_path"])
+            destination = base.joinpath(*rel_parts) if base is not None else Path(asset.source_path)
             aside = "/".join(p for p in ("external", root_id, rel) if p)
-        kind = "symlink" if asset["kind"] == "symlink" else asset["kind"]
+        kind = asset.kind
         steps.append(
             RestoreStep(
-                archive_path=asset["archive_path"],
+                archive_path=asset.archive_path,
                 destination=destination,
                 kind=kind,
                 action=RestoreStepAction.CREATE,
-                mode=asset["mode"] if kind == "dir" else _file_mode(kind, asset["role"], asset["mode"]),
-                mtime=asset["mtime"],
-                sha256=asset.get("sha256"),
-                size=asset["size"],
-                link_target=asset.get("link_target"),
-                link_scope=asset.get("link_scope"),
+                mode=asset.mode if kind == "dir" else _file_mode(kind, asset.role, asset.mode),
+                mtime=asset.mtime,
+                sha256=asset.sha256,
+                size=asset.size,
+                link_target=asset.link_target,
+                link_scope=asset.link_scope,
                 aside_rel=aside,
                 base=base,
             )
@@ -180,7 +180,7 @@ def _statekit_steps(manifest: dict[str, Any], root: str, target: Path | None, st
 
 def _openclaw_steps(report: VerifyReport, base: Path) -> tuple[list[RestoreStep], list[ocf.Placement]]:
     """Every entry of a verified OpenClaw archive, placed below ``base`` (the state dir being restored)."""
-    manifest = report.manifest or {}
+    manifest = report.openclaw_manifest or {}
     root = manifest["archiveRoot"]
     placed = ocf.placements(manifest, set(report.oc_members))
     metadata = {f"{root}/{ocf.MANIFEST_NAME}", f"{root}/{ocf.DIGESTS_NAME}"}
@@ -617,12 +617,13 @@ def restore_archive(
     if not report.ok:
         more = f" (+{len(report.problems) - 1} more)" if len(report.problems) > 1 else ""
         raise VerificationError(f"{path}: archive failed verification, nothing was restored: {report.problems[0]}{more}")
-    assert report.manifest is not None
     target = Path(os.path.abspath(target)) if target is not None else None
     if report.format == OPENCLAW:
+        assert report.openclaw_manifest is not None
         return _restore_openclaw(path, report, target, state_dir, dry_run, progress)
+    assert report.manifest is not None
     root = report.root or ""
-    live_state = Path(os.path.abspath(state_dir)) if state_dir is not None else Path(report.manifest["state_dir"])
+    live_state = Path(os.path.abspath(state_dir)) if state_dir is not None else Path(report.manifest.state_dir)
     if target is not None:
         _check_target(target, live_state)
         steps = _statekit_steps(report.manifest, root, target, live_state)

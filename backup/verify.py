@@ -56,7 +56,8 @@ class VerifyReport:
     ok: bool = False
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    manifest: dict[str, Any] | None = None
+    manifest: mf.Manifest | None = None  # statekit archives: the typed manifest (read through Manifest.parse)
+    openclaw_manifest: dict[str, Any] | None = None  # OpenClaw archives: OpenClaw's manifest.json document
     entries: int = 0
     assets_verified: int = 0
     decompressed_bytes: int = 0
@@ -65,22 +66,28 @@ class VerifyReport:
 
     @property
     def root(self) -> str | None:
-        if self.manifest is None:
-            return None
         if self.format == OPENCLAW:
-            return self.manifest.get("archiveRoot")
-        assets = self.manifest.get("assets") or []
-        return assets[0]["archive_path"].split("/", 1)[0] if assets else None
+            return None if self.openclaw_manifest is None else self.openclaw_manifest.get("archiveRoot")
+        return None if self.manifest is None else self.manifest.archive_root
+
+    def _created_at(self) -> Any:
+        if self.manifest is not None:
+            return self.manifest.created_at_text
+        return (self.openclaw_manifest or {}).get("createdAt")
+
+    def _asset_count(self) -> Any:
+        if self.manifest is not None:
+            return (self.manifest.declared_totals or {}).get("assets", len(self.manifest.assets))
+        return len((self.openclaw_manifest or {}).get("assets") or [])
 
     def to_json(self) -> dict[str, Any]:
-        totals = (self.manifest or {}).get("totals") or {}
         return {
             "ok": self.ok,
             "archive": str(self.path),
             "format": self.format,
             "root": self.root,
-            "created_at": (self.manifest or {}).get("created_at") or (self.manifest or {}).get("createdAt"),
-            "assets": totals.get("assets", len((self.manifest or {}).get("assets") or [])),
+            "created_at": self._created_at(),
+            "assets": self._asset_count(),
             "assets_verified": self.assets_verified,
             "entries": self.entries,
             "decompressed_bytes": self.decompressed_bytes,
@@ -341,71 +348,71 @@ def archive_digest_problem(path: Path) -> tuple[str | None, bool]:
 # --------------------------------------------------------------------------- statekit format
 
 
-def _declared_bound(manifest: dict[str, Any], manifest_len: int) -> int:
-    totals = manifest.get("totals") or {}
+def _declared_bound(manifest: mf.Manifest, manifest_len: int) -> int:
+    totals = manifest.declared_totals or {}
     assets = int(totals.get("assets") or 0)
     declared = int(totals.get("bytes") or 0)
     bound = manifest_len + declared + (assets + 2) * HEADER_ALLOWANCE + (declared // 100) + (1 << 20)
     return min(bound, ABSOLUTE_CAP)
 
 
-def _manifest_consistency(manifest: dict[str, Any], root: str) -> tuple[list[str], dict[str, dict[str, Any]]]:
+def _manifest_consistency(manifest: mf.Manifest, root: str) -> tuple[list[str], dict[str, mf.Asset]]:
     problems: list[str] = []
-    declared: dict[str, dict[str, Any]] = {}
-    for asset in manifest["assets"]:
-        path = asset["archive_path"]
+    declared: dict[str, mf.Asset] = {}
+    for asset in manifest.assets:
+        path = asset.archive_path
         problem = member_path_problem(path, root)
         if problem:
-            problems.append(f"manifest asset {asset['id']}: {problem}")
+            problems.append(f"manifest asset {asset.id}: {problem}")
             continue
         if mf.payload_rel(path, root) is None:
-            problems.append(f"manifest asset {asset['id']}: archive path {path} is not under {root}/payload/state or {root}/payload/external/<id>")
+            problems.append(f"manifest asset {asset.id}: archive path {path} is not under {root}/payload/state or {root}/payload/external/<id>")
             continue
         if path in declared:
             problems.append(f"manifest declares {path} twice")
             continue
         declared[path] = asset
-    totals = manifest["totals"]
-    if totals["assets"] != len(manifest["assets"]):
-        problems.append(f"manifest totals say {totals['assets']} assets, it lists {len(manifest['assets'])}")
-    if totals["bytes"] != sum(a["size"] for a in manifest["assets"]):
+    totals = manifest.declared_totals or manifest.totals()
+    if totals["assets"] != len(manifest.assets):
+        problems.append(f"manifest totals say {totals['assets']} assets, it lists {len(manifest.assets)}")
+    if totals["bytes"] != sum(a.size for a in manifest.assets):
         problems.append("manifest totals.bytes does not match the sum of asset sizes")
     return problems, declared
 
 
-def _db_problem(asset: dict[str, Any], facts: DbFacts) -> str | None:
-    where = f"sqlite asset {asset['archive_path']}"
+def _db_problem(asset: mf.Asset, facts: DbFacts) -> str | None:
+    where = f"sqlite asset {asset.archive_path}"
     if not facts.ok:
         return f"{where} fails integrity_check: {facts.integrity}"
-    if facts.user_version != asset.get("schema_version"):
-        return f"{where}: user_version is {facts.user_version}, manifest records {asset.get('schema_version')}"
-    if facts.meta_role in ("global", "agent") and facts.meta_role != asset["role"]:
-        return f"{where}: schema_meta role is {facts.meta_role!r}, manifest records {asset['role']!r}"
-    if facts.meta_agent_id and asset.get("agent_id") and facts.meta_agent_id != asset["agent_id"]:
-        return f"{where}: schema_meta agent id is {facts.meta_agent_id!r}, manifest records {asset['agent_id']!r}"
+    if facts.user_version != asset.schema_version:
+        return f"{where}: user_version is {facts.user_version}, manifest records {asset.schema_version}"
+    if facts.meta_role in ("global", "agent") and facts.meta_role != asset.role:
+        return f"{where}: schema_meta role is {facts.meta_role!r}, manifest records {asset.role!r}"
+    if facts.meta_agent_id and asset.agent_id and facts.meta_agent_id != asset.agent_id:
+        return f"{where}: schema_meta agent id is {facts.meta_agent_id!r}, manifest records {asset.agent_id!r}"
     return None
 
 
 def _check_asset_member(
-    member: tarfile.TarInfo, asset: dict[str, Any], tar: tarfile.TarFile, root: str, scratch: _Scratch
+    member: tarfile.TarInfo, asset: mf.Asset, tar: tarfile.TarFile, root: str, scratch: _Scratch
 ) -> str | None:
     """Check one declared member against its manifest record; returns a problem or None."""
-    kind, name = asset["kind"], member.name
+    kind, name = asset.kind, member.name
     if kind == "dir":
         return None if member.isdir() else f"member {name} should be a directory"
-    if kind == "symlink" and asset.get("link_scope") == "internal":
+    if kind == "symlink" and asset.link_scope == "internal":
         if not member.issym():
             return f"member {name} should be a symlink"
-        if member.linkname != asset.get("link_target"):
-            return f"symlink {name} points to {member.linkname!r}, manifest records {asset.get('link_target')!r}"
+        if member.linkname != asset.link_target:
+            return f"symlink {name} points to {member.linkname!r}, manifest records {asset.link_target!r}"
         if link_escapes(name, member.linkname, root):
             return f"symlink {name} points outside the archive root ({member.linkname})"
         expected = hashlib.sha256(member.linkname.encode("utf-8", "surrogateescape")).hexdigest()
-        return None if expected == asset["sha256"] else f"symlink {name}: sha256 mismatch"
+        return None if expected == asset.sha256 else f"symlink {name}: sha256 mismatch"
     if not member.isreg():
         return f"member {name} should be a regular file (manifest kind {kind})"
-    if member.size != asset["size"]:
-        return f"member {name}: size {member.size}, manifest records {asset['size']}"
+    if member.size != asset.size:
+        return f"member {name}: size {member.size}, manifest records {asset.size}"
     sink = _MemberSink(scratch, spill=kind == "sqlite")
     try:
         handle = tar.extractfile(member)
@@ -413,11 +420,11 @@ def _check_asset_member(
         sink.close()
         if got != member.size:
             return f"member {name} is truncated ({got} of {member.size} bytes)"
-        if sink.digest.hexdigest() != asset["sha256"]:
+        if sink.digest.hexdigest() != asset.sha256:
             return f"member {name}: sha256 mismatch (content differs from the manifest)"
         if kind == "symlink":
-            text = asset.get("link_target", "").encode("utf-8", "surrogateescape")
-            return None if hashlib.sha256(text).hexdigest() == asset["sha256"] else f"symlink {name}: target text mismatch"
+            text = (asset.link_target or "").encode("utf-8", "surrogateescape")
+            return None if hashlib.sha256(text).hexdigest() == asset.sha256 else f"symlink {name}: target text mismatch"
         if kind == "sqlite" and sink.spilled is not None:
             return _db_problem(asset, inspect_db(sink.spilled))
         return None
@@ -435,7 +442,7 @@ def _verify_statekit(report: VerifyReport, scratch: _Scratch, max_bytes: int) ->
             report.problems.append(digest_problem)
         elif not has_trailer:
             report.notes.append("archive has no digest trailer: checked by zstd frame checksums and member hashes only")
-    declared: dict[str, dict[str, Any]] = {}
+    declared: dict[str, mf.Asset] = {}
     seen: set[str] = set()
     links: set[str] = set()
     root: str | None = None
@@ -448,9 +455,10 @@ def _verify_statekit(report: VerifyReport, scratch: _Scratch, max_bytes: int) ->
                     root = _read_manifest(report, tar, member)
                     if root is None:
                         return
-                    consistency, declared = _manifest_consistency(report.manifest or {}, root)
+                    assert report.manifest is not None  # _read_manifest returns a root only with the manifest read
+                    consistency, declared = _manifest_consistency(report.manifest, root)
                     report.problems.extend(consistency)
-                    counter.limit = min(_declared_bound(report.manifest or {}, member.size), max_bytes)
+                    counter.limit = min(_declared_bound(report.manifest, member.size), max_bytes)
                     continue
                 _check_member(report, tar, member, root, declared, seen, links, scratch)
             # Drain to the end so every zstd content checksum is checked.
@@ -467,7 +475,7 @@ def _verify_statekit(report: VerifyReport, scratch: _Scratch, max_bytes: int) ->
     if stream_ok and not structure:
         for path, asset in declared.items():
             if path not in seen:
-                report.problems.append(f"asset {asset['id']} ({path}) is missing from the payload")
+                report.problems.append(f"asset {asset.id} ({path}) is missing from the payload")
 
 
 def _read_manifest(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.TarInfo) -> str | None:
@@ -485,15 +493,13 @@ def _read_manifest(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.T
     handle = tar.extractfile(member)
     raw = handle.read() if handle is not None else b""
     try:
-        data = mf.decode(raw)
+        report.manifest = mf.Manifest.parse(raw)
+    except mf.ManifestError as exc:
+        report.problems.extend(exc.problems)
+        return None
     except ValueError as exc:
         report.problems.append(str(exc))
         return None
-    problems = mf.schema_problems(data)
-    if problems:
-        report.problems.extend(problems)
-        return None
-    report.manifest = data
     return parts[0]
 
 
@@ -502,7 +508,7 @@ def _check_member(
     tar: tarfile.TarFile,
     member: tarfile.TarInfo,
     root: str,
-    declared: dict[str, dict[str, Any]],
+    declared: dict[str, mf.Asset],
     seen: set[str],
     links: set[str],
     scratch: _Scratch,
@@ -731,7 +737,7 @@ def _verify_openclaw(report: VerifyReport, scratch: _Scratch, max_bytes: int) ->
     except ValueError as exc:
         report.problems.append(str(exc))
         return
-    report.manifest = data
+    report.openclaw_manifest = data
     problems = _openclaw_manifest_problems(data, root)
     report.problems.extend(problems)
     if problems:
