@@ -180,9 +180,9 @@ def _statekit_steps(manifest: mf.Manifest, root: str, target: Path | None, state
 
 def _openclaw_steps(report: VerifyReport, base: Path) -> tuple[list[RestoreStep], list[ocf.Placement]]:
     """Every entry of a verified OpenClaw archive, placed below ``base`` (the state dir being restored)."""
-    manifest = report.openclaw_manifest or {}
-    root = manifest["archiveRoot"]
-    placed = ocf.placements(manifest, set(report.oc_members))
+    document = report.openclaw_manifest or {}
+    root = document["archiveRoot"]
+    placed = ocf.placements(document, set(report.oc_members))
     metadata = {f"{root}/{ocf.MANIFEST_NAME}", f"{root}/{ocf.DIGESTS_NAME}"}
     steps: list[RestoreStep] = []
     for name, member in report.oc_members.items():
@@ -441,15 +441,15 @@ class _Planner:
             if component in self._status:
                 continue
             if self._status.get(component.parent) in ("create", "swap") or not os.path.lexists(component):
-                status = "create"
+                fate = "create"
             elif os.path.isdir(component) and not os.path.islink(component):
-                status = "dir"
+                fate = "dir"
             else:
-                status = "swap"
+                fate = "swap"
                 rel = aside_rel if component == directory and aside_rel else self._rel_aside(component)
                 self.swaps.append([str(component), str(self.aside_for(component, rel))])
-            self._status[component] = status
-            if status != "dir":
+            self._status[component] = fate
+            if fate != "dir":
                 self.created.append(component)
 
 
