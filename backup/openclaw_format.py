@@ -24,12 +24,14 @@ paths the manifest records.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import posixpath
 import re
 import tarfile
 import unicodedata
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
@@ -38,14 +40,18 @@ from typing import Any
 import zstandard
 
 from statekit.backup import manifest as mf
+from statekit import __version__
+from statekit.backup.assets import AssetPlan, Root, configured_workspaces, credentials_dir, read_config
 from statekit.backup.archive import BombError, GZIP_TRAILER_LEN, GZIP_TRAILER_TAG, copy_member, gzip_trailer, open_tar_stream
 from statekit.backup.checks import (
     MANIFEST_MAX, MemberSink, OPENCLAW_MANIFEST_MAX, OPENCLAW_MAX_ENTRIES, OPENCLAW_RATIO, Scratch,
     VerifyReport, beneath_symlink, hash_range, link_escapes, member_path_problem, member_type_problem,
 )
+from statekit.backup.restore_steps import RestoreStep, file_mode
 from statekit.backup.snapshot import DbFacts, inspect_db
 from statekit.db import SQLITE_HEADER
 from statekit.fsutil import CHUNK
+from statekit.states import RestoreStepAction
 
 MANIFEST_NAME = "manifest.json"
 DIGESTS_NAME = "statekit-manifest.json"
@@ -214,6 +220,49 @@ def build_manifest(
         "skipped": skipped,
         "externalSymbolicLinks": [{"entryPath": entry, "linkpath": target} for entry, target in external_links],
     }
+
+
+OPENCLAW_ROOT_KINDS = {"state": "state", "config": "config", "credentials": "credentials"}  # agent-*, workspace-*: by prefix
+
+
+def asset_kind(root_id: str) -> str:
+    """OpenClaw's asset ``kind`` for one of statekit's asset roots."""
+    if root_id in OPENCLAW_ROOT_KINDS:
+        return OPENCLAW_ROOT_KINDS[root_id]
+    return "agent" if root_id.startswith("agent-") else "workspace"
+
+
+def encode_document(document: dict[str, Any]) -> bytes:
+    """OpenClaw's ``manifest.json`` bytes (2-space indent, as OpenClaw writes it)."""
+    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def build_documents(manifest: mf.Manifest, data: dict[str, Any], kept: list[mf.Asset], used_roots: list[Root], plan: AssetPlan,
+                    root: str, env: Mapping[str, str] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``--format openclaw``: OpenClaw's ``manifest.json`` and statekit's digest record beside it.
+
+    The digest record is statekit's manifest (every entry with size, SHA-256, mode, mtime; databases with
+    user_version and role) under the OpenClaw archive paths, plus the SHA-256 of OpenClaw's manifest.
+    """
+    state_dir = str(plan.state_dir)
+    state_archive = archive_path_for(root, state_dir)
+    links = [(a.archive_path, a.link_target or "") for a in kept if a.kind == "symlink"]
+    external = [(entry, target) for entry, target in links if link_is_external(entry, target, state_dir, state_archive)]
+    config = read_config(plan.config_file, [])
+    workspaces = sorted({str(p) for p in configured_workspaces(config, plan.state_dir).values()})
+    skipped = [{"kind": "entry", "sourcePath": s.source_path, "reason": s.reason} for s in manifest.skipped]
+    oc = build_manifest(
+        archive_root=root, created_at=manifest.created_at, runtime_version=f"statekit {__version__}", state_dir=state_dir,
+        config_path=str(plan.config_file) if plan.config_file is not None else None,
+        oauth_dir=str(credentials_dir(plan.state_dir, env if env is not None else os.environ)),
+        workspace_dirs=workspaces, agent_roots=[],
+        assets=[(asset_kind(r.id), str(r.path)) for r in used_roots],
+        skipped=skipped, external_links=external, include_workspace=bool(manifest.options.get("include_workspaces")),
+    )
+    digests = dict(data)
+    digests["format"] = DIGESTS_FORMAT
+    digests["openclaw_manifest_sha256"] = hashlib.sha256(encode_document(oc)).hexdigest()
+    return digests, oc
 
 
 # --------------------------------------------------------------------------- verify
@@ -604,3 +653,60 @@ def _check_statekit_digests(report: VerifyReport, raw: bytes, manifest_raw: byte
     report.assets_verified = checked
     report.digests = True
     report.notes.append(f"statekit digests: {checked} entries checked by size and SHA-256")
+
+
+# --------------------------------------------------------------------------- restore
+
+
+def restore_steps(report: VerifyReport, base: Path) -> tuple[list[RestoreStep], list[Placement]]:
+    """Every entry of a verified OpenClaw archive, placed below ``base`` (the state dir being restored)."""
+    document = report.openclaw_manifest or {}
+    root = document["archiveRoot"]
+    placed = placements(document, set(report.oc_members))
+    metadata = {f"{root}/{MANIFEST_NAME}", f"{root}/{DIGESTS_NAME}"}
+    steps: list[RestoreStep] = []
+    for name, member in report.oc_members.items():
+        if name in metadata:
+            continue
+        hit = place_member(name, placed)
+        if hit is None:
+            continue  # an ancestor directory of the asset paths (payload/posix/...): nothing of the install
+        placement, rel = hit
+        destination = base.joinpath(*PurePosixPath(rel).parts) if rel else base
+        private = placement.kind == "credentials" or rel == "credentials" or rel.startswith("credentials/")
+        if member.kind == "dir":
+            kind, mode = "dir", (member.mode & 0o7777) | 0o700
+        elif member.kind == "symlink":
+            kind, mode = "symlink", 0o777
+        else:
+            kind = "sqlite" if member.db is not None else "file"
+            mode = file_mode(kind, "credentials" if private else "state", member.mode)
+        steps.append(
+            RestoreStep(
+                archive_path=name,
+                destination=destination,
+                kind=kind,
+                action=RestoreStepAction.CREATE,
+                mode=mode,
+                mtime=member.mtime,
+                sha256=member.sha256,
+                size=member.size,
+                link_target=member.linkname if kind == "symlink" else None,
+                aside_rel="/".join(("state", rel)) if rel else "state",
+                base=base,
+                copy_from=member.linkname if member.kind == "hardlink" else None,
+            )
+        )
+    return steps, placed
+
+
+def relocations(placed: list[Placement], base: Path) -> tuple[list[dict[str, str]], list[str]]:
+    moved = [p for p in placed if p.relocated]
+    rows = [{"kind": p.kind, "source_path": p.source_path, "destination": str(base.joinpath(*PurePosixPath(p.dest_rel).parts))}
+            for p in moved]
+    notes = [f"{r['kind']} {r['source_path']} lived outside the state dir: restored to {r['destination']} "
+             f"(the config may still name {r['source_path']}; move it there or change the config)" for r in rows]
+    for p in placed:
+        if not p.relocated and p.kind in ("config", "credentials"):
+            notes.append(f"{p.kind} {p.source_path} (outside the state dir in the archive) restored as {base / p.dest_rel}")
+    return rows, notes

@@ -45,8 +45,10 @@ import zstandard
 
 from statekit.backup import manifest as mf
 from statekit.backup import openclaw_format as ocf
+from statekit.backup import statekit_format as skf
 from statekit.backup.archive import open_tar_stream, write_all
 from statekit.backup.assets import is_within
+from statekit.backup.restore_steps import RestoreStep
 from statekit.backup.journal import STAGE_MARKER, JournalStep, Recovery, RestoreJournal, now_iso, pending, settle
 from statekit.backup.verify import ABSOLUTE_CAP, OPENCLAW, VerifyReport, verify_archive
 from statekit.errors import StatekitError, UsageError, VerificationError
@@ -59,26 +61,6 @@ from statekit.states import RestoreStepAction
 STALE_STAGE = re.compile(r"^\.statekit-restore-[0-9a-f]{8}-")  # a staged copy (never an ``-aside-`` one: that is user data)
 SIDECARS = ("-wal", "-shm", "-journal")
 Progress = Callable[[int], None]
-
-
-@dataclass
-class RestoreStep:
-    archive_path: str
-    destination: Path
-    kind: str  # "sqlite" | "file" | "dir" | "symlink"
-    action: RestoreStepAction
-    mode: int
-    mtime: float
-    sha256: str | None = None
-    size: int = 0
-    link_target: str | None = None
-    link_scope: str | None = None
-    aside_rel: str = ""  # where the current entry goes below pre-restore/<ts>/
-    base: Path | None = None  # the tree it belongs to (the state dir for state assets): no symlink is followed below it
-    copy_from: str | None = None  # an OpenClaw hard link: the archive path of the file whose bytes it shares
-
-    def to_json(self) -> dict[str, Any]:
-        return {"archive_path": self.archive_path, "destination": str(self.destination), "kind": self.kind, "action": self.action}
 
 
 @dataclass
@@ -122,10 +104,6 @@ class RestoreResult:
 # --------------------------------------------------------------------------- planning
 
 
-def _file_mode(kind: str, role: str, mode: int) -> int:
-    return PRIVATE_FILE_MODE if kind == "sqlite" or role == "credentials" else mode & 0o777
-
-
 def _current_action(step: RestoreStep) -> RestoreStepAction:
     try:
         st = os.lstat(step.destination)
@@ -139,97 +117,6 @@ def _current_action(step: RestoreStep) -> RestoreStepAction:
     if not stat.S_ISREG(st.st_mode) or st.st_size != step.size or step.sha256 is None:
         return RestoreStepAction.REPLACE
     return RestoreStepAction.UNCHANGED if sha256_file(step.destination) == step.sha256 else RestoreStepAction.REPLACE
-
-
-def _statekit_steps(manifest: mf.Manifest, root: str, target: Path | None, state_dir: Path) -> list[RestoreStep]:
-    steps = []
-    for asset in manifest.assets:
-        where = mf.payload_rel(asset.archive_path, root)
-        if where is None:
-            raise VerificationError(f"asset {asset.id}: archive path outside the payload")
-        root_id, rel = where
-        rel_parts = PurePosixPath(rel).parts
-        base: Path | None
-        if root_id == "state":
-            base = target if target is not None else state_dir
-            destination = base.joinpath(*rel_parts)
-            aside = "/".join(("state", rel)) if rel else "state"
-        else:
-            base = target.joinpath(".statekit", "external", root_id) if target is not None else None
-            destination = base.joinpath(*rel_parts) if base is not None else Path(asset.source_path)
-            aside = "/".join(p for p in ("external", root_id, rel) if p)
-        kind = asset.kind
-        steps.append(
-            RestoreStep(
-                archive_path=asset.archive_path,
-                destination=destination,
-                kind=kind,
-                action=RestoreStepAction.CREATE,
-                mode=asset.mode if kind == "dir" else _file_mode(kind, asset.role, asset.mode),
-                mtime=asset.mtime,
-                sha256=asset.sha256,
-                size=asset.size,
-                link_target=asset.link_target,
-                link_scope=asset.link_scope,
-                aside_rel=aside,
-                base=base,
-            )
-        )
-    return steps
-
-
-def _openclaw_steps(report: VerifyReport, base: Path) -> tuple[list[RestoreStep], list[ocf.Placement]]:
-    """Every entry of a verified OpenClaw archive, placed below ``base`` (the state dir being restored)."""
-    document = report.openclaw_manifest or {}
-    root = document["archiveRoot"]
-    placed = ocf.placements(document, set(report.oc_members))
-    metadata = {f"{root}/{ocf.MANIFEST_NAME}", f"{root}/{ocf.DIGESTS_NAME}"}
-    steps: list[RestoreStep] = []
-    for name, member in report.oc_members.items():
-        if name in metadata:
-            continue
-        hit = ocf.place_member(name, placed)
-        if hit is None:
-            continue  # an ancestor directory of the asset paths (payload/posix/...): nothing of the install
-        placement, rel = hit
-        destination = base.joinpath(*PurePosixPath(rel).parts) if rel else base
-        private = placement.kind == "credentials" or rel == "credentials" or rel.startswith("credentials/")
-        if member.kind == "dir":
-            kind, mode = "dir", (member.mode & 0o7777) | 0o700
-        elif member.kind == "symlink":
-            kind, mode = "symlink", 0o777
-        else:
-            kind = "sqlite" if member.db is not None else "file"
-            mode = _file_mode(kind, "credentials" if private else "state", member.mode)
-        steps.append(
-            RestoreStep(
-                archive_path=name,
-                destination=destination,
-                kind=kind,
-                action=RestoreStepAction.CREATE,
-                mode=mode,
-                mtime=member.mtime,
-                sha256=member.sha256,
-                size=member.size,
-                link_target=member.linkname if kind == "symlink" else None,
-                aside_rel="/".join(("state", rel)) if rel else "state",
-                base=base,
-                copy_from=member.linkname if member.kind == "hardlink" else None,
-            )
-        )
-    return steps, placed
-
-
-def _relocations(placed: list[ocf.Placement], base: Path) -> tuple[list[dict[str, str]], list[str]]:
-    moved = [p for p in placed if p.relocated]
-    rows = [{"kind": p.kind, "source_path": p.source_path, "destination": str(base.joinpath(*PurePosixPath(p.dest_rel).parts))}
-            for p in moved]
-    notes = [f"{r['kind']} {r['source_path']} lived outside the state dir: restored to {r['destination']} "
-             f"(the config may still name {r['source_path']}; move it there or change the config)" for r in rows]
-    for p in placed:
-        if not p.relocated and p.kind in ("config", "credentials"):
-            notes.append(f"{p.kind} {p.source_path} (outside the state dir in the archive) restored as {base / p.dest_rel}")
-    return rows, notes
 
 
 def _check_target(target: Path, live_state: Path | None) -> None:
@@ -618,23 +505,18 @@ def restore_archive(
         more = f" (+{len(report.problems) - 1} more)" if len(report.problems) > 1 else ""
         raise VerificationError(f"{path}: archive failed verification, nothing was restored: {report.problems[0]}{more}")
     target = Path(os.path.abspath(target)) if target is not None else None
-    if report.format == OPENCLAW:
-        assert report.openclaw_manifest is not None
-        return _restore_openclaw(path, report, target, state_dir, dry_run, progress)
-    assert report.manifest is not None
-    root = report.root or ""
-    live_state = Path(os.path.abspath(state_dir)) if state_dir is not None else Path(report.manifest.state_dir)
+    live_state = _live_state_dir(report, state_dir)
     if target is not None:
         _check_target(target, live_state)
-        steps = _statekit_steps(report.manifest, root, target, live_state)
-        result = RestoreResult(path, report.format, "target", target, steps, dry_run)
+    steps, relocated, notes = _plan_steps(report, target, live_state)
+    if target is not None:
+        result = RestoreResult(path, report.format, "target", target, steps, dry_run, notes=notes, relocated=relocated)
         if not dry_run:
             _restore_to_target(path, report, steps, target, progress)
         return result
-    steps = _statekit_steps(report.manifest, root, None, live_state)
     for step in steps:
         step.action = _current_action(step)
-    result = RestoreResult(path, report.format, "in-place", live_state, steps, dry_run)
+    result = RestoreResult(path, report.format, "in-place", live_state, steps, dry_run, notes=notes, relocated=relocated)
     if dry_run:
         _note_pending(live_state, result)
         return result
@@ -642,39 +524,33 @@ def restore_archive(
         raise UsageError(f"{live_state}: state dir does not exist; restore into a fresh directory with --target")
     _in_place(path, report, steps, live_state, result, progress)
     return result
+
+
+def _live_state_dir(report: VerifyReport, state_dir: Path | None) -> Path:
+    """The state dir an in-place restore replaces: ``state_dir``, else the manifest's (statekit) or the resolved one (OpenClaw:
+    never the paths its manifest records)."""
+    if report.format == OPENCLAW:
+        return resolve_state_dir(state_dir).path
+    assert report.manifest is not None
+    return Path(os.path.abspath(state_dir)) if state_dir is not None else Path(report.manifest.state_dir)
+
+
+def _plan_steps(report: VerifyReport, target: Path | None, live_state: Path) -> tuple[list[RestoreStep], list[dict[str, str]], list[str]]:
+    """Steps, relocated assets and notes, from the archive's own format module."""
+    if report.format == OPENCLAW:
+        assert report.openclaw_manifest is not None
+        base = target if target is not None else live_state
+        steps, placed = ocf.restore_steps(report, base)
+        relocated, notes = ocf.relocations(placed, base)
+        return steps, relocated, list(report.notes) + notes
+    assert report.manifest is not None
+    return skf.restore_steps(report.manifest, report.root or "", target, live_state), [], []
 
 
 def _note_pending(state_dir: Path, result: RestoreResult) -> None:
     journal = pending(state_dir) if state_dir.is_dir() else None
     if journal is not None:
         result.notes.append("pending: " + journal.describe())
-
-
-def _restore_openclaw(path: Path, report: VerifyReport, target: Path | None, state_dir: Path | None, dry_run: bool,
-                      progress: Progress) -> RestoreResult:
-    live_state = resolve_state_dir(state_dir).path
-    if target is not None:
-        _check_target(target, live_state)
-        steps, placed = _openclaw_steps(report, target)
-        result = RestoreResult(path, report.format, "target", target, steps, dry_run, notes=list(report.notes))
-        result.relocated, notes = _relocations(placed, target)
-        result.notes += notes
-        if not dry_run:
-            _restore_to_target(path, report, steps, target, progress)
-        return result
-    steps, placed = _openclaw_steps(report, live_state)
-    for step in steps:
-        step.action = _current_action(step)
-    result = RestoreResult(path, report.format, "in-place", live_state, steps, dry_run, notes=list(report.notes))
-    result.relocated, notes = _relocations(placed, live_state)
-    result.notes += notes
-    if dry_run:
-        _note_pending(live_state, result)
-        return result
-    if not live_state.is_dir():
-        raise UsageError(f"{live_state}: state dir does not exist; restore into a fresh directory with --target")
-    _in_place(path, report, steps, live_state, result, progress)
-    return result
 
 
 def abort_restore(state_dir: Path) -> Recovery | None:

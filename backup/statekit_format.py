@@ -13,7 +13,7 @@ import hashlib
 import os
 import tarfile
 import zlib
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 import zstandard
@@ -24,8 +24,11 @@ from statekit.backup.checks import (
     ABSOLUTE_CAP, HEADER_ALLOWANCE, MANIFEST_MAX, MemberSink, Scratch, VerifyReport, beneath_symlink,
     hash_range, link_escapes, member_path_problem, member_type_problem,
 )
+from statekit.backup.restore_steps import RestoreStep, file_mode
 from statekit.backup.snapshot import DbFacts, inspect_db
+from statekit.errors import VerificationError
 from statekit.fsutil import CHUNK
+from statekit.states import RestoreStepAction
 
 
 def zstd_structure_problem(path: Path) -> str | None:
@@ -336,3 +339,43 @@ def _check_member(
         report.problems.append(problem)
     else:
         report.assets_verified += 1
+
+
+# --------------------------------------------------------------------------- restore
+
+
+def restore_steps(manifest: mf.Manifest, root: str, target: Path | None, state_dir: Path) -> list[RestoreStep]:
+    steps = []
+    for asset in manifest.assets:
+        where = mf.payload_rel(asset.archive_path, root)
+        if where is None:
+            raise VerificationError(f"asset {asset.id}: archive path outside the payload")
+        root_id, rel = where
+        rel_parts = PurePosixPath(rel).parts
+        base: Path | None
+        if root_id == "state":
+            base = target if target is not None else state_dir
+            destination = base.joinpath(*rel_parts)
+            aside = "/".join(("state", rel)) if rel else "state"
+        else:
+            base = target.joinpath(".statekit", "external", root_id) if target is not None else None
+            destination = base.joinpath(*rel_parts) if base is not None else Path(asset.source_path)
+            aside = "/".join(p for p in ("external", root_id, rel) if p)
+        kind = asset.kind
+        steps.append(
+            RestoreStep(
+                archive_path=asset.archive_path,
+                destination=destination,
+                kind=kind,
+                action=RestoreStepAction.CREATE,
+                mode=asset.mode if kind == "dir" else file_mode(kind, asset.role, asset.mode),
+                mtime=asset.mtime,
+                sha256=asset.sha256,
+                size=asset.size,
+                link_target=asset.link_target,
+                link_scope=asset.link_scope,
+                aside_rel=aside,
+                base=base,
+            )
+        )
+    return steps

@@ -20,12 +20,11 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from statekit.backup import openclaw_format as ocf
 from statekit.backup.archive import sniff_format
 from statekit.backup.checks import (
     ABSOLUTE_CAP, OPENCLAW, STATEKIT, Scratch, ScratchError, VerifyReport, link_escapes, member_path_problem,
 )
-from statekit.backup.openclaw_format import OcMember, gzip_digest_problem, verify_openclaw
+from statekit.backup.openclaw_format import OcMember, encode_openclaw_path, gzip_digest_problem, verify_openclaw
 from statekit.backup.statekit_format import archive_digest_problem, verify_statekit, zstd_structure_problem
 from statekit.errors import StatekitError
 
@@ -67,6 +66,3 @@ def verify_archive(path: Path | str, *, scratch_dir: Path | None = None, max_byt
     report.ok = not report.problems
     return report
 
-
-def encode_openclaw_path(source: str) -> str:  # kept here for callers of the earlier API
-    return ocf.encode_openclaw_path(source)

@@ -347,7 +347,7 @@ def inspect_state(resolved: ResolvedStateDir | Path, agent: str | None = None, e
     counts: dict[str, int] = {}
     for items in [d.legacy_files for d in report.databases] + [report.legacy_unassigned]:
         for item in items:
-            if item["action"] in ("deferred", "retain"):
+            if item["action"] in (ReaderAction.DEFERRED, ReaderAction.RETAIN):
                 counts[item["action"]] = counts.get(item["action"], 0) + 1
     for action, count in sorted(counts.items()):
         report.notes.append(f"{count} legacy file(s) left on disk on purpose ({action})")

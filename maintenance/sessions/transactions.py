@@ -7,10 +7,16 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from statekit.maintenance.sessions.archive_format import build_document, load_receipt, settle_pending, write_archive, write_receipt
-from statekit.maintenance.sessions.common import REASONS, SessionChange, agent_for_key, existing_agent_db, maintenance_lock, epoch_ms
+from statekit.maintenance.sessions.archive_format import (
+    build_document, load_receipt, settle_pending, write_archive, write_receipt,
+)
+from statekit.maintenance.sessions.common import (
+    REASONS, SessionChange, agent_for_key, existing_agent_db, maintenance_lock, epoch_ms,
+)
 from statekit.maintenance.sessions.family import referenced_ids
-from statekit.maintenance.sessions.rows import DELETE_ORDER, ENTRY_TABLES, SESSION_TABLES, merge_rows, row_counts, select_rows, session_rows
+from statekit.maintenance.sessions.rows import (
+    DELETE_ORDER, ENTRY_TABLES, SESSION_TABLES, merge_rows, row_counts, select_rows, session_rows,
+)
 from statekit.legacy_readers.session_family import family_of
 from statekit.db import Connection, SQLiteError, open_rw, read_only_view, table_columns, table_names
 from statekit.errors import StatekitError, UsageError

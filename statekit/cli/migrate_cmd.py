@@ -14,6 +14,7 @@ from statekit.cli.plan_cmd import render_plan
 from statekit.errors import ExitCode, describe_exit_codes
 from statekit.layout import resolve_state_dir
 from statekit.output import Output, table
+from statekit.states import SourceOutcome
 
 # The codes this command returns, and what each means here (None: the summary in statekit.errors).
 EXIT_CODES: dict[ExitCode, str | None] = {
@@ -54,7 +55,7 @@ def render_report(report: MigrationReport) -> str:
         lines = [f"Run {report.run_id}: {report.status}"]
         if report.backup_path:
             lines.append(f"Pre-migration backup: {report.backup_path}")
-        active = [o for o in report.outcomes if o.status not in ("deferred", "retain")]
+        active = [o for o in report.outcomes if o.status not in (SourceOutcome.DEFERRED, SourceOutcome.RETAIN)]
         if active:
             lines += ["", table(("STATUS", "KIND", "PATH", "RECORDS"), [(o.status, o.kind, o.rel, "-" if o.records is None else o.records) for o in active])]
         lines += [f"Change: {change}" for change in report.changes]

@@ -11,6 +11,7 @@ from statekit.cli.common import JsonOpt, QuietOpt, StateDirOpt, run_command
 from statekit.errors import ExitCode, describe_exit_codes
 from statekit.layout import resolve_state_dir
 from statekit.output import Output, human_size, table
+from statekit.states import PlanProblem
 
 # The codes this command returns, and what each means here (None: the summary in statekit.errors).
 EXIT_CODES: dict[ExitCode, str | None] = {
@@ -55,7 +56,7 @@ def render_plan(plan: Plan) -> str:
             for s in plan.sources
         ]
         lines += ["", table(("ACTION", "KIND", "PATH", "SIZE", "RECORDS", "TARGET"), rows)]
-    problems = [s for s in plan.sources if s.action in ("unreadable", "conflict")]
+    problems = [s for s in plan.sources if s.action in tuple(PlanProblem)]
     for s in problems:
         lines.append(f"  ! {s.reason}")
     for s in plan.sources:
@@ -79,7 +80,7 @@ def render_plan(plan: Plan) -> str:
 
 def plan_exit_code(plan: Plan) -> ExitCode:
     blocked_step = any(step.get("status") in ("refused", "unparseable") for step in plan.steps)
-    problems = any(s.action in ("unreadable", "conflict") for s in plan.sources)
+    problems = any(s.action in tuple(PlanProblem) for s in plan.sources)
     return ExitCode.WARNINGS if problems or blocked_step else ExitCode.OK
 
 
