@@ -17,7 +17,7 @@ import tarfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO, cast
 
 import zstandard
 
@@ -86,13 +86,14 @@ class ArchiveWriter:
         try:
             if compression == "gzip":
                 # One gzip member (mtime 0: the bytes depend on the content only); members concatenate like zstd frames.
-                self._zstd = gzip.GzipFile(filename="", mode="wb", fileobj=self.sink, compresslevel=level, mtime=0)
+                self._zstd: gzip.GzipFile | zstandard.ZstdCompressionWriter = gzip.GzipFile(
+                    filename="", mode="wb", fileobj=self.sink, compresslevel=level, mtime=0)
             else:
                 self._compressor = zstandard.ZstdCompressor(level=level, threads=threads, write_checksum=True)
-                self._zstd = self._compressor.stream_writer(self.sink, closefd=False, write_size=CHUNK)
+                self._zstd = self._compressor.stream_writer(cast(IO[bytes], self.sink), closefd=False, write_size=CHUNK)
             # Plain "w" mode over a tell()-able writer: tarfile writes headers and data straight
             # through (its "w|" stream buffer re-copies its whole buffer on every small write).
-            self._tar = tarfile.TarFile(fileobj=_Offset(self._zstd), mode="w", format=tarfile.PAX_FORMAT, copybufsize=CHUNK)
+            self._tar = tarfile.TarFile(fileobj=cast(IO[bytes], _Offset(self._zstd)), mode="w", format=tarfile.PAX_FORMAT, copybufsize=CHUNK)
         except BaseException:
             self.sink.close()
             raise
@@ -133,7 +134,7 @@ class ArchiveWriter:
         if end_of_archive:
             self._tar.close()
         else:
-            self._tar.closed = True  # tarfile would write the end-of-archive blocks on close
+            self._tar.closed = True  # type: ignore[attr-defined]  # tarfile would write the end-of-archive blocks on close
         if self._compression == "gzip":
             self._zstd.close()
         else:
@@ -151,7 +152,7 @@ class ArchiveWriter:
 class _Offset:
     """A write-only file over the compressor that knows its uncompressed position (for tarfile)."""
 
-    def __init__(self, raw) -> None:
+    def __init__(self, raw: gzip.GzipFile | zstandard.ZstdCompressionWriter) -> None:
         self._raw = raw
         self._pos = 0
 
@@ -323,13 +324,13 @@ def open_tar_stream(path: Path, compression: str, limit: int) -> Iterator[tuple[
             decompressed = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
         counter = CountingReader(decompressed, limit)
         try:
-            with tarfile.open(fileobj=counter, mode="r|", bufsize=TAR_READ_BUFSIZE) as tar:  # type: ignore[arg-type]
+            with tarfile.open(fileobj=counter, mode="r|", bufsize=TAR_READ_BUFSIZE) as tar:  # type: ignore[call-overload]
                 yield tar, counter
         finally:
             decompressed.close()
 
 
-def copy_member(source: BinaryIO, sink: Callable[[bytes], object], size: int) -> int:
+def copy_member(source: IO[bytes], sink: Callable[[bytes], object], size: int) -> int:
     """Feed ``size`` bytes of a member to ``sink`` in chunks; returns the bytes actually read."""
     done = 0
     while done < size:

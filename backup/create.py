@@ -40,16 +40,16 @@ from typing import Any
 from statekit.backup import manifest as mf
 from statekit.backup import openclaw_format as ocf
 from statekit.backup.archive import END_OF_ARCHIVE, ArchiveWriter, member_bytes, write_all, write_joined, write_payload_then_tail
-from statekit.backup.assets import AssetPlan, Entry, configured_workspaces, credentials_dir, plan_assets, read_config
+from statekit.backup.assets import AssetPlan, Entry, plan_assets
 from statekit.backup.lock import backup_lock
 from statekit.backup.manifest import Asset, Manifest, Skipped
 from statekit.backup.runs import mark_interrupted, record_in_state_dir
 from statekit.backup.snapshot import snapshot_db
 from statekit.backup.verify import VerifyReport, verify_archive
-from statekit import __version__
-from statekit.errors import StateDirError, StatekitError, UsageError, VerificationError
+from statekit.errors import ExitCode, StateDirError, StatekitError, UsageError, VerificationError
 from statekit.seams import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE, atomic_write_bytes, fsync_dir, open_regular_file, remove_orphaned_temps
+from statekit.states import BackupRunStatus
 
 DEFAULT_OUTPUT_NAME = "openclaw-backups"
 STAGING_PREFIX = ".statekit-backup-"
@@ -57,7 +57,6 @@ PARTIAL_SUFFIX = ".partial"
 SIDECAR_SUFFIX = ".verify.json"
 MAX_WRITE_ATTEMPTS = 3
 FORMATS = ("statekit", "openclaw")
-OPENCLAW_ROOT_KINDS = {"state": "state", "config": "config", "credentials": "credentials"}  # agent-*, workspace-*: by prefix
 
 Progress = Callable[[int], None]
 
@@ -333,10 +332,13 @@ def _write_archive(
     data = manifest.to_json()
     try:
         if ctx.layout.fmt == "openclaw":
-            data, ctx.openclaw_manifest = _openclaw_documents(manifest, data, kept, ctx)
+            assert ctx.plan is not None
+            used_roots = [r for r in ctx.plan.roots if any(i.entry.root is r for i in kept)]
+            data, ctx.openclaw_manifest = ocf.build_documents(manifest, data, [i.asset for i in kept], used_roots, ctx.plan,
+                                                               ctx.layout.root, ctx.env)
             digests = member_bytes(f"{archive_root}/{ocf.DIGESTS_NAME}", mf.encode(data), mode=PRIVATE_FILE_MODE,
                                    mtime=manifest.created_at.timestamp())
-            head = member_bytes(f"{archive_root}/{ocf.MANIFEST_NAME}", _oc_encode(ctx.openclaw_manifest), mode=0o644,
+            head = member_bytes(f"{archive_root}/{ocf.MANIFEST_NAME}", ocf.encode_document(ctx.openclaw_manifest), mode=0o644,
                                 mtime=manifest.created_at.timestamp())
             write_payload_then_tail(partial, payload, digests + head + END_OF_ARCHIVE, level=level, payload_hash=payload_sha256)
         else:
@@ -408,46 +410,6 @@ def write_sidecar(archive: Path, report: VerifyReport | None, manifest: dict[str
     atomic_write_bytes(sidecar_path(archive), (json.dumps(data, indent=1) + "\n").encode("utf-8"))
 
 
-def _oc_kind(root_id: str) -> str:
-    if root_id in OPENCLAW_ROOT_KINDS:
-        return OPENCLAW_ROOT_KINDS[root_id]
-    return "agent" if root_id.startswith("agent-") else "workspace"
-
-
-def _oc_encode(manifest: dict[str, Any]) -> bytes:
-    return (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def _openclaw_documents(manifest: Manifest, data: dict[str, Any], kept: list[_Item], ctx: _Context) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``--format openclaw``: OpenClaw's ``manifest.json`` and statekit's digest record beside it.
-
-    The digest record is statekit's manifest (every entry with size, SHA-256, mode, mtime; databases with
-    user_version and role) under the OpenClaw archive paths, plus the SHA-256 of OpenClaw's manifest.
-    """
-    plan = ctx.plan
-    assert plan is not None
-    root = ctx.layout.root
-    state_dir = str(plan.state_dir)
-    state_archive = ocf.archive_path_for(root, state_dir)
-    links = [(i.asset.archive_path, i.asset.link_target or "") for i in kept if i.asset.kind == "symlink"]
-    external = [(entry, target) for entry, target in links if ocf.link_is_external(entry, target, state_dir, state_archive)]
-    config = read_config(plan.config_file, [])
-    workspaces = sorted({str(p) for p in configured_workspaces(config, plan.state_dir).values()})
-    skipped = [{"kind": "entry", "sourcePath": s.source_path, "reason": s.reason} for s in manifest.skipped]
-    oc = ocf.build_manifest(
-        archive_root=root, created_at=manifest.created_at, runtime_version=f"statekit {__version__}", state_dir=state_dir,
-        config_path=str(plan.config_file) if plan.config_file is not None else None,
-        oauth_dir=str(credentials_dir(plan.state_dir, ctx.env if ctx.env is not None else os.environ)),
-        workspace_dirs=workspaces, agent_roots=[],
-        assets=[(_oc_kind(r.id), str(r.path)) for r in plan.roots if any(i.entry.root is r for i in kept)],
-        skipped=skipped, external_links=external, include_workspace=bool(manifest.options.get("include_workspaces")),
-    )
-    digests = dict(data)
-    digests["format"] = ocf.DIGESTS_FORMAT
-    digests["openclaw_manifest_sha256"] = hashlib.sha256(_oc_encode(oc)).hexdigest()
-    return digests, oc
-
-
 def _planned_manifest(plan: AssetPlan, now: datetime, options: dict[str, Any], layout: _Layout) -> dict[str, Any]:
     assets = [_base_asset(e, layout) for e in plan.entries]
     for asset, entry in zip(assets, plan.entries):
@@ -481,7 +443,7 @@ def create_backup(
         raise StateDirError(f"{state_dir}: state dir does not exist or is not a directory")
     top = 9 if fmt == "openclaw" else 22
     if not 1 <= level <= top:
-        raise StatekitError(f"compression level {level} is outside 1..{top} ({'gzip' if fmt == 'openclaw' else 'zstd'})", exit_code=2)
+        raise StatekitError(f"compression level {level} is outside 1..{top} ({'gzip' if fmt == 'openclaw' else 'zstd'})", exit_code=ExitCode.USAGE)
     output_dir = Path(os.path.abspath(output_dir)) if output_dir is not None else default_output_dir(state_dir)
     now, archive_root, final = _free_archive_name(output_dir, fmt)
     layout = _Layout(fmt, archive_root)
@@ -509,7 +471,7 @@ def create_backup(
                     # ``backup_runs`` row and a restore matches the live database row for row;
                     # a failure below replaces the row with a ``failed`` one.
                     result.verified = verify
-                    warning = record_in_state_dir(state_dir, result, "ok")
+                    warning = record_in_state_dir(state_dir, result, BackupRunStatus.OK)
                     result.verified = False
                     if warning:
                         result.warnings.append(warning)
@@ -521,7 +483,7 @@ def create_backup(
         if record:
             note = str(exc) if isinstance(exc, (StatekitError, OSError)) else type(exc).__name__
             result.archive_path = None
-            record_in_state_dir(state_dir, result, "failed", error=note)
+            record_in_state_dir(state_dir, result, BackupRunStatus.FAILED, error=note)
         if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
             raise _out_of_space(exc, final) from None
         raise

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import errno
 import json
+import functools
 import os
 import stat
 from collections.abc import Callable
@@ -51,6 +52,7 @@ from statekit.seams import checkpoint
 from statekit.fsutil import PRIVATE_DIR_MODE, atomic_write_bytes, fsync_dir
 from statekit.layout import lock_path, statekit_dir
 from statekit.locking import exclusive_lock, is_locked
+from statekit.states import RestoreStepAction
 
 JOURNAL_NAME = "restore-journal.json"
 FORMAT = "statekit-restore-journal"
@@ -74,7 +76,7 @@ class JournalStep:
     dest: str
     staged: str
     kind: str  # "file" | "sqlite" | "symlink"
-    action: str  # "create" | "replace"
+    action: str  # a RestoreStepAction: create | replace
     aside: str | None = None  # set for "replace"
     sidecars: list[list[str]] = field(default_factory=list)  # [live sidecar, its aside] (databases)
 
@@ -259,9 +261,9 @@ class RestoreJournal:
         staged, dest = Path(step.staged), Path(step.dest)
         if not _lexists(staged):
             return False  # placed already
-        if step.action == "replace" and step.aside and _lexists(dest) and not _lexists(step.aside):
+        if step.action == RestoreStepAction.REPLACE and step.aside and _lexists(dest) and not _lexists(step.aside):
             self._aside_move(dest, Path(step.aside), os.rename)
-        elif _lexists(dest) and not (step.action == "replace" and step.aside and _lexists(step.aside)):
+        elif _lexists(dest) and not (step.action == RestoreStepAction.REPLACE and step.aside and _lexists(step.aside)):
             raise StatekitError(f"{dest}: appeared while the restore ran (not in its plan); nothing more was moved")
         elif _lexists(dest):
             raise StatekitError(f"{dest}: exists although its old entry is already in {step.aside}; resolve by hand")
@@ -325,15 +327,23 @@ class RestoreJournal:
             except OSError as exc:
                 failures.append(exc)
 
+        def chmod_dir(path: str, mode: int) -> None:
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.chmod(path, mode)
+
+        def remove_dir(directory: str) -> None:
+            if _lexists(directory):
+                os.rmdir(directory)
+
         for path, old, _new in self.dir_modes:
-            attempt(lambda p=path, m=old: os.path.isdir(p) and not os.path.islink(p) and os.chmod(p, m))
+            attempt(functools.partial(chmod_dir, path, old))
         for step in reversed(self.steps):
-            attempt(lambda s=step: self._drop_staged(s, recovery))
+            attempt(functools.partial(self._drop_staged, step, recovery))
         for directory in reversed(self.created_dirs):
-            attempt(lambda d=directory: _lexists(d) and os.rmdir(d))
+            attempt(functools.partial(remove_dir, directory))
         for dest, aside in reversed(self.dir_swaps):
             if _lexists(aside) and not _lexists(dest):
-                attempt(lambda a=aside, d=dest: os.rename(a, d))
+                attempt(functools.partial(os.rename, aside, dest))
                 recovery.restored += 1
         attempt(self._remove_aside_dirs)
         if failures:
@@ -343,7 +353,7 @@ class RestoreJournal:
     def _unplace(self, step: JournalStep, recovery: Recovery) -> None:
         """Reverse one step by renames only: the restored entry back to its staged name, the old one back."""
         staged, dest = Path(step.staged), Path(step.dest)
-        placed = not _lexists(staged) and _lexists(dest) and (step.action == "create" or bool(step.aside and _lexists(step.aside)))
+        placed = not _lexists(staged) and _lexists(dest) and (step.action == RestoreStepAction.CREATE or bool(step.aside and _lexists(step.aside)))
         if placed:
             os.rename(dest, staged)
         self._sidecars_back(step)

@@ -71,14 +71,59 @@ class Skipped:
     reason: str
 
 
+class ManifestError(ValueError):
+    """A manifest that is not a statekit manifest: each way it fails, as a human line."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(problems[0] if problems else "manifest is invalid")
+        self.problems = problems
+
+
 @dataclass
 class Manifest:
+    """The manifest: built by ``create`` and written with :meth:`to_json`; read back only through
+    :meth:`parse` / :meth:`from_json`, which validate it against manifest.schema.json first."""
+
     created_at: datetime
     state_dir: str
     options: dict[str, Any]
     assets: list[Asset] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     statekit_version: str = __version__
+    # Read back only: the totals and timestamp exactly as the archive declares them (verify compares them).
+    declared_totals: dict[str, int] | None = None
+    declared_created_at: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Any) -> Manifest:
+        """A manifest from its JSON document; raises :class:`ManifestError` unless it passes the schema."""
+        problems = schema_problems(data)
+        if problems:
+            raise ManifestError(problems)
+        return cls(
+            created_at=_parse_iso_utc(data["created_at"]),
+            state_dir=data["state_dir"],
+            options=dict(data["options"]),
+            assets=[Asset.from_json(a) for a in data["assets"]],
+            skipped=[Skipped(s["source_path"], s["reason"]) for s in data["skipped"]],
+            statekit_version=data["statekit_version"],
+            declared_totals=dict(data["totals"]),
+            declared_created_at=data["created_at"],
+        )
+
+    @classmethod
+    def parse(cls, raw: bytes) -> Manifest:
+        """A manifest from the bytes of ``manifest.json``; ValueError (ManifestError for the schema) with the reasons."""
+        return cls.from_json(decode(raw))
+
+    @property
+    def archive_root(self) -> str | None:
+        """The archive's root directory (every asset lives below it), None for an empty manifest."""
+        return self.assets[0].archive_path.split("/", 1)[0] if self.assets else None
+
+    @property
+    def created_at_text(self) -> str:
+        return self.declared_created_at if self.declared_created_at is not None else iso_utc(self.created_at)
 
     def totals(self) -> dict[str, int]:
         counts = {kind: 0 for kind in KINDS}
@@ -109,6 +154,13 @@ class Manifest:
 
 def iso_utc(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _parse_iso_utc(text: str) -> datetime:
+    """``YYYY-mm-ddTHH:MM:SS[.fff...]Z`` (the schema's pattern) as an aware UTC datetime."""
+    whole, _, fraction = text.rstrip("Z").partition(".")
+    moment = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+    return moment.replace(microsecond=int((fraction + "000000")[:6])) if fraction else moment
 
 
 def archive_stem(moment: datetime) -> str:

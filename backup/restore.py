@@ -39,14 +39,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 
 import zstandard
 
 from statekit.backup import manifest as mf
 from statekit.backup import openclaw_format as ocf
+from statekit.backup import statekit_format as skf
 from statekit.backup.archive import open_tar_stream, write_all
 from statekit.backup.assets import is_within
+from statekit.backup.restore_steps import RestoreStep
 from statekit.backup.journal import STAGE_MARKER, JournalStep, Recovery, RestoreJournal, now_iso, pending, settle
 from statekit.backup.verify import ABSOLUTE_CAP, OPENCLAW, VerifyReport, verify_archive
 from statekit.errors import StatekitError, UsageError, VerificationError
@@ -54,30 +56,11 @@ from statekit.seams import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, fsync_dir, sha256_file
 from statekit.layout import lock_path, resolve_state_dir, statekit_dir
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
+from statekit.states import RestoreStepAction
 
 STALE_STAGE = re.compile(r"^\.statekit-restore-[0-9a-f]{8}-")  # a staged copy (never an ``-aside-`` one: that is user data)
 SIDECARS = ("-wal", "-shm", "-journal")
 Progress = Callable[[int], None]
-
-
-@dataclass
-class RestoreStep:
-    archive_path: str
-    destination: Path
-    kind: str  # "sqlite" | "file" | "dir" | "symlink"
-    action: str  # "create" | "replace" | "unchanged"
-    mode: int
-    mtime: float
-    sha256: str | None = None
-    size: int = 0
-    link_target: str | None = None
-    link_scope: str | None = None
-    aside_rel: str = ""  # where the current entry goes below pre-restore/<ts>/
-    base: Path | None = None  # the tree it belongs to (the state dir for state assets): no symlink is followed below it
-    copy_from: str | None = None  # an OpenClaw hard link: the archive path of the file whose bytes it shares
-
-    def to_json(self) -> dict[str, Any]:
-        return {"archive_path": self.archive_path, "destination": str(self.destination), "kind": self.kind, "action": self.action}
 
 
 @dataclass
@@ -95,7 +78,7 @@ class RestoreResult:
     recovered: Recovery | None = None  # an interrupted earlier restore finished (or undone) first
 
     def counts(self) -> dict[str, int]:
-        counts = {"create": 0, "replace": 0, "unchanged": 0}
+        counts = {str(action): 0 for action in RestoreStepAction}
         for step in self.steps:
             counts[step.action] += 1
         return counts
@@ -121,113 +104,19 @@ class RestoreResult:
 # --------------------------------------------------------------------------- planning
 
 
-def _file_mode(kind: str, role: str, mode: int) -> int:
-    return PRIVATE_FILE_MODE if kind == "sqlite" or role == "credentials" else mode & 0o777
-
-
-def _current_action(step: RestoreStep) -> str:
+def _current_action(step: RestoreStep) -> RestoreStepAction:
     try:
         st = os.lstat(step.destination)
     except FileNotFoundError:
-        return "create"
+        return RestoreStepAction.CREATE
     if step.kind == "dir":
-        return "unchanged" if stat.S_ISDIR(st.st_mode) else "replace"
+        return RestoreStepAction.UNCHANGED if stat.S_ISDIR(st.st_mode) else RestoreStepAction.REPLACE
     if step.kind == "symlink":
         same = stat.S_ISLNK(st.st_mode) and os.readlink(step.destination) == step.link_target
-        return "unchanged" if same else "replace"
+        return RestoreStepAction.UNCHANGED if same else RestoreStepAction.REPLACE
     if not stat.S_ISREG(st.st_mode) or st.st_size != step.size or step.sha256 is None:
-        return "replace"
-    return "unchanged" if sha256_file(step.destination) == step.sha256 else "replace"
-
-
-def _statekit_steps(manifest: dict[str, Any], root: str, target: Path | None, state_dir: Path) -> list[RestoreStep]:
-    steps = []
-    for asset in manifest["assets"]:
-        where = mf.payload_rel(asset["archive_path"], root)
-        if where is None:
-            raise VerificationError(f"asset {asset['id']}: archive path outside the payload")
-        root_id, rel = where
-        rel_parts = PurePosixPath(rel).parts
-        if root_id == "state":
-            base = target if target is not None else state_dir
-            destination = base.joinpath(*rel_parts)
-            aside = "/".join(("state", rel)) if rel else "state"
-        else:
-            base = target.joinpath(".statekit", "external", root_id) if target is not None else None
-            destination = base.joinpath(*rel_parts) if base is not None else Path(asset["source_path"])
-            aside = "/".join(p for p in ("external", root_id, rel) if p)
-        kind = "symlink" if asset["kind"] == "symlink" else asset["kind"]
-        steps.append(
-            RestoreStep(
-                archive_path=asset["archive_path"],
-                destination=destination,
-                kind=kind,
-                action="create",
-                mode=asset["mode"] if kind == "dir" else _file_mode(kind, asset["role"], asset["mode"]),
-                mtime=asset["mtime"],
-                sha256=asset.get("sha256"),
-                size=asset["size"],
-                link_target=asset.get("link_target"),
-                link_scope=asset.get("link_scope"),
-                aside_rel=aside,
-                base=base,
-            )
-        )
-    return steps
-
-
-def _openclaw_steps(report: VerifyReport, base: Path) -> tuple[list[RestoreStep], list[ocf.Placement]]:
-    """Every entry of a verified OpenClaw archive, placed below ``base`` (the state dir being restored)."""
-    manifest = report.manifest or {}
-    root = manifest["archiveRoot"]
-    placed = ocf.placements(manifest, set(report.oc_members))
-    metadata = {f"{root}/{ocf.MANIFEST_NAME}", f"{root}/{ocf.DIGESTS_NAME}"}
-    steps: list[RestoreStep] = []
-    for name, member in report.oc_members.items():
-        if name in metadata:
-            continue
-        hit = ocf.place_member(name, placed)
-        if hit is None:
-            continue  # an ancestor directory of the asset paths (payload/posix/...): nothing of the install
-        placement, rel = hit
-        destination = base.joinpath(*PurePosixPath(rel).parts) if rel else base
-        private = placement.kind == "credentials" or rel == "credentials" or rel.startswith("credentials/")
-        if member.kind == "dir":
-            kind, mode = "dir", (member.mode & 0o7777) | 0o700
-        elif member.kind == "symlink":
-            kind, mode = "symlink", 0o777
-        else:
-            kind = "sqlite" if member.db is not None else "file"
-            mode = _file_mode(kind, "credentials" if private else "state", member.mode)
-        steps.append(
-            RestoreStep(
-                archive_path=name,
-                destination=destination,
-                kind=kind,
-                action="create",
-                mode=mode,
-                mtime=member.mtime,
-                sha256=member.sha256,
-                size=member.size,
-                link_target=member.linkname if kind == "symlink" else None,
-                aside_rel="/".join(("state", rel)) if rel else "state",
-                base=base,
-                copy_from=member.linkname if member.kind == "hardlink" else None,
-            )
-        )
-    return steps, placed
-
-
-def _relocations(placed: list[ocf.Placement], base: Path) -> tuple[list[dict[str, str]], list[str]]:
-    moved = [p for p in placed if p.relocated]
-    rows = [{"kind": p.kind, "source_path": p.source_path, "destination": str(base.joinpath(*PurePosixPath(p.dest_rel).parts))}
-            for p in moved]
-    notes = [f"{r['kind']} {r['source_path']} lived outside the state dir: restored to {r['destination']} "
-             f"(the config may still name {r['source_path']}; move it there or change the config)" for r in rows]
-    for p in placed:
-        if not p.relocated and p.kind in ("config", "credentials"):
-            notes.append(f"{p.kind} {p.source_path} (outside the state dir in the archive) restored as {base / p.dest_rel}")
-    return rows, notes
+        return RestoreStepAction.REPLACE
+    return RestoreStepAction.UNCHANGED if sha256_file(step.destination) == step.sha256 else RestoreStepAction.REPLACE
 
 
 def _check_target(target: Path, live_state: Path | None) -> None:
@@ -243,8 +132,10 @@ def _check_target(target: Path, live_state: Path | None) -> None:
 # --------------------------------------------------------------------------- writing helpers
 
 
-def _write_member(handle, dest: Path, size: int, sha256: str | None, progress: Progress) -> None:
+def _write_member(handle: IO[bytes] | None, dest: Path, size: int, sha256: str | None, progress: Progress) -> None:
     """Write ``size`` bytes to a new file (0600 while written), hashing; fsync; check the hash."""
+    if handle is None:  # tarfile gives no reader for a non-regular member: verify checked the kinds already
+        raise VerificationError(f"{dest}: archive member is not a regular file")
     digest = hashlib.sha256()
     fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), PRIVATE_FILE_MODE)
     try:
@@ -437,15 +328,15 @@ class _Planner:
             if component in self._status:
                 continue
             if self._status.get(component.parent) in ("create", "swap") or not os.path.lexists(component):
-                status = "create"
+                fate = "create"
             elif os.path.isdir(component) and not os.path.islink(component):
-                status = "dir"
+                fate = "dir"
             else:
-                status = "swap"
+                fate = "swap"
                 rel = aside_rel if component == directory and aside_rel else self._rel_aside(component)
                 self.swaps.append([str(component), str(self.aside_for(component, rel))])
-            self._status[component] = status
-            if status != "dir":
+            self._status[component] = fate
+            if fate != "dir":
                 self.created.append(component)
 
 
@@ -474,9 +365,9 @@ def _plan_journal(steps: list[RestoreStep], state_dir: Path, archive: Path, fmt:
     pre_restore = statekit_dir(state_dir) / "pre-restore"
     aside_root = _fresh_aside_root(pre_restore, stamp)
     planner = _Planner(state_dir, aside_root, stamp)
-    todo = [s for s in steps if s.action != "unchanged"]
+    todo = [s for s in steps if s.action != RestoreStepAction.UNCHANGED]
     for step in sorted((s for s in todo if s.kind == "dir"), key=lambda s: len(s.destination.parts)):
-        planner.need_dir(step.destination, step.base, step.aside_rel if step.action == "replace" else None)
+        planner.need_dir(step.destination, step.base, step.aside_rel if step.action == RestoreStepAction.REPLACE else None)
     for step in todo:
         if step.kind != "dir":
             planner.need_dir(step.destination.parent, step.base)
@@ -485,7 +376,7 @@ def _plan_journal(steps: list[RestoreStep], state_dir: Path, archive: Path, fmt:
     for step in todo:
         if step.kind == "dir":
             continue
-        aside = planner.aside_for(step.destination, step.aside_rel) if step.action == "replace" else None
+        aside = planner.aside_for(step.destination, step.aside_rel) if step.action == RestoreStepAction.REPLACE else None
         sidecars = []
         if step.kind == "sqlite":
             for suffix in SIDECARS:
@@ -499,10 +390,10 @@ def _plan_journal(steps: list[RestoreStep], state_dir: Path, archive: Path, fmt:
         if step.kind != "dir":
             continue
         try:
-            before = stat.S_IMODE(os.stat(step.destination).st_mode) if step.action == "unchanged" else PRIVATE_DIR_MODE
+            before = stat.S_IMODE(os.stat(step.destination).st_mode) if step.action == RestoreStepAction.UNCHANGED else PRIVATE_DIR_MODE
         except OSError:
             before = PRIVATE_DIR_MODE
-        if step.action != "unchanged" or before != step.mode & 0o7777:
+        if step.action != RestoreStepAction.UNCHANGED or before != step.mode & 0o7777:
             dir_modes.append([str(step.destination), before, step.mode & 0o7777])
     return RestoreJournal(
         path=statekit_dir(state_dir) / "restore-journal.json", state_dir=str(state_dir), archive=str(archive),
@@ -520,7 +411,7 @@ def _place(journal: RestoreJournal, step: JournalStep) -> bool:
 def _stage(archive: Path, compression: str, steps: list[RestoreStep], journal: RestoreJournal, progress: Progress) -> None:
     """Write every changed file and link as its staged copy (hash-checked, fsynced)."""
     staged = {Path(s.dest): Path(s.staged) for s in journal.steps}
-    todo = {s.archive_path: s for s in steps if s.action != "unchanged" and s.kind != "dir"}
+    todo = {s.archive_path: s for s in steps if s.action != RestoreStepAction.UNCHANGED and s.kind != "dir"}
     everything = {s.archive_path: s for s in steps}
     for tar, member in _iter_payload(archive, compression):
         step = todo.get(_member_key(member))
@@ -613,23 +504,19 @@ def restore_archive(
     if not report.ok:
         more = f" (+{len(report.problems) - 1} more)" if len(report.problems) > 1 else ""
         raise VerificationError(f"{path}: archive failed verification, nothing was restored: {report.problems[0]}{more}")
-    assert report.manifest is not None
     target = Path(os.path.abspath(target)) if target is not None else None
-    if report.format == OPENCLAW:
-        return _restore_openclaw(path, report, target, state_dir, dry_run, progress)
-    root = report.root or ""
-    live_state = Path(os.path.abspath(state_dir)) if state_dir is not None else Path(report.manifest["state_dir"])
+    live_state = _live_state_dir(report, state_dir)
     if target is not None:
         _check_target(target, live_state)
-        steps = _statekit_steps(report.manifest, root, target, live_state)
-        result = RestoreResult(path, report.format, "target", target, steps, dry_run)
+    steps, relocated, notes = _plan_steps(report, target, live_state)
+    if target is not None:
+        result = RestoreResult(path, report.format, "target", target, steps, dry_run, notes=notes, relocated=relocated)
         if not dry_run:
             _restore_to_target(path, report, steps, target, progress)
         return result
-    steps = _statekit_steps(report.manifest, root, None, live_state)
     for step in steps:
         step.action = _current_action(step)
-    result = RestoreResult(path, report.format, "in-place", live_state, steps, dry_run)
+    result = RestoreResult(path, report.format, "in-place", live_state, steps, dry_run, notes=notes, relocated=relocated)
     if dry_run:
         _note_pending(live_state, result)
         return result
@@ -637,39 +524,33 @@ def restore_archive(
         raise UsageError(f"{live_state}: state dir does not exist; restore into a fresh directory with --target")
     _in_place(path, report, steps, live_state, result, progress)
     return result
+
+
+def _live_state_dir(report: VerifyReport, state_dir: Path | None) -> Path:
+    """The state dir an in-place restore replaces: ``state_dir``, else the manifest's (statekit) or the resolved one (OpenClaw:
+    never the paths its manifest records)."""
+    if report.format == OPENCLAW:
+        return resolve_state_dir(state_dir).path
+    assert report.manifest is not None
+    return Path(os.path.abspath(state_dir)) if state_dir is not None else Path(report.manifest.state_dir)
+
+
+def _plan_steps(report: VerifyReport, target: Path | None, live_state: Path) -> tuple[list[RestoreStep], list[dict[str, str]], list[str]]:
+    """Steps, relocated assets and notes, from the archive's own format module."""
+    if report.format == OPENCLAW:
+        assert report.openclaw_manifest is not None
+        base = target if target is not None else live_state
+        steps, placed = ocf.restore_steps(report, base)
+        relocated, notes = ocf.relocations(placed, base)
+        return steps, relocated, list(report.notes) + notes
+    assert report.manifest is not None
+    return skf.restore_steps(report.manifest, report.root or "", target, live_state), [], []
 
 
 def _note_pending(state_dir: Path, result: RestoreResult) -> None:
     journal = pending(state_dir) if state_dir.is_dir() else None
     if journal is not None:
         result.notes.append("pending: " + journal.describe())
-
-
-def _restore_openclaw(path: Path, report: VerifyReport, target: Path | None, state_dir: Path | None, dry_run: bool,
-                      progress: Progress) -> RestoreResult:
-    live_state = resolve_state_dir(state_dir).path
-    if target is not None:
-        _check_target(target, live_state)
-        steps, placed = _openclaw_steps(report, target)
-        result = RestoreResult(path, report.format, "target", target, steps, dry_run, notes=list(report.notes))
-        result.relocated, notes = _relocations(placed, target)
-        result.notes += notes
-        if not dry_run:
-            _restore_to_target(path, report, steps, target, progress)
-        return result
-    steps, placed = _openclaw_steps(report, live_state)
-    for step in steps:
-        step.action = _current_action(step)
-    result = RestoreResult(path, report.format, "in-place", live_state, steps, dry_run, notes=list(report.notes))
-    result.relocated, notes = _relocations(placed, live_state)
-    result.notes += notes
-    if dry_run:
-        _note_pending(live_state, result)
-        return result
-    if not live_state.is_dir():
-        raise UsageError(f"{live_state}: state dir does not exist; restore into a fresh directory with --target")
-    _in_place(path, report, steps, live_state, result, progress)
-    return result
 
 
 def abort_restore(state_dir: Path) -> Recovery | None:

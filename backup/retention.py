@@ -60,15 +60,15 @@ class PruneDecision:
         return {**self.archive.to_json(), "keep": self.keep, "reasons": self.reasons}
 
 
-def read_manifest_head(path: Path) -> dict[str, Any] | None:
-    """The manifest (first member) of a statekit archive, decompressing only that far."""
+def read_manifest_head(path: Path) -> mf.Manifest | None:
+    """The manifest (first member) of a statekit archive, decompressing only that far (None unless it is valid)."""
     try:
         with open_tar_stream(path, "zstd", 300 << 20) as (tar, _counter):
             member = tar.next()
             if member is None or not member.name.endswith("/" + mf.MANIFEST_NAME):
                 return None
             handle = tar.extractfile(member)
-            return mf.decode(handle.read()) if handle is not None else None
+            return mf.Manifest.parse(handle.read()) if handle is not None else None
     except (OSError, EOFError, ValueError, tarfile.TarError, zstandard.ZstdError):
         return None
 
@@ -94,7 +94,7 @@ def list_archives(output_dir: Path) -> list[ArchiveInfo]:
         assets = side.get("assets")
         if not isinstance(assets, int):
             head = read_manifest_head(path)
-            assets = len(head.get("assets") or []) if head else None
+            assets = len(head.assets) if head else None
         verified = side.get("verified")
         found.append(
             ArchiveInfo(path, created, path.stat().st_size, assets, verified if isinstance(verified, bool) else None, side.get("checked_at"))

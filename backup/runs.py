@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from statekit.db import BUSY_TIMEOUT_MS, Connection, SQLiteError, connect, immediate
 from statekit.layout import global_db_path
+from statekit.states import BackupRunStatus
 
 if TYPE_CHECKING:
     from statekit.backup.create import BackupResult
@@ -24,7 +25,7 @@ RUN_WINDOW = 200  # rows kept, newest first (OpenClaw keeps the same window)
 ERROR_LIMIT = 1200
 
 
-def run_summary(result: BackupResult, status: str, error: str | None = None) -> dict[str, Any]:
+def run_summary(result: BackupResult, status: BackupRunStatus, error: str | None = None) -> dict[str, Any]:
     manifest = result.manifest or {}
     totals = manifest.get("totals") or {}
     summary: dict[str, Any] = {
@@ -45,7 +46,7 @@ def run_summary(result: BackupResult, status: str, error: str | None = None) -> 
 
 
 def record_backup_run(
-    conn: Connection, result: BackupResult, status: str, *, error: str | None = None, now_ms: int | None = None
+    conn: Connection, result: BackupResult, status: BackupRunStatus, *, error: str | None = None, now_ms: int | None = None
 ) -> None:
     """Insert the run's row (``status`` ``ok`` or ``failed``) and keep the newest 200 rows."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
@@ -62,7 +63,7 @@ def record_backup_run(
         )
 
 
-def record_in_state_dir(state_dir: Path, result: BackupResult, status: str, *, error: str | None = None) -> str | None:
+def record_in_state_dir(state_dir: Path, result: BackupResult, status: BackupRunStatus, *, error: str | None = None) -> str | None:
     """Record into the state dir's global DB when it (and its table) exist; returns a warning or None.
 
     Best effort: a recording failure never turns a good backup into a failed command.
@@ -101,7 +102,8 @@ def mark_interrupted(state_dir: Path, run_ids: list[str]) -> None:
         if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'backup_runs'").fetchone() is None:
             return
         marks = ",".join("?" * len(run_ids))
-        rows = conn.execute(f"SELECT id, archive_path, manifest_json FROM backup_runs WHERE status = 'ok' AND id IN ({marks})", run_ids).fetchall()
+        rows = conn.execute(f"SELECT id, archive_path, manifest_json FROM backup_runs WHERE status = ? AND id IN ({marks})",
+                            [BackupRunStatus.OK, *run_ids]).fetchall()
         for run_id, archive, manifest in rows:
             if archive and Path(archive).is_file():
                 continue  # published after all (killed while cleaning up)
@@ -110,10 +112,10 @@ def mark_interrupted(state_dir: Path, run_ids: list[str]) -> None:
             except ValueError:
                 summary = {}
             summary = summary if isinstance(summary, dict) else {}
-            summary.update(status="failed", verified=False, error="interrupted before the archive was published")
+            summary.update(status=BackupRunStatus.FAILED, verified=False, error="interrupted before the archive was published")
             conn.execute(
-                "UPDATE backup_runs SET status = 'failed', manifest_json = ? WHERE id = ?",
-                (json.dumps(summary, separators=(",", ":"), ensure_ascii=False), run_id),
+                "UPDATE backup_runs SET status = ?, manifest_json = ? WHERE id = ?",
+                (BackupRunStatus.FAILED, json.dumps(summary, separators=(",", ":"), ensure_ascii=False), run_id),
             )
     except SQLiteError:
         return

@@ -37,8 +37,9 @@ import jsonschema
 from statekit.db import Connection, table_columns
 from statekit.errors import SchemaError, SourceError
 from statekit.layout import DEFAULT_AGENT_ID, is_valid_agent_id, normalize_agent_id
+from statekit.states import ReaderAction
 
-ACTIONS = ("import", "import+archive", "drop", "deferred", "retain")
+ACTIONS: tuple[str, ...] = tuple(action.value for action in ReaderAction)
 
 
 @dataclass(frozen=True)

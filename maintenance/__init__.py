@@ -4,7 +4,7 @@ Usable from Python without the CLI::
 
     from statekit.maintenance.inspect import inspect_state
     from statekit.maintenance.recover import recover
-    from statekit.maintenance.sessions import delete_session
+    from statekit.maintenance.sessions import change_session, restore_session_archive
 
 Each module is one command: ``inspect`` (health of every database and what
 is left to do), ``history`` (the runs recorded in ``migration_runs``),

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from statekit.db import SQLiteError, is_sqlite_file, read_only_view, table_names
-from statekit.errors import StatekitError
+from statekit.errors import ExitCode, StatekitError
 from statekit.layout import global_db_path
 
 
@@ -49,15 +49,15 @@ def _json(text: Any) -> dict[str, Any]:
 def _migration_row(row: tuple[Any, ...]) -> dict[str, Any]:
     run_id, started, finished, status, report_json = row
     report = _json(report_json)
-    counts = report.get("counts") if isinstance(report.get("counts"), dict) else {}
-    sources = report.get("sources") if isinstance(report.get("sources"), list) else []
+    counts: dict[str, Any] = report["counts"] if isinstance(report.get("counts"), dict) else {}
+    sources: list[Any] = report["sources"] if isinstance(report.get("sources"), list) else []
     if not counts and sources:
         for source in sources:
             if isinstance(source, dict):
                 key = str(source.get("status") or source.get("action") or "?")
                 counts[key] = counts.get(key, 0) + 1
-    warnings = report.get("warnings") if isinstance(report.get("warnings"), list) else []
-    errors = report.get("errors") if isinstance(report.get("errors"), list) else []
+    warnings: list[Any] = report["warnings"] if isinstance(report.get("warnings"), list) else []
+    errors: list[Any] = report["errors"] if isinstance(report.get("errors"), list) else []
     return {
         "id": run_id,
         "kind": report.get("kind") or "legacy-state",
@@ -98,7 +98,7 @@ def read_history(state_dir: Path, limit: int | None = None) -> History:
     if not history.present:
         return history
     if not is_sqlite_file(path):
-        raise StatekitError(f"{path}: not a SQLite database", exit_code=5)
+        raise StatekitError(f"{path}: not a SQLite database", exit_code=ExitCode.VERIFY_FAILED)
     clause = f" LIMIT {int(limit)}" if limit else ""
     try:
         with read_only_view(path) as conn:
@@ -118,7 +118,7 @@ def read_history(state_dir: Path, limit: int | None = None) -> History:
                     )
                 ]
     except SQLiteError as exc:
-        raise StatekitError(f"{path}: cannot read: {exc}", exit_code=5) from None
+        raise StatekitError(f"{path}: cannot read: {exc}", exit_code=ExitCode.VERIFY_FAILED) from None
     return history
 
 

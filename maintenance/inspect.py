@@ -42,10 +42,11 @@ from statekit.errors import ExitCode, SourceError, StatekitError
 from statekit.fsutil import read_regular_file
 from statekit.layout import AGENT_DB_NAME, ResolvedStateDir, agent_db_path, global_db_path, is_valid_agent_id, normalize_agent_id
 from statekit.schema import ROLE_AGENT, ROLE_GLOBAL, SCHEMA_VERSION, canonical_differences
+from statekit.states import PlanProblem, ReaderAction, SourceOutcome
 
 SAMPLE = 10
-PENDING_ACTIONS = ("import", "import+archive", "drop", "already-imported")
-PROBLEM_ACTIONS = ("unreadable", "conflict")
+PENDING_ACTIONS = (ReaderAction.IMPORT, ReaderAction.IMPORT_ARCHIVE, ReaderAction.DROP, SourceOutcome.ALREADY_IMPORTED)
+PROBLEM_ACTIONS: tuple[str, ...] = tuple(problem.value for problem in PlanProblem)
 
 # name -> (tables needed, FROM/WHERE clause selecting the orphan rows as ``e``)
 ORPHAN_CHECKS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -346,7 +347,7 @@ def inspect_state(resolved: ResolvedStateDir | Path, agent: str | None = None, e
     counts: dict[str, int] = {}
     for items in [d.legacy_files for d in report.databases] + [report.legacy_unassigned]:
         for item in items:
-            if item["action"] in ("deferred", "retain"):
+            if item["action"] in (ReaderAction.DEFERRED, ReaderAction.RETAIN):
                 counts[item["action"]] = counts.get(item["action"], 0) + 1
     for action, count in sorted(counts.items()):
         report.notes.append(f"{count} legacy file(s) left on disk on purpose ({action})")

@@ -44,6 +44,7 @@ from statekit.errors import ExitCode, StatekitError
 from statekit.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, fsync_dir, sha256_file
 from statekit.layout import global_db_path, lock_path, migrated_dir
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
+from statekit.states import RecoverStatus, RunStatus
 
 _SELECT = (
     "SELECT source_key, source_path, status, last_run_id, removed_source, source_sha256, report_json"
@@ -55,7 +56,7 @@ _SELECT = (
 class RecoverItem:
     kind: str
     path: str
-    status: str  # recovered | would-recover | already-in-place | conflict | missing | hash-mismatch | not-retired | error
+    status: RecoverStatus
     size: int | None = None
     retired_to: str | None = None
     message: str | None = None
@@ -83,7 +84,7 @@ class RecoverReport:
 
     @property
     def exit_code(self) -> ExitCode:
-        if any(i.status == "hash-mismatch" for i in self.items):
+        if any(i.status == RecoverStatus.HASH_MISMATCH for i in self.items):
             return ExitCode.VERIFY_FAILED
         return ExitCode.WARNINGS if self.errors else ExitCode.OK
 
@@ -179,7 +180,7 @@ def _file_sha(path: Path) -> str | None:
 def _recover_one(state_dir: Path, receipt: Receipt, dry_run: bool) -> tuple[RecoverItem, bool]:
     """Returns (item, whether the receipt is to be marked recovered)."""
     kind = str(receipt.report.get("kind") or "?")
-    item = RecoverItem(kind, receipt.source_path, "error", receipt.report.get("size"))
+    item = RecoverItem(kind, receipt.source_path, RecoverStatus.ERROR, receipt.report.get("size"))
     rel = _safe_rel(receipt.source_path)
     if rel is None:
         item.message = f"{receipt.source_path}: receipt names a path outside the state dir; skipped"
@@ -187,7 +188,7 @@ def _recover_one(state_dir: Path, receipt: Receipt, dry_run: bool) -> tuple[Reco
     original = state_dir / rel
     retired = _retired_copy(state_dir, receipt)
     if retired is None:
-        item.status = "missing"
+        item.status = RecoverStatus.MISSING
         item.message = (f"{receipt.source_path}: deleted by --remove-sources, no retired copy to put back"
                         " (restore it from the pre-migration backup)")
         return item, False
@@ -203,30 +204,30 @@ def _recover_one(state_dir: Path, receipt: Receipt, dry_run: bool) -> tuple[Reco
     if os.path.lexists(original):
         current = _file_sha(original)
         if expected is not None and current == expected:
-            item.status = "already-in-place"
+            item.status = RecoverStatus.ALREADY_IN_PLACE
             if not dry_run:
                 _drop_statekit_copy(written, written_sha, original)
                 if retired.is_file() and _file_sha(retired) == expected:
                     retired.unlink()
             return item, not dry_run
         if not (written == original and current is not None and current == written_sha):
-            item.status = "conflict"
+            item.status = RecoverStatus.CONFLICT
             item.message = f"{receipt.source_path}: a different file exists at the original path; left alone"
             return item, False
     if written is not None and written != original and os.path.lexists(written) and _file_sha(written) != written_sha:
-        item.status = "conflict"
+        item.status = RecoverStatus.CONFLICT
         item.message = f"{receipt.report.get('written_path')}: changed since statekit wrote it; the old config was not put back"
         return item, False
     if not retired.is_file():
-        item.status = "missing"
+        item.status = RecoverStatus.MISSING
         item.message = f"{receipt.source_path}: retired copy {item.retired_to or retired.name} is missing"
         return item, False
     if expected is not None and sha256_file(retired) != expected:
-        item.status = "hash-mismatch"
+        item.status = RecoverStatus.HASH_MISMATCH
         item.message = f"{receipt.source_path}: retired copy does not match the SHA-256 in its receipt; left alone"
         return item, False
     if dry_run:
-        item.status = "would-recover"
+        item.status = RecoverStatus.WOULD_RECOVER
         return item, False
     original.parent.mkdir(parents=True, exist_ok=True)
     if written == original:
@@ -240,12 +241,12 @@ def _recover_one(state_dir: Path, receipt: Receipt, dry_run: bool) -> tuple[Reco
         try:
             _place(retired, original, expected)
         except FileExistsError:
-            item.status = "conflict"
+            item.status = RecoverStatus.CONFLICT
             item.message = f"{receipt.source_path}: a file appeared at the original path; left alone"
             return item, False
         _drop_statekit_copy(written, written_sha, original)
     remove_empty_parents(retired.parent, migrated_dir(state_dir, receipt.last_run_id).parent)
-    item.status = "recovered"
+    item.status = RecoverStatus.RECOVERED
     return item, True
 
 
@@ -278,11 +279,11 @@ def recover(state_dir: Path, run_id: str, *, dry_run: bool = False) -> RecoverRe
             started = _now_ms()
             close_interrupted_runs(conn, started)  # we hold the lock: any statekit run still 'running' was killed
             conn.execute(
-                "INSERT INTO migration_runs(id, started_at, finished_at, status, report_json) VALUES (?, ?, NULL, 'running', ?)",
-                (report.recover_run_id, started, json.dumps({"kind": "recover", "recovers_run_id": run_id}, sort_keys=True)),
+                "INSERT INTO migration_runs(id, started_at, finished_at, status, report_json) VALUES (?, ?, NULL, ?, ?)",
+                (report.recover_run_id, started, RunStatus.RUNNING, json.dumps({"kind": "recover", "recovers_run_id": run_id}, sort_keys=True)),
             )
             _collect(state_dir, receipts, report, conn, report.recover_run_id)
-            status = "warning" if report.errors else "completed"
+            status = RunStatus.WARNING if report.errors else RunStatus.COMPLETED
             summary = {"kind": "recover", "recovers_run_id": run_id, "counts": report.counts(),
                        "sources": [i.to_json() for i in report.items], "errors": report.errors}
             conn.execute(
@@ -303,11 +304,11 @@ def _collect(state_dir: Path, receipts: list[Receipt], report: RecoverReport, co
         try:
             item, mark = _recover_one(state_dir, receipt, report.dry_run)
         except OSError as exc:
-            item = RecoverItem(str(receipt.report.get("kind") or "?"), receipt.source_path, "error",
+            item = RecoverItem(str(receipt.report.get("kind") or "?"), receipt.source_path, RecoverStatus.ERROR,
                                message=f"{receipt.source_path}: {exc.strerror or exc}")
             mark = False
         report.items.append(item)
-        if item.message and item.status not in ("already-in-place",):
+        if item.message and item.status not in (RecoverStatus.ALREADY_IN_PLACE,):
             report.errors.append(item.message)
         if mark and conn is not None and recover_id is not None:
             with immediate(conn):

@@ -11,6 +11,7 @@ from typing import Any
 
 from statekit.db import Connection, Row, is_sqlite_file, read_only_view, table_names
 from statekit.layout import global_db_path
+from statekit.states import ReceiptStatus, RunStatus
 
 MIGRATION_KIND = "legacy-state"
 
@@ -27,7 +28,7 @@ def source_key(
 class Receipt:
     source_key: str
     source_path: str
-    status: str
+    status: str  # a ReceiptStatus value (read back as stored)
     last_run_id: str
     removed_source: bool
     source_sha256: str | None
@@ -71,7 +72,7 @@ def write_receipt(
     size: int,
     record_count: int | None,
     run_id: str,
-    status: str,
+    status: ReceiptStatus,
     now_ms: int,
     removed_source: bool,
     report: dict[str, Any],
@@ -112,28 +113,29 @@ def close_interrupted_runs(conn: Connection, now_ms: int) -> list[str]:
     Only rows statekit wrote (report kind ``legacy-state`` or ``recover``); anything else is left as it is.
     """
     rows = conn.execute(
-        "SELECT id FROM migration_runs WHERE status = 'running' AND json_valid(report_json)"
-        " AND json_extract(report_json, '$.kind') IN ('legacy-state', 'recover') ORDER BY started_at, id"
+        "SELECT id FROM migration_runs WHERE status = ? AND json_valid(report_json)"
+        " AND json_extract(report_json, '$.kind') IN ('legacy-state', 'recover') ORDER BY started_at, id",
+        (RunStatus.RUNNING,),
     ).fetchall()
     ids = [row[0] for row in rows]
     for run_id in ids:
         conn.execute(
-            "UPDATE migration_runs SET finished_at = ?, status = 'failed',"
-            " report_json = json_set(report_json, '$.status', 'failed', '$.interrupted', json('true'))"
-            " WHERE id = ? AND status = 'running'",
-            (now_ms, run_id),
+            "UPDATE migration_runs SET finished_at = ?, status = ?,"
+            " report_json = json_set(report_json, '$.status', ?, '$.interrupted', json('true'))"
+            " WHERE id = ? AND status = ?",
+            (now_ms, RunStatus.FAILED, RunStatus.FAILED, run_id, RunStatus.RUNNING),
         )
     return ids
 
 
 def open_run(conn: Connection, run_id: str, now_ms: int, report: dict[str, Any]) -> None:
     conn.execute(
-        "INSERT INTO migration_runs(id, started_at, finished_at, status, report_json) VALUES (?, ?, NULL, 'running', ?)",
-        (run_id, now_ms, json.dumps(report, ensure_ascii=False, sort_keys=True)),
+        "INSERT INTO migration_runs(id, started_at, finished_at, status, report_json) VALUES (?, ?, NULL, ?, ?)",
+        (run_id, now_ms, RunStatus.RUNNING, json.dumps(report, ensure_ascii=False, sort_keys=True)),
     )
 
 
-def close_run(conn: Connection, run_id: str, now_ms: int, status: str, report: dict[str, Any]) -> None:
+def close_run(conn: Connection, run_id: str, now_ms: int, status: RunStatus, report: dict[str, Any]) -> None:
     conn.execute(
         "UPDATE migration_runs SET finished_at = ?, status = ?, report_json = ? WHERE id = ?",
         (now_ms, status, json.dumps(report, ensure_ascii=False, sort_keys=True), run_id),

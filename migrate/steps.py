@@ -39,6 +39,7 @@ from statekit.migrate.config_openclaw96 import OPENCLAW_RELEASE, config_problems
 from statekit.migrate.receipts import source_key, write_receipt
 from statekit.migrate.relocate import marker_path, read_marker, relocation_steps
 from statekit.migrate.retire import retired_path
+from statekit.states import ReceiptStatus
 from statekit.db import BUSY_TIMEOUT_MS, SQLiteError, connect, immediate
 from statekit.errors import SourceError
 from statekit.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, ensure_private_dir, fsync_dir, read_regular_file, sha256_bytes
@@ -285,7 +286,7 @@ def _record_config_receipt(
         with immediate(conn):
             write_receipt(
                 conn, key=key, rel=rel, target_tables=(), sha256=sha, size=len(old), record_count=None, run_id=run_id,
-                status="completed", now_ms=int(time.time() * 1000), removed_source=True,
+                status=ReceiptStatus.COMPLETED, now_ms=int(time.time() * 1000), removed_source=True,
                 report={
                     "kind": CONFIG_KIND, "path": rel, "sha256": sha, "size": len(old), "mtime_ms": mtime_ms,
                     "written_path": target, "written_sha256": sha256_bytes(new),

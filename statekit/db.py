@@ -36,7 +36,7 @@ import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -134,7 +134,7 @@ def _first_run_check(cursor: apsw.Cursor, sql: str, bindings: Any) -> bool:
 # ---------------------------------------------------------------------------- rows and cursors
 
 
-class Row(tuple):  # type: ignore[type-arg]
+class Row(tuple):
     """A result row readable by position and by column name (case-insensitive), like ``sqlite3.Row``."""
 
     _names: tuple[str, ...]
@@ -173,7 +173,7 @@ class Cursor(apsw.Cursor):
     _dml = False
     _rowcount = -1
 
-    def execute(self, statements: str, bindings: Any = None, **kwargs: Any) -> Cursor:  # type: ignore[override]
+    def execute(self, statements: str, bindings: Any = None, **kwargs: Any) -> Cursor:
         dml = _CHECKED.get(statements)
         if dml is None:  # first time this text runs: check it while it runs (one tracer call per statement)
             self._sql = statements
@@ -189,7 +189,7 @@ class Cursor(apsw.Cursor):
         self._rowcount = self.connection.changes() if dml else -1
         return self
 
-    def executemany(self, statements: str, sequenceofbindings: Iterable[Any], **kwargs: Any) -> Cursor:  # type: ignore[override]
+    def executemany(self, statements: str, sequenceofbindings: Iterable[Any], **kwargs: Any) -> Cursor:
         """Run ``statements`` once per binding set; ``rowcount`` is the sum of the rows each run changed."""
         total = 0
         checked = False
@@ -251,6 +251,11 @@ class Connection(apsw.Connection):
         # Deleted rows are overwritten, not left in free pages: the OS library Python's sqlite3 used
         # (Debian's) is built with SECURE_DELETE, apsw's bundled one is not. Touches no file here.
         self.execute("PRAGMA secure_delete = ON")
+
+    if TYPE_CHECKING:  # cursor_factory makes every cursor a Cursor: say so to the type checker
+        def cursor(self) -> Cursor: ...
+
+        def execute(self, statements: str, bindings: Any = None, **kwargs: Any) -> Cursor: ...
 
     def executescript(self, statements: str) -> Cursor:
         cursor: Cursor = self.cursor()

@@ -1,12 +1,13 @@
 """One error hierarchy; each error carries the exit code of the contract.
 
-Exit codes (all commands): 0 success, 1 fatal error, 2 usage error,
-3 finished with warnings, 4 busy (lock held or gateway running),
-5 verification failed (backup/restore integrity).
+The exit codes are defined here once (:class:`ExitCode` and its summaries); the CLI help texts are
+rendered from them (:func:`describe_exit_codes`) and tests/core/test_exit_codes.py checks that the
+README and docs say the same.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import IntEnum
 
 
@@ -17,6 +18,32 @@ class ExitCode(IntEnum):
     WARNINGS = 3
     BUSY = 4
     VERIFY_FAILED = 5
+
+    @property
+    def summary(self) -> str:
+        """What the code means for every command ("finished with warnings")."""
+        return EXIT_CODE_SUMMARIES[self]
+
+
+EXIT_CODE_SUMMARIES: dict[ExitCode, str] = {
+    ExitCode.OK: "success",
+    ExitCode.FATAL: "fatal error",
+    ExitCode.USAGE: "usage error",
+    ExitCode.WARNINGS: "finished with warnings",
+    ExitCode.BUSY: "busy (lock held or gateway running)",
+    ExitCode.VERIFY_FAILED: "verification failed",
+}
+
+
+def describe_exit_codes(meanings: Mapping[ExitCode, str | None] | None = None) -> str:
+    """One ``Exit codes: 0 success, 1 fatal error, ...`` sentence, in code order.
+
+    ``meanings`` names the codes a command can return (a command-specific meaning, or None for the
+    summary); without it, every code with its summary.
+    """
+    chosen: Mapping[ExitCode, str | None] = meanings if meanings is not None else dict.fromkeys(ExitCode)
+    parts = [f"{int(code)} {text or code.summary}" for code, text in sorted(chosen.items())]
+    return "Exit codes: " + ", ".join(parts) + "."
 
 
 class StatekitError(Exception):

@@ -14,13 +14,13 @@ import typer
 
 from statekit import __version__
 from statekit.db import engine_description
+from statekit.errors import describe_exit_codes
 
-HELP = """Upgrade OpenClaw's legacy JSON/JSONL state to SQLite, and back that state up safely.
+HELP = f"""Upgrade OpenClaw's legacy JSON/JSONL state to SQLite, and back that state up safely.
 
 Run it offline, with the gateway stopped. Start with `statekit plan`.
 
-Exit codes: 0 success, 1 fatal error, 2 usage error, 3 finished with warnings,
-4 busy (lock held or gateway running), 5 verification failed.
+{describe_exit_codes()}
 """
 
 

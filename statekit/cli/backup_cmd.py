@@ -17,11 +17,11 @@ from statekit.backup.restore import RestoreResult, abort_restore, resume_restore
 from statekit.backup.retention import list_archives, prune_archives, record_verify_result
 from statekit.backup.verify import VerifyReport
 from statekit.cli.common import DryRunOpt, JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, run_command
-from statekit.errors import BusyError, ExitCode, StatekitError, UsageError
+from statekit.errors import BusyError, ExitCode, StatekitError, UsageError, describe_exit_codes
 from statekit.layout import resolve_state_dir
 from statekit.output import Output, human_size, table
 
-EXIT_CODES = "Exit codes: 0 ok, 1 fatal, 2 usage, 4 busy (lock held or gateway running), 5 verification failed."
+EXIT_CODES = describe_exit_codes(dict.fromkeys((ExitCode.OK, ExitCode.FATAL, ExitCode.USAGE, ExitCode.BUSY, ExitCode.VERIFY_FAILED)))
 
 OutputOpt = Annotated[
     Path | None,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 

@@ -9,11 +9,19 @@ import typer
 
 from statekit.maintenance.history import History, read_history
 from statekit.cli.common import JsonOpt, QuietOpt, StateDirOpt, run_command
-from statekit.errors import ExitCode
+from statekit.errors import ExitCode, describe_exit_codes
 from statekit.layout import resolve_state_dir
 from statekit.output import Output, table
 
-HELP = """Show the migration runs (migrate, recover) and backup runs recorded in state/openclaw.sqlite. Read-only.
+# The codes this command returns, and what each means here (None: the summary in statekit.errors).
+EXIT_CODES: dict[ExitCode, str | None] = {
+    ExitCode.OK: "shown (also when there is no history yet)",
+    ExitCode.FATAL: None,
+    ExitCode.USAGE: None,
+    ExitCode.VERIFY_FAILED: "the global database is unreadable",
+}
+
+HELP = f"""Show the migration runs (migrate, recover) and backup runs recorded in state/openclaw.sqlite. Read-only.
 
 Example:
 
@@ -21,7 +29,7 @@ Example:
     statekit history
     statekit history --limit 5 --json
 
-Exit codes: 0 shown (also when there is no history yet), 5 the global database is unreadable, 1 fatal.
+{describe_exit_codes(EXIT_CODES)}
 """
 
 
@@ -43,8 +51,8 @@ def render(history: History) -> str:
         lines.append("  none")
     lines += ["", "Backup runs:"]
     if history.backup_runs:
-        rows = [(_when(r["created_at"]), r["status"], r["id"], r["archive_path"]) for r in history.backup_runs]
-        lines += ["  " + line for line in table(("CREATED", "STATUS", "RUN", "ARCHIVE"), rows).splitlines()]
+        backup_rows = [(_when(r["created_at"]), r["status"], r["id"], r["archive_path"]) for r in history.backup_runs]
+        lines += ["  " + line for line in table(("CREATED", "STATUS", "RUN", "ARCHIVE"), backup_rows).splitlines()]
     else:
         lines.append("  none")
     return "\n".join(lines)

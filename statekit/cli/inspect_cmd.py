@@ -8,11 +8,20 @@ import typer
 
 from statekit.maintenance.inspect import InspectReport, inspect_state
 from statekit.cli.common import JsonOpt, QuietOpt, StateDirOpt, run_command
-from statekit.errors import ExitCode, UsageError
+from statekit.errors import ExitCode, UsageError, describe_exit_codes
 from statekit.layout import resolve_state_dir
 from statekit.output import Output, table
 
-HELP = """Check every statekit database of a state dir. Read-only: no lock, no WAL/SHM file.
+# The codes this command returns, and what each means here (None: the summary in statekit.errors).
+EXIT_CODES: dict[ExitCode, str | None] = {
+    ExitCode.OK: "healthy",
+    ExitCode.FATAL: None,
+    ExitCode.USAGE: None,
+    ExitCode.WARNINGS: "findings (listed)",
+    ExitCode.VERIFY_FAILED: "corruption (a database fails its checks)",
+}
+
+HELP = f"""Check every statekit database of a state dir. Read-only: no lock, no WAL/SHM file.
 
 Per database: role, agent id, user_version, integrity_check,
 foreign_key_check, row counts, orphans (events without a session,
@@ -26,7 +35,7 @@ Example:
     statekit inspect --all-agents
     statekit inspect --agent work --json > inspect.json
 
-Exit codes: 0 healthy, 3 findings (listed), 5 corruption (a database fails its checks), 1 fatal.
+{describe_exit_codes(EXIT_CODES)}
 """
 
 

@@ -11,11 +11,22 @@ from statekit.migrate.apply import MigrateOptions, MigrationReport, migrate
 from statekit.migrate.plan import build_plan
 from statekit.cli.common import JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, run_command
 from statekit.cli.plan_cmd import render_plan
-from statekit.errors import ExitCode
+from statekit.errors import ExitCode, describe_exit_codes
 from statekit.layout import resolve_state_dir
 from statekit.output import Output, table
+from statekit.states import SourceOutcome
 
-HELP = """Import legacy state files into SQLite (gateway stopped, offline).
+# The codes this command returns, and what each means here (None: the summary in statekit.errors).
+EXIT_CODES: dict[ExitCode, str | None] = {
+    ExitCode.OK: "done",
+    ExitCode.FATAL: None,
+    ExitCode.USAGE: None,
+    ExitCode.WARNINGS: "some sources could not be imported in this run (named)",
+    ExitCode.BUSY: None,
+    ExitCode.VERIFY_FAILED: "the pre-migration backup failed verification",
+}
+
+HELP = f"""Import legacy state files into SQLite (gateway stopped, offline).
 
 Takes the state-dir lock, makes a verified pre-migration backup, imports
 each source in one transaction with its receipt, validates the rows, then
@@ -30,8 +41,7 @@ Example:
     statekit migrate --state-dir ~/.openclaw --yes
     statekit migrate --yes --json > migrate-report.json
 
-Exit codes: 0 done, 3 some sources could not be imported in this run
-(named), 4 busy, 1 fatal. A source that failed before and has not changed
+{describe_exit_codes(EXIT_CODES)} A source that failed before and has not changed
 is not retried (it is named as a note; --retry-failed tries it again).
 """
 
@@ -45,7 +55,7 @@ def render_report(report: MigrationReport) -> str:
         lines = [f"Run {report.run_id}: {report.status}"]
         if report.backup_path:
             lines.append(f"Pre-migration backup: {report.backup_path}")
-        active = [o for o in report.outcomes if o.status not in ("deferred", "retain")]
+        active = [o for o in report.outcomes if o.status not in (SourceOutcome.DEFERRED, SourceOutcome.RETAIN)]
         if active:
             lines += ["", table(("STATUS", "KIND", "PATH", "RECORDS"), [(o.status, o.kind, o.rel, "-" if o.records is None else o.records) for o in active])]
         lines += [f"Change: {change}" for change in report.changes]

@@ -8,11 +8,20 @@ import typer
 
 from statekit.migrate.plan import Plan, build_plan
 from statekit.cli.common import JsonOpt, QuietOpt, StateDirOpt, run_command
-from statekit.errors import ExitCode
+from statekit.errors import ExitCode, describe_exit_codes
 from statekit.layout import resolve_state_dir
 from statekit.output import Output, human_size, table
+from statekit.states import PlanProblem
 
-HELP = """Show what `statekit migrate` would do. Read-only: writes nothing, not even a lock.
+# The codes this command returns, and what each means here (None: the summary in statekit.errors).
+EXIT_CODES: dict[ExitCode, str | None] = {
+    ExitCode.OK: "plan made",
+    ExitCode.FATAL: None,
+    ExitCode.USAGE: None,
+    ExitCode.WARNINGS: "some sources are unreadable or conflict",
+}
+
+HELP = f"""Show what `statekit migrate` would do. Read-only: writes nothing, not even a lock.
 
 Every file under the state dir is classified: a legacy source (with its
 reader, record count, target tables and action), a current SQLite
@@ -24,7 +33,7 @@ Example:
     statekit plan --state-dir ~/.openclaw
     statekit plan --json > plan.json
 
-Exit codes: 0 plan made, 3 some sources are unreadable or conflict, 1 fatal.
+{describe_exit_codes(EXIT_CODES)}
 """
 
 
@@ -47,7 +56,7 @@ def render_plan(plan: Plan) -> str:
             for s in plan.sources
         ]
         lines += ["", table(("ACTION", "KIND", "PATH", "SIZE", "RECORDS", "TARGET"), rows)]
-    problems = [s for s in plan.sources if s.action in ("unreadable", "conflict")]
+    problems = [s for s in plan.sources if s.action in tuple(PlanProblem)]
     for s in problems:
         lines.append(f"  ! {s.reason}")
     for s in plan.sources:
@@ -71,7 +80,7 @@ def render_plan(plan: Plan) -> str:
 
 def plan_exit_code(plan: Plan) -> ExitCode:
     blocked_step = any(step.get("status") in ("refused", "unparseable") for step in plan.steps)
-    problems = any(s.action in ("unreadable", "conflict") for s in plan.sources)
+    problems = any(s.action in tuple(PlanProblem) for s in plan.sources)
     return ExitCode.WARNINGS if problems or blocked_step else ExitCode.OK
 
 

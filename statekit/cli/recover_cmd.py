@@ -9,11 +9,21 @@ import typer
 
 from statekit.maintenance.recover import RecoverReport, recover, write_report
 from statekit.cli.common import DryRunOpt, JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, run_command
-from statekit.errors import ExitCode
+from statekit.errors import ExitCode, describe_exit_codes
 from statekit.layout import resolve_state_dir
 from statekit.output import Output, table
 
-HELP = """Put the sources a migration run retired back at their original paths, byte-identical.
+# The codes this command returns, and what each means here (None: the summary in statekit.errors).
+EXIT_CODES: dict[ExitCode, str | None] = {
+    ExitCode.OK: "done",
+    ExitCode.FATAL: None,
+    ExitCode.USAGE: None,
+    ExitCode.WARNINGS: "some sources could not be put back (named)",
+    ExitCode.BUSY: None,
+    ExitCode.VERIFY_FAILED: "a retired copy fails its hash",
+}
+
+HELP = f"""Put the sources a migration run retired back at their original paths, byte-identical.
 
 Each retired copy under .statekit/migrated/<run_id>/ is checked against the
 SHA-256 in its receipt and moved back; a different file already at the
@@ -31,7 +41,7 @@ Example:
 --report writes a sanitized JSON report for a bug report (relative paths,
 counts, error lines; no secret, no message text).
 
-Exit codes: 0 done, 3 some sources could not be put back (named), 4 busy, 5 a retired copy fails its hash, 1 fatal.
+{describe_exit_codes(EXIT_CODES)}
 """
 
 

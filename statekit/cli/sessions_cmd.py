@@ -11,17 +11,26 @@ import typer
 from statekit.maintenance.sessions import (
     SessionChange,
     change_session,
-    list_archives,
+    list_session_archives,
     list_sessions,
     preview_change,
-    restore_archive,
+    restore_session_archive,
 )
 from statekit.cli.common import DryRunOpt, JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, run_command
-from statekit.errors import ExitCode
+from statekit.errors import ExitCode, describe_exit_codes
 from statekit.layout import resolve_state_dir
 from statekit.output import Output, table
 
-HELP = """Delete, reset, list and restore sessions in the per-agent SQLite store (gateway stopped).
+# The codes this command returns, and what each means here (None: the summary in statekit.errors).
+EXIT_CODES: dict[ExitCode, str | None] = {
+    ExitCode.OK: "done",
+    ExitCode.FATAL: "fatal error (no such key or database)",
+    ExitCode.USAGE: None,
+    ExitCode.BUSY: None,
+    ExitCode.VERIFY_FAILED: "archive verification failed",
+}
+
+HELP = f"""Delete, reset, list and restore sessions in the per-agent SQLite store (gateway stopped).
 
 A session's artifact family is its sessionId, the pre/post-compaction
 session ids of its checkpoints and its usageFamilySessionIds. Deleting or
@@ -36,7 +45,7 @@ Example:
     statekit sessions delete agent:main:telegram:group:-100:topic:5 --dry-run
     statekit sessions delete agent:main:telegram:group:-100:topic:5 --yes
 
-Exit codes: 0 done, 1 fatal (no such key or database), 2 usage, 4 busy, 5 archive verification failed.
+{describe_exit_codes(EXIT_CODES)}
 """
 
 AgentOpt = Annotated[str | None, typer.Option("--agent", help="Agent id (default: from an agent:<id>: key, else main).")]
@@ -156,7 +165,7 @@ Example:
         def body() -> ExitCode:
             state = resolve_state_dir(state_dir).path
             if archives:
-                found = list_archives(state, agent)
+                found = list_session_archives(state, agent)
                 rows = [(a["status"], a["agent_id"], a["reason"], a["session_key"], sum((a["rows"] or {}).values()),
                          a["archive"] if a["present"] else f"{a['archive']} (missing)") for a in found]
                 out.result({"archives": found}, lambda _d: table(("STATUS", "AGENT", "REASON", "KEY", "ROWS", "ARCHIVE"), rows)
@@ -194,7 +203,7 @@ Example:
             state = resolve_state_dir(state_dir).path
             if not dry_run:
                 confirm_or_refuse(out, f"Restore the rows of {archive}?", yes)
-            result = restore_archive(state, archive, dry_run=dry_run)
+            result = restore_session_archive(state, archive, dry_run=dry_run)
             counts = ", ".join(f"{t} {n}" for t, n in result.rows.items() if n) or "no rows"
             verb = "Would restore" if dry_run else "Restored"
             out.result(result.to_json(), lambda _d: f"{verb} {result.session_key} (agent {result.agent_id}, {result.reason}): {counts}")

@@ -37,7 +37,7 @@ def test_fresh_archive_verifies_and_is_not_modified(good):
     report = verify_archive(good)
     assert report.ok, report.problems
     assert report.format == "statekit"
-    assert report.assets_verified == report.manifest["totals"]["assets"]
+    assert report.manifest is not None and report.assets_verified == report.manifest.declared_totals["assets"]
     assert hashlib.sha256(good.read_bytes()).hexdigest() == before
 
 

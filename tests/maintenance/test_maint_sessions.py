@@ -14,11 +14,11 @@ from maint_helpers import T0, checkpoint, cli, copy_state, count, entry, migrate
 from statekit.maintenance.sessions import (
     change_session,
     family_of,
-    list_archives,
+    list_session_archives,
     list_sessions,
     preview_change,
-    read_archive,
-    restore_archive,
+    read_session_archive,
+    restore_session_archive,
 )
 from statekit.errors import StatekitError, VerificationError
 from statekit.fsutil import sha256_file
@@ -40,7 +40,7 @@ def _add_side_rows(state: Path, session_id: str) -> None:
 
 
 def _archive_tables(path: Path) -> dict:
-    document, _ = read_archive(path)
+    document, _ = read_session_archive(path)
     return document["tables"]
 
 
@@ -194,7 +194,7 @@ def test_reset_routes_the_key_to_a_fresh_session_and_archives_the_old_family(tmp
     assert remaining == {new_id}
     receipt = json.loads(change.receipt_path.read_text())
     assert receipt["reason"] == "reset" and receipt["new_session_id"] == new_id
-    document, _ = read_archive(change.archive_path)
+    document, _ = read_session_archive(change.archive_path)
     assert "session_entries" not in document["tables"] and document["previous_entry"]["sessionId"] == "s-old"
 
 
@@ -210,13 +210,13 @@ def test_delete_then_restore_archive_round_trips_rows_exactly(tmp_path: Path) ->
     before = db_dump(agent_db(state))
     change = change_session(state, "delete", "agent:main:main")
     assert db_dump(agent_db(state)) != before
-    result = restore_archive(state, change.archive_path)
+    result = restore_session_archive(state, change.archive_path)
     assert result.verified_by == "receipt"
     assert db_dump(agent_db(state)) == before
     assert json.loads(change.receipt_path.read_text())["status"] == "restored"
     # a second restore would overwrite live rows: refused, nothing changes
     with pytest.raises(StatekitError, match="refusing to overwrite live rows"):
-        restore_archive(state, change.archive_path)
+        restore_session_archive(state, change.archive_path)
     assert db_dump(agent_db(state)) == before
 
 
@@ -228,7 +228,7 @@ def test_restore_refuses_a_tampered_archive(tmp_path: Path) -> None:
     change.archive_path.write_bytes(bytes(data))
     after_delete = db_dump(agent_db(state))
     with pytest.raises(VerificationError):
-        restore_archive(state, change.archive_path)
+        restore_session_archive(state, change.archive_path)
     result = run_cli("sessions", "restore-archive", change.archive_path, "--state-dir", state, "--yes")
     assert result.returncode == 5 and "does not match its receipt" in result.stderr
     assert db_dump(agent_db(state)) == after_delete
@@ -240,7 +240,7 @@ def test_restore_without_receipt_verifies_the_hash_in_the_name(tmp_path: Path) -
     change = change_session(state, "delete", "agent:main:main")
     moved = tmp_path / change.archive_path.name
     moved.write_bytes(change.archive_path.read_bytes())
-    assert restore_archive(state, moved).verified_by == "file name"
+    assert restore_session_archive(state, moved).verified_by == "file name"
     assert db_dump(agent_db(state)) == before
 
 
@@ -300,12 +300,12 @@ def test_crash_before_commit_leaves_an_orphan_archive_the_next_run_removes(tmp_p
                       env={"STATEKIT_CRASHPOINT": "session-archive-written"})
     assert crashed.returncode == -9
     assert db_dump(agent_db(state)) == before  # nothing committed
-    pending = list_archives(state)
+    pending = list_session_archives(state)
     assert [a["status"] for a in pending] == ["pending"]
     done = run_cli("sessions", "delete", "agent:main:b", "--state-dir", state, "--yes", "--json")
     assert done.returncode == 0, done.stderr
     assert any("orphan archive" in n for n in json.loads(done.stdout)["notices"])
-    assert [a["session_key"] for a in list_archives(state)] == ["agent:main:b"]
+    assert [a["session_key"] for a in list_session_archives(state)] == ["agent:main:b"]
     assert count(state, "SELECT count(*) FROM sessions WHERE session_id = 's1'") == 1
 
 
@@ -315,9 +315,9 @@ def test_crash_after_commit_is_completed_by_the_next_run(tmp_path: Path) -> None
                       env={"STATEKIT_CRASHPOINT": "session-change-committed"})
     assert crashed.returncode == -9
     assert count(state, "SELECT count(*) FROM sessions WHERE session_id = 's1'") == 0
-    assert [a["status"] for a in list_archives(state)] == ["pending"]
+    assert [a["status"] for a in list_session_archives(state)] == ["pending"]
     run_cli("sessions", "delete", "agent:main:b", "--state-dir", state, "--yes").check_returncode()
-    statuses = {a["session_key"]: a["status"] for a in list_archives(state)}
+    statuses = {a["session_key"]: a["status"] for a in list_session_archives(state)}
     assert statuses == {"agent:main:main": "committed", "agent:main:b": "committed"}
 
 
@@ -349,7 +349,7 @@ def test_corpus_delete_restore_round_trip(tmp_path: Path, migrated_corpus: dict[
             change = change_session(state, "delete", key, agent["agent_id"])
             assert change.archived, (name, key)
             assert db_dump(db) != before
-            restore_archive(state, change.archive_path)
+            restore_session_archive(state, change.archive_path)
             assert db_dump(db) == before, name
             tried += 1
     assert tried >= 1
@@ -361,7 +361,7 @@ def test_reset_of_a_shared_session_keeps_it_and_records_the_previous_entry(tmp_p
     change = change_session(state, "reset", "agent:main:a")
     assert change.archived == [] and change.kept == ["s-shared"]
     assert session_row_counts(state, "s-shared") == before
-    document, _ = read_archive(change.archive_path)
+    document, _ = read_session_archive(change.archive_path)
     assert document["tables"] == {} and document["previous_entry"]["totalTokens"] == 7
-    result = restore_archive(state, change.archive_path)
+    result = restore_session_archive(state, change.archive_path)
     assert result.rows == {}

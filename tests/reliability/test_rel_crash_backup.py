@@ -86,8 +86,8 @@ def archive_problems(archive: Path, world: CreateWorld, scratch: Path) -> list[s
     problems = []
     tree = h.tree_outcome(target)
     state = world.arena.state
-    skipped = {h.normalise(Path(s["source_path"]).relative_to(state).as_posix())
-               for s in (report.manifest or {}).get("skipped", []) if Path(s["source_path"]).is_relative_to(state)}
+    skipped = {h.normalise(Path(s.source_path).relative_to(state).as_posix())
+               for s in (report.manifest.skipped if report.manifest else []) if Path(s.source_path).is_relative_to(state)}
     expected = {k: v for k, v in world.tree.items() if k not in skipped}
     if tree != expected:
         problems.append(f"{archive.name} restores to a different tree: extra {sorted(set(tree) - set(expected))[:4]}, "

@@ -1,0 +1,219 @@
+"""What every archive format's verify shares: the report, the limits, member-path and link checks, scratch space."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, BinaryIO
+
+from statekit.backup import manifest as mf
+from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE
+
+
+MANIFEST_MAX = 256 << 20  # bytes: a manifest listing ~500k entries
+
+
+OPENCLAW_MANIFEST_MAX = 1_000_000
+
+
+OPENCLAW_MAX_ENTRIES = 200_000
+
+
+OPENCLAW_RATIO = 1100  # decompressed : compressed bound for archives without declared totals
+
+
+ABSOLUTE_CAP = 1 << 40  # 1 TiB: no backup we write or read is bigger
+
+
+HEADER_ALLOWANCE = 3 * 512  # per member: header, PAX header, padding
+
+
+STATEKIT = "statekit"
+
+
+OPENCLAW = "openclaw-tar.gz"
+
+
+@dataclass
+class VerifyReport:
+    path: Path
+    format: str
+    ok: bool = False
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    manifest: mf.Manifest | None = None  # statekit archives: the typed manifest (read through Manifest.parse)
+    openclaw_manifest: dict[str, Any] | None = None  # OpenClaw archives: OpenClaw's manifest.json document
+    entries: int = 0
+    assets_verified: int = 0
+    decompressed_bytes: int = 0
+    oc_members: dict[str, Any] = field(default_factory=dict)  # OpenClaw archives: name -> OcMember (restore plans from it)
+    digests: bool = False  # an OpenClaw archive carrying statekit's per-entry digests
+
+    @property
+    def root(self) -> str | None:
+        if self.format == OPENCLAW:
+            return None if self.openclaw_manifest is None else self.openclaw_manifest.get("archiveRoot")
+        return None if self.manifest is None else self.manifest.archive_root
+
+    def _created_at(self) -> Any:
+        if self.manifest is not None:
+            return self.manifest.created_at_text
+        return (self.openclaw_manifest or {}).get("createdAt")
+
+    def _asset_count(self) -> Any:
+        if self.manifest is not None:
+            return (self.manifest.declared_totals or {}).get("assets", len(self.manifest.assets))
+        return len((self.openclaw_manifest or {}).get("assets") or [])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "archive": str(self.path),
+            "format": self.format,
+            "root": self.root,
+            "created_at": self._created_at(),
+            "assets": self._asset_count(),
+            "assets_verified": self.assets_verified,
+            "entries": self.entries,
+            "decompressed_bytes": self.decompressed_bytes,
+            "problems": self.problems,
+            "notes": self.notes,
+            **({"statekit_digests": self.digests} if self.format == OPENCLAW else {}),
+        }
+
+
+def member_path_problem(name: str, root: str | None) -> str | None:
+    """Why a member name is unsafe (absolute, ``..``, backslash, outside the root), or None."""
+    if not name:
+        return "member with an empty path"
+    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+        return f"member {name!r} has an absolute path"
+    if "\\" in name:
+        return f"member {name!r} uses backslashes (only forward slashes are allowed)"
+    parts = name.rstrip("/").split("/")
+    if any(part in ("..", ".") for part in parts):
+        return f"member {name!r} has path traversal segments ('.' or '..')"
+    if any(part == "" for part in parts):
+        return f"member {name!r} has an empty path segment"
+    if root is not None and parts[0] != root:
+        return f"member {name!r} is outside the archive root {root}/"
+    return None
+
+
+def link_escapes(name: str, target: str, root: str) -> bool:
+    """True when a symlink member's target leaves ``<root>/`` (absolute targets always do)."""
+    if not target or target.startswith("/") or "\\" in target:
+        return True
+    joined = os.path.normpath(os.path.join(os.path.dirname(name), target))
+    return not (joined == root or joined.startswith(root + "/"))
+
+
+def beneath_symlink(name: str, links: set[str]) -> str | None:
+    path = PurePosixPath(name)
+    for parent in path.parents:
+        if str(parent) in links:
+            return str(parent)
+    return None
+
+
+def member_type_problem(member: tarfile.TarInfo) -> str | None:
+    if member.ischr() or member.isblk():
+        return f"member {member.name!r} is a device file"
+    if member.isfifo():
+        return f"member {member.name!r} is a FIFO"
+    if not (member.isreg() or member.isdir() or member.issym() or member.islnk()):
+        return f"member {member.name!r} has unsupported tar type {member.type!r}"
+    return None
+
+
+class ScratchError(Exception):
+    """Writing a scratch copy failed (full or failing disk): says nothing about the archive."""
+
+    def __init__(self, exc: OSError) -> None:
+        super().__init__(exc.strerror or str(exc))
+        self.where = exc.filename
+
+
+class MemberSink:
+    """Hash a member's bytes and, for databases, spill them to a private scratch file."""
+
+    def __init__(self, scratch: Callable[[], Path], spill: bool) -> None:
+        self.digest = hashlib.sha256()
+        self.size = 0
+        self._scratch = scratch
+        self.spilled: Path | None = None
+        self._fh: BinaryIO | None = None
+        if spill:
+            self._open()
+
+    def _open(self) -> None:
+        try:
+            fd, name = tempfile.mkstemp(prefix="db-", suffix=".sqlite", dir=self._scratch())
+        except OSError as exc:
+            raise ScratchError(exc) from None
+        os.fchmod(fd, PRIVATE_FILE_MODE)
+        self.spilled = Path(name)
+        self._fh = os.fdopen(fd, "wb")
+
+    def __call__(self, block: bytes) -> None:
+        self.digest.update(block)
+        self.size += len(block)
+        if self._fh is not None:
+            try:
+                self._fh.write(block)
+            except OSError as exc:
+                raise ScratchError(exc) from None
+
+    def close(self) -> None:
+        if self._fh is not None:
+            fh, self._fh = self._fh, None
+            try:
+                fh.close()
+            except OSError as exc:
+                raise ScratchError(exc) from None
+
+    def discard(self) -> None:
+        self.close()
+        if self.spilled is not None:
+            try:
+                self.spilled.unlink(missing_ok=True)
+            except OSError:
+                pass  # the scratch dir is removed as a whole at the end
+            self.spilled = None
+
+
+class Scratch:
+    """A private (0700) temp dir created on first use, removed at the end."""
+
+    def __init__(self, parent: Path | None) -> None:
+        self._parent = parent
+        self.path: Path | None = None
+
+    def __call__(self) -> Path:
+        if self.path is None:
+            self.path = Path(tempfile.mkdtemp(prefix=".statekit-verify-", dir=self._parent))
+        return self.path
+
+    def cleanup(self) -> None:
+        if self.path is not None:
+            shutil.rmtree(self.path, ignore_errors=True)
+            self.path = None
+
+
+def hash_range(fh: BinaryIO, start: int, end: int) -> bytes:
+    digest = hashlib.sha256()
+    fh.seek(start)
+    left = end - start
+    while left > 0:
+        block = fh.read(min(CHUNK, left))
+        if not block:
+            break
+        digest.update(block)
+        left -= len(block)
+    return digest.digest()

@@ -1,0 +1,381 @@
+"""statekit's own archive format (``.tar.zst``): verify.
+
+The archive is a sequence of zstd frames: the manifest member in the first, the payload after it, an
+optional digest trailer at the end (see ``archive.py``). :func:`verify_statekit` checks the frame
+structure and trailer, then reads the tar stream once: ``<root>/manifest.json`` first and schema-valid
+(:meth:`Manifest.parse`), every payload member declared and every declared asset present, with its size,
+SHA-256, kind and (SQLite) integrity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tarfile
+import zlib
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+import zstandard
+
+from statekit.backup import manifest as mf
+from statekit.backup.archive import BombError, DIGEST_MAGIC, DIGEST_TAG, copy_member, open_tar_stream, parse_digest_trailer
+from statekit.backup.checks import (
+    ABSOLUTE_CAP, HEADER_ALLOWANCE, MANIFEST_MAX, MemberSink, Scratch, VerifyReport, beneath_symlink,
+    hash_range, link_escapes, member_path_problem, member_type_problem,
+)
+from statekit.backup.restore_steps import RestoreStep, file_mode
+from statekit.backup.snapshot import DbFacts, inspect_db
+from statekit.errors import VerificationError
+from statekit.fsutil import CHUNK
+from statekit.states import RestoreStepAction
+
+
+def zstd_structure_problem(path: Path) -> str | None:
+    """Walk the zstd frame and block headers: catches truncation and trailing garbage.
+
+    (A zstd stream reader stops quietly at a cut-off frame; content checksums
+    are checked by the decompressor while the payload streams.)
+    """
+    size = os.path.getsize(path)
+    with open(path, "rb") as fh:
+        pos = 0
+        frames = 0
+        while pos < size:
+            fh.seek(pos)
+            magic = fh.read(4)
+            if len(magic) < 4:
+                return f"archive is truncated (partial zstd frame header at byte {pos})"
+            value = int.from_bytes(magic, "little")
+            if 0x184D2A50 <= value <= 0x184D2A5F:  # skippable frame
+                length = fh.read(4)
+                if len(length) < 4:
+                    return f"archive is truncated (skippable frame at byte {pos})"
+                pos += 8 + int.from_bytes(length, "little")
+                if pos > size:
+                    return f"archive is truncated (skippable frame runs past the end of the file)"
+                continue
+            if magic != b"\x28\xb5\x2f\xfd":
+                return f"unexpected data after the last zstd frame at byte {pos}" if frames else "not a zstd archive"
+            descriptor = fh.read(1)
+            if not descriptor:
+                return f"archive is truncated (zstd frame header at byte {pos})"
+            d = descriptor[0]
+            fcs_flag, single, checksum, dict_flag = d >> 6, (d >> 5) & 1, (d >> 2) & 1, d & 3
+            header = 1 + (0 if single else 1) + (0, 1, 2, 4)[dict_flag] + ((1 if single else 0), 2, 4, 8)[fcs_flag]
+            pos += 4 + header
+            while True:
+                fh.seek(pos)
+                raw = fh.read(3)
+                if len(raw) < 3:
+                    return f"archive is truncated (zstd block header at byte {pos} of {size})"
+                block = int.from_bytes(raw, "little")
+                last, btype, bsize = block & 1, (block >> 1) & 3, block >> 3
+                if btype == 3:
+                    return f"corrupt zstd block header at byte {pos}"
+                pos += 3 + (1 if btype == 1 else bsize)
+                if pos > size:
+                    return f"archive is truncated (zstd block at byte {pos - bsize} runs past the end of the file)"
+                if last:
+                    break
+            pos += 4 if checksum else 0
+            if pos > size:
+                return "archive is truncated (zstd frame checksum missing)"
+            frames += 1
+    return None if frames else "archive holds no zstd frame"
+
+
+def _frame_end(fh: BinaryIO, pos: int, size: int) -> int | None:
+    """End offset of the zstd frame starting at ``pos`` (None if its headers do not add up)."""
+    fh.seek(pos + 4)
+    descriptor = fh.read(1)
+    if not descriptor:
+        return None
+    d = descriptor[0]
+    fcs_flag, single, checksum, dict_flag = d >> 6, (d >> 5) & 1, (d >> 2) & 1, d & 3
+    pos += 5 + (0 if single else 1) + (0, 1, 2, 4)[dict_flag] + ((1 if single else 0), 2, 4, 8)[fcs_flag]
+    while True:
+        fh.seek(pos)
+        raw = fh.read(3)
+        if len(raw) < 3:
+            return None
+        block = int.from_bytes(raw, "little")
+        btype, bsize = (block >> 1) & 3, block >> 3
+        pos += 3 + (1 if btype == 1 else bsize)
+        if pos > size:
+            return None
+        if block & 1:
+            break
+    return pos + (4 if checksum else 0)
+
+
+def archive_digest_problem(path: Path) -> tuple[str | None, bool]:
+    """Check the archive digest trailer: (problem or None, whether a trailer was found).
+
+    Covers every compressed byte, including bits a decoder ignores. Archives
+    without a trailer (built by other tools or tests) are checked by their
+    frame checksums and member hashes only.
+    """
+    size = os.path.getsize(path)
+    with open(path, "rb") as fh:
+        if fh.read(4) != b"\x28\xb5\x2f\xfd":
+            return None, False
+        head_end = _frame_end(fh, 0, size)
+        if head_end is None or size < head_end + 8:
+            return None, False
+        fh.seek(size - 8 - len(DIGEST_TAG) - 64)
+        tail = fh.read()
+        parsed = parse_digest_trailer(tail[8:])
+        magic_ok = int.from_bytes(tail[:4], "little") == DIGEST_MAGIC
+        if parsed is None and not magic_ok:
+            return None, False
+        if parsed is None or not magic_ok or int.from_bytes(tail[4:8], "little") != len(tail) - 8:
+            return "archive digest trailer is malformed (altered)", True
+        trailer_start = size - len(tail)
+        if trailer_start < head_end:
+            return "archive digest trailer overlaps the manifest frame", True
+        head_sha, payload_sha = parsed
+        if hash_range(fh, 0, head_end) != head_sha:
+            return "archive bytes do not match the recorded digest (manifest frame altered)", True
+        if hash_range(fh, head_end, trailer_start) != payload_sha:
+            return "archive bytes do not match the recorded digest (payload altered)", True
+    return None, True
+
+
+def _declared_bound(manifest: mf.Manifest, manifest_len: int) -> int:
+    totals = manifest.declared_totals or {}
+    assets = int(totals.get("assets") or 0)
+    declared = int(totals.get("bytes") or 0)
+    bound = manifest_len + declared + (assets + 2) * HEADER_ALLOWANCE + (declared // 100) + (1 << 20)
+    return min(bound, ABSOLUTE_CAP)
+
+
+def _manifest_consistency(manifest: mf.Manifest, root: str) -> tuple[list[str], dict[str, mf.Asset]]:
+    problems: list[str] = []
+    declared: dict[str, mf.Asset] = {}
+    for asset in manifest.assets:
+        path = asset.archive_path
+        problem = member_path_problem(path, root)
+        if problem:
+            problems.append(f"manifest asset {asset.id}: {problem}")
+            continue
+        if mf.payload_rel(path, root) is None:
+            problems.append(f"manifest asset {asset.id}: archive path {path} is not under {root}/payload/state or {root}/payload/external/<id>")
+            continue
+        if path in declared:
+            problems.append(f"manifest declares {path} twice")
+            continue
+        declared[path] = asset
+    totals = manifest.declared_totals or manifest.totals()
+    if totals["assets"] != len(manifest.assets):
+        problems.append(f"manifest totals say {totals['assets']} assets, it lists {len(manifest.assets)}")
+    if totals["bytes"] != sum(a.size for a in manifest.assets):
+        problems.append("manifest totals.bytes does not match the sum of asset sizes")
+    return problems, declared
+
+
+def _db_problem(asset: mf.Asset, facts: DbFacts) -> str | None:
+    where = f"sqlite asset {asset.archive_path}"
+    if not facts.ok:
+        return f"{where} fails integrity_check: {facts.integrity}"
+    if facts.user_version != asset.schema_version:
+        return f"{where}: user_version is {facts.user_version}, manifest records {asset.schema_version}"
+    if facts.meta_role in ("global", "agent") and facts.meta_role != asset.role:
+        return f"{where}: schema_meta role is {facts.meta_role!r}, manifest records {asset.role!r}"
+    if facts.meta_agent_id and asset.agent_id and facts.meta_agent_id != asset.agent_id:
+        return f"{where}: schema_meta agent id is {facts.meta_agent_id!r}, manifest records {asset.agent_id!r}"
+    return None
+
+
+def _check_asset_member(
+    member: tarfile.TarInfo, asset: mf.Asset, tar: tarfile.TarFile, root: str, scratch: Scratch
+) -> str | None:
+    """Check one declared member against its manifest record; returns a problem or None."""
+    kind, name = asset.kind, member.name
+    if kind == "dir":
+        return None if member.isdir() else f"member {name} should be a directory"
+    if kind == "symlink" and asset.link_scope == "internal":
+        if not member.issym():
+            return f"member {name} should be a symlink"
+        if member.linkname != asset.link_target:
+            return f"symlink {name} points to {member.linkname!r}, manifest records {asset.link_target!r}"
+        if link_escapes(name, member.linkname, root):
+            return f"symlink {name} points outside the archive root ({member.linkname})"
+        expected = hashlib.sha256(member.linkname.encode("utf-8", "surrogateescape")).hexdigest()
+        return None if expected == asset.sha256 else f"symlink {name}: sha256 mismatch"
+    if not member.isreg():
+        return f"member {name} should be a regular file (manifest kind {kind})"
+    if member.size != asset.size:
+        return f"member {name}: size {member.size}, manifest records {asset.size}"
+    sink = MemberSink(scratch, spill=kind == "sqlite")
+    try:
+        handle = tar.extractfile(member)
+        got = copy_member(handle, sink, member.size) if handle is not None else 0
+        sink.close()
+        if got != member.size:
+            return f"member {name} is truncated ({got} of {member.size} bytes)"
+        if sink.digest.hexdigest() != asset.sha256:
+            return f"member {name}: sha256 mismatch (content differs from the manifest)"
+        if kind == "symlink":
+            text = (asset.link_target or "").encode("utf-8", "surrogateescape")
+            return None if hashlib.sha256(text).hexdigest() == asset.sha256 else f"symlink {name}: target text mismatch"
+        if kind == "sqlite" and sink.spilled is not None:
+            return _db_problem(asset, inspect_db(sink.spilled))
+        return None
+    finally:
+        sink.discard()
+
+
+def verify_statekit(report: VerifyReport, scratch: Scratch, max_bytes: int) -> None:
+    structure = zstd_structure_problem(report.path)
+    if structure:
+        report.problems.append(structure)
+    else:
+        digest_problem, has_trailer = archive_digest_problem(report.path)
+        if digest_problem:
+            report.problems.append(digest_problem)
+        elif not has_trailer:
+            report.notes.append("archive has no digest trailer: checked by zstd frame checksums and member hashes only")
+    declared: dict[str, mf.Asset] = {}
+    seen: set[str] = set()
+    links: set[str] = set()
+    root: str | None = None
+    stream_ok = False
+    try:
+        with open_tar_stream(report.path, "zstd", min(MANIFEST_MAX + (64 << 10), max_bytes)) as (tar, counter):
+            for member in tar:
+                report.entries += 1
+                if root is None:
+                    root = _read_manifest(report, tar, member)
+                    if root is None:
+                        return
+                    assert report.manifest is not None  # _read_manifest returns a root only with the manifest read
+                    consistency, declared = _manifest_consistency(report.manifest, root)
+                    report.problems.extend(consistency)
+                    counter.limit = min(_declared_bound(report.manifest, member.size), max_bytes)
+                    continue
+                _check_member(report, tar, member, root, declared, seen, links, scratch)
+            # Drain to the end so every zstd content checksum is checked.
+            while counter.read(CHUNK):
+                pass
+            report.decompressed_bytes = counter.count
+            stream_ok = True
+    except BombError as exc:
+        report.problems.append(f"decompression bomb: {exc} (the manifest declares far less); stopped reading")
+    except (tarfile.TarError, zstandard.ZstdError, EOFError, OSError, zlib.error) as exc:
+        report.problems.append(f"archive is unreadable (corrupt or truncated) after {report.entries} members: {exc}")
+    if root is None and stream_ok:
+        report.problems.append("archive is empty: no manifest member")
+    if stream_ok and not structure:
+        for path, asset in declared.items():
+            if path not in seen:
+                report.problems.append(f"asset {asset.id} ({path}) is missing from the payload")
+
+
+def _read_manifest(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.TarInfo) -> str | None:
+    parts = member.name.split("/")
+    if len(parts) != 2 or parts[1] != mf.MANIFEST_NAME or not member.isreg():
+        report.problems.append(f"first member is {member.name!r}, expected <root>/{mf.MANIFEST_NAME}")
+        return None
+    problem = member_path_problem(member.name, None)
+    if problem:
+        report.problems.append(problem)
+        return None
+    if member.size > MANIFEST_MAX:
+        report.problems.append(f"manifest is {member.size} bytes, larger than the {MANIFEST_MAX} byte limit")
+        return None
+    handle = tar.extractfile(member)
+    raw = handle.read() if handle is not None else b""
+    try:
+        report.manifest = mf.Manifest.parse(raw)
+    except mf.ManifestError as exc:
+        report.problems.extend(exc.problems)
+        return None
+    except ValueError as exc:
+        report.problems.append(str(exc))
+        return None
+    return parts[0]
+
+
+def _check_member(
+    report: VerifyReport,
+    tar: tarfile.TarFile,
+    member: tarfile.TarInfo,
+    root: str,
+    declared: dict[str, mf.Asset],
+    seen: set[str],
+    links: set[str],
+    scratch: Scratch,
+) -> None:
+    name = member.name
+    problem = member_path_problem(name, root) or member_type_problem(member)
+    if problem:
+        report.problems.append(problem)
+        return
+    if name in seen:
+        report.problems.append(f"duplicate member {name}")
+        return
+    seen.add(name)
+    under = beneath_symlink(name, links)
+    if under:
+        report.problems.append(f"member {name} is nested beneath the symlink {under}")
+        return
+    if member.islnk():
+        inside = member_path_problem(member.linkname, root) is None and member.linkname in seen
+        where = "inside" if inside else "outside"
+        report.problems.append(f"hard link {name} -> {member.linkname} ({where} the archive root; statekit archives never hold hard links)")
+        return
+    if member.issym():
+        links.add(name)
+        if link_escapes(name, member.linkname, root):
+            report.problems.append(f"symlink {name} points outside the archive root ({member.linkname})")
+            return
+    asset = declared.get(name)
+    if asset is None:
+        report.problems.append(f"member {name} is not declared in the manifest")
+        return
+    problem = _check_asset_member(member, asset, tar, root, scratch)
+    if problem:
+        report.problems.append(problem)
+    else:
+        report.assets_verified += 1
+
+
+# --------------------------------------------------------------------------- restore
+
+
+def restore_steps(manifest: mf.Manifest, root: str, target: Path | None, state_dir: Path) -> list[RestoreStep]:
+    steps = []
+    for asset in manifest.assets:
+        where = mf.payload_rel(asset.archive_path, root)
+        if where is None:
+            raise VerificationError(f"asset {asset.id}: archive path outside the payload")
+        root_id, rel = where
+        rel_parts = PurePosixPath(rel).parts
+        base: Path | None
+        if root_id == "state":
+            base = target if target is not None else state_dir
+            destination = base.joinpath(*rel_parts)
+            aside = "/".join(("state", rel)) if rel else "state"
+        else:
+            base = target.joinpath(".statekit", "external", root_id) if target is not None else None
+            destination = base.joinpath(*rel_parts) if base is not None else Path(asset.source_path)
+            aside = "/".join(p for p in ("external", root_id, rel) if p)
+        kind = asset.kind
+        steps.append(
+            RestoreStep(
+                archive_path=asset.archive_path,
+                destination=destination,
+                kind=kind,
+                action=RestoreStepAction.CREATE,
+                mode=asset.mode if kind == "dir" else file_mode(kind, asset.role, asset.mode),
+                mtime=asset.mtime,
+                sha256=asset.sha256,
+                size=asset.size,
+                link_target=asset.link_target,
+                link_scope=asset.link_scope,
+                aside_rel=aside,
+                base=base,
+            )
+        )
+    return steps
