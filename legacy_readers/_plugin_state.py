@@ -165,7 +165,6 @@ class PluginStateReader(Reader):
     namespaces: ClassVar[tuple[str, ...]] = ()
     target_tables = ("global.plugin_state_entries",)
     action = "import"
-    order = 300
     # Secret-bearing sources: reports carry only counts and fingerprints.
     secret: ClassVar[bool] = False
 
@@ -327,7 +326,6 @@ class NotImportedReader(Reader):
 
     plugin_id: ClassVar[str] = ""
     namespaces: ClassVar[tuple[str, ...]] = ()
-    order = 310
 
     def describe(self) -> dict[str, Any]:
         described = super().describe()

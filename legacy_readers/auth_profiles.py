@@ -821,7 +821,7 @@ class AuthProfilesReader(Reader):
     schema_name = "auth-profiles"
     target_tables = ("agent.auth_profile_store", "agent.auth_profile_state", "global.config_machine_state")
     action = "import"
-    order = 50
+    depends_on = ("auth-tmp",)  # a temp copy is compared with the live file before it is imported
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
         parsed = parse_auth_profiles(_load(source, handle, self.schema_name or ""), source.rel)
@@ -842,7 +842,7 @@ class AuthStateReader(Reader):
     schema_name = "auth-state"
     target_tables = ("agent.auth_profile_state", "global.config_machine_state")
     action = "import"
-    order = 51
+    depends_on = ("auth-profiles",)  # merges into the store auth-profiles.json wrote
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
         document = _load(source, handle, self.schema_name or "")
@@ -899,7 +899,7 @@ class AuthJsonReader(_ProviderMapReader):
     schema_name = "auth-json"
     target_tables = ("agent.auth_profile_store", "global.config_machine_state")
     action = "import"
-    order = 52
+    depends_on = ("auth-profiles", "auth-state")  # auth-profiles.json wins over this legacy file
 
 
 class OAuthJsonReader(_ProviderMapReader):
@@ -910,7 +910,7 @@ class OAuthJsonReader(_ProviderMapReader):
     schema_name = "oauth-json"
     target_tables = ("agent.auth_profile_store", "global.config_machine_state")
     action = "import"
-    order = 53
+    depends_on = ("auth-json",)  # merges after the agent's own stores
     parse = staticmethod(parse_oauth_json)
     leads_store = False  # imported into the finished store: its new ids are appended
 
@@ -947,7 +947,6 @@ class AuthTempFileReader(Reader):
     )
     target_tables = ()
     action = "import"
-    order = 49
 
     def _fingerprints(self, source: Source, data: bytes) -> tuple[str, dict[str, dict[str, str]]]:
         live_name = PurePosixPath(_tmp_live_rel(source.rel)).name

@@ -308,7 +308,9 @@ class Reader:
     target_tables: ClassVar[tuple[str, ...]] = ()
     action: ClassVar[str] = "import"
     reason: ClassVar[str | None] = None  # why a drop/deferred/retain source is not imported
-    order: ClassVar[int] = 100  # plan order; smaller first
+    # Kinds this reader must come after in plan order (it reads their rows or receipts, or lets them claim first).
+    depends_on: ClassVar[tuple[str, ...]] = ()
+    order: ClassVar[int] = 100  # set by the registry: the reader's position in plan order (smaller first)
 
     def claims(self, rel: str) -> bool:
         return match_patterns(rel, self.patterns) and not match_patterns(rel, self.exclude)

@@ -54,7 +54,6 @@ class ConfigHealthReader(Reader):
     schema_name = "config-health"
     target_tables = ("global.config_health_entries",)
     action = "import"
-    order = 53
 
     def agent_for(self, rel: str) -> str | None:
         return None

@@ -33,27 +33,26 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
-
-from statekit.legacy_readers.base import (
-    ImportContext,
-    Inspection,
-    Reader,
-    Source,
-    WriteResult,
-    as_int,
-    compact_json,
+from statekit.documents import parse_json5_document, parse_json_line, validate
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, insert_many, require_columns, upsert
+from statekit.values import (
+    INT64_MAX,
+    datetime_ms,
+    file_mtime_ms,
     finite_number,
-    insert_many,
-    parse_json5_document,
-    parse_json_line,
-    require_columns,
-    upsert,
-    validate,
+    flag,
+    int64,
+    js_json,
+    js_number,
+    js_string,
+    json_text,
+    ms_to_iso,
+    text,
+    trimmed,
 )
 from statekit.errors import SchemaError, SourceError
 from statekit.fsutil import iter_lines
@@ -142,42 +141,11 @@ REPAIR_LABELS = {
 # --- small value helpers ---------------------------------------------------------
 
 
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _trimmed(value: Any) -> str | None:
-    if isinstance(value, str):
-        stripped = value.strip()
-        return stripped or None
-    return None
-
-
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-
-
-def _int(value: Any) -> int | None:
-    """``as_int`` limited to what an SQLite INTEGER holds (anything else projects as NULL; job_json keeps it)."""
-    number = as_int(value)
-    return number if number is not None and INT64_MIN <= number <= INT64_MAX else None
-
-
-def _flag(value: Any) -> int | None:
-    return (1 if value else 0) if isinstance(value, bool) else None
-
-
-def _js_number_text(value: int | float) -> str:
-    """``String(n)`` for a finite JSON number (1 -> "1", 1.0 -> "1", 1.5 -> "1.5")."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
-    return str(value) if isinstance(value, int) else repr(value)
-
-
 def _id_text(value: Any) -> str | None:
     if isinstance(value, str):
         return value.strip() or None
     number = finite_number(value)
-    return None if number is None else _js_number_text(number)
+    return None if number is None else js_number(number)
 
 
 def _coerce_number(value: Any) -> float | None:
@@ -194,30 +162,6 @@ def _coerce_number(value: Any) -> float | None:
     return None
 
 
-def _json_or_none(value: Any) -> str | None:
-    return None if value is None else compact_json(value)
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-
-
-def _iso_ms(ms: int) -> str:
-    """``new Date(ms).toISOString()`` (exact integer arithmetic; OverflowError outside years 1-9999)."""
-    moment = _EPOCH + timedelta(milliseconds=ms)
-    return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
-
-
-def _epoch_ms(moment: datetime) -> int:
-    return (moment - _EPOCH) // timedelta(milliseconds=1)
-
-
-def _mtime_ms(source: Source, fallback: int) -> int:
-    try:
-        return source.path.stat().st_mtime_ns // 1_000_000
-    except OSError:
-        return fallback
-
-
 def _first_non_finite(value: Any, path: str = "$") -> str | None:
     """JSON path of the first NaN/Infinity (JSON5 and Python's json accept them; we refuse them)."""
     stack: list[tuple[Any, str]] = [(value, path)]
@@ -226,7 +170,7 @@ def _first_non_finite(value: Any, path: str = "$") -> str | None:
         if isinstance(item, float) and not math.isfinite(item):
             return where
         if isinstance(item, dict):
-            stack.extend((v, f"{where}.{k}" if _plain_key(k) else f"{where}[{compact_json(k)}]") for k, v in reversed(item.items()))
+            stack.extend((v, f"{where}.{k}" if _plain_key(k) else f"{where}[{js_string(k)}]") for k, v in reversed(item.items()))
         elif isinstance(item, list):
             stack.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(item))))
     return None
@@ -329,19 +273,19 @@ def _existing_rows(conn: Connection, store_key: str, job_ids: Sequence[str], col
 def state_columns(state: Mapping[str, Any]) -> dict[str, Any]:
     """The typed runtime-state columns of ``cron_jobs`` (as OpenClaw's ``bindStateColumns``)."""
     return {
-        "next_run_at_ms": _int(state.get("nextRunAtMs")),
-        "running_at_ms": _int(state.get("runningAtMs")),
-        "last_run_at_ms": _int(state.get("lastRunAtMs")),
-        "last_run_status": _text(state.get("lastRunStatus")) or _text(state.get("lastStatus")),
-        "last_error": _text(state.get("lastError")),
-        "last_duration_ms": _int(state.get("lastDurationMs")),
-        "consecutive_errors": _int(state.get("consecutiveErrors")),
-        "consecutive_skipped": _int(state.get("consecutiveSkipped")),
-        "schedule_error_count": _int(state.get("scheduleErrorCount")),
-        "last_delivery_status": _text(state.get("lastDeliveryStatus")),
-        "last_delivery_error": _text(state.get("lastDeliveryError")),
-        "last_delivered": _flag(state.get("lastDelivered")),
-        "last_failure_alert_at_ms": _int(state.get("lastFailureAlertAtMs")),
+        "next_run_at_ms": int64(state.get("nextRunAtMs")),
+        "running_at_ms": int64(state.get("runningAtMs")),
+        "last_run_at_ms": int64(state.get("lastRunAtMs")),
+        "last_run_status": text(state.get("lastRunStatus")) or text(state.get("lastStatus")),
+        "last_error": text(state.get("lastError")),
+        "last_duration_ms": int64(state.get("lastDurationMs")),
+        "consecutive_errors": int64(state.get("consecutiveErrors")),
+        "consecutive_skipped": int64(state.get("consecutiveSkipped")),
+        "schedule_error_count": int64(state.get("scheduleErrorCount")),
+        "last_delivery_status": text(state.get("lastDeliveryStatus")),
+        "last_delivery_error": text(state.get("lastDeliveryError")),
+        "last_delivered": flag(state.get("lastDelivered")),
+        "last_failure_alert_at_ms": int64(state.get("lastFailureAlertAtMs")),
     }
 
 
@@ -386,8 +330,8 @@ class _JobRepair:
         job_id = self._identity()
         state = job.pop("state", None)
         state = state if isinstance(state, dict) else {}
-        updated = _int(job.pop("updatedAtMs", None))
-        created = _int(job.get("createdAtMs"))
+        updated = int64(job.pop("updatedAtMs", None))
+        created = int64(job.get("createdAtMs"))
         if created is None:
             created = updated if updated is not None else self.fallback_ms
             job["createdAtMs"] = created
@@ -417,7 +361,7 @@ class _JobRepair:
             del job["jobId"]
             self.note("jobId")
         if job_id is None:
-            digest = hashlib.sha256(compact_json(self.raw).encode("utf-8")).hexdigest()
+            digest = hashlib.sha256(js_json(self.raw).encode("utf-8")).hexdigest()  # JSON.stringify, as 2026.9.6 hashes it
             job_id = f"cron-migrated-{self.index}-{digest}"
             self.note("missingId")
             self.notices.append(f"{self.path} has no id; imported as {job_id}")
@@ -444,7 +388,7 @@ class _JobRepair:
                 kind = "at"
             elif "everyMs" in schedule:
                 kind = "every"
-            elif _trimmed(schedule.get("expr")) or _trimmed(schedule.get("cron")):
+            elif trimmed(schedule.get("expr")) or trimmed(schedule.get("cron")):
                 kind = "cron"
             else:
                 raise self.fail(".schedule", "schedule has no kind and none of at, everyMs or expr")
@@ -453,8 +397,8 @@ class _JobRepair:
             self.note("scheduleKind")
         schedule["kind"] = kind
         if kind == "cron":
-            expr = _trimmed(schedule.get("expr"))
-            legacy = _trimmed(schedule.get("cron"))
+            expr = trimmed(schedule.get("expr"))
+            legacy = trimmed(schedule.get("cron"))
             if expr is None and legacy is not None:
                 expr = legacy
                 self.note("scheduleCron")
@@ -465,13 +409,13 @@ class _JobRepair:
                 raise self.fail(".schedule.expr", "cron schedule needs a non-empty expr")
             schedule["expr"] = expr
             if "tz" in schedule:
-                tz = _trimmed(schedule["tz"])
+                tz = trimmed(schedule["tz"])
                 if tz is None:
                     del schedule["tz"]
                 else:
                     schedule["tz"] = tz
             if schedule.get("staggerMs") is not None:
-                stagger = _int(schedule["staggerMs"])
+                stagger = int64(schedule["staggerMs"])
                 if stagger is None or stagger < 0:
                     raise self.fail(".schedule.staggerMs", "must be a non-negative number")
                 schedule["staggerMs"] = stagger
@@ -505,23 +449,23 @@ class _JobRepair:
                 if millis is None:
                     raise self.fail(where, "must be a number of milliseconds")
                 self.note("scheduleAt")
-                return _iso_ms(int(millis))
+                return ms_to_iso(int(millis))
             if finite_number(at) is not None:
                 self.note("scheduleAt")
-                return _iso_ms(int(at))
-            text = _trimmed(at)
+                return ms_to_iso(int(at))
+            text = trimmed(at)
             if text is None:
                 raise self.fail(where, "at schedule needs an ISO 8601 time")
             if text.isdigit():
                 self.note("scheduleAt")
-                return _iso_ms(int(text))
+                return ms_to_iso(int(text))
             try:
                 moment = datetime.fromisoformat(text)
             except ValueError:
                 raise self.fail(where, "not an ISO 8601 time") from None
             if moment.tzinfo is None:
                 return text  # no UTC offset: kept exactly as written; OpenClaw interprets it
-            normalised = _iso_ms(_epoch_ms(moment))
+            normalised = ms_to_iso(datetime_ms(moment))
         except OverflowError:
             raise self.fail(where, "time is out of range") from None
         if normalised != at:
@@ -532,9 +476,9 @@ class _JobRepair:
         job = self.job
         payload = job.get("payload")
         if not isinstance(payload, dict):
-            message = _trimmed(job.get("message"))
-            text = _trimmed(job.get("text"))
-            command = _trimmed(job.get("command"))
+            message = trimmed(job.get("message"))
+            text = trimmed(job.get("text"))
+            command = trimmed(job.get("command"))
             if message:
                 payload = {"kind": "agentTurn", "message": message}
             elif text:
@@ -551,9 +495,9 @@ class _JobRepair:
         if isinstance(kind_raw, str) and kind_raw.strip() and kind is None:
             raise self.fail(".payload.kind", "unsupported payload kind (expected agentTurn or systemEvent)")
         if kind is None:
-            if _trimmed(payload.get("message")):
+            if trimmed(payload.get("message")):
                 kind = "agentTurn"
-            elif _trimmed(payload.get("text")):
+            elif trimmed(payload.get("text")):
                 kind = "systemEvent"
             else:
                 raise self.fail(".payload", "payload has no kind and no message or text")
@@ -568,7 +512,7 @@ class _JobRepair:
             if not isinstance(payload.get("message"), str):
                 raise self.fail(".payload.message", "agentTurn payload needs a message")
         else:
-            if not _trimmed(payload.get("text")) and _trimmed(payload.get("message")):
+            if not trimmed(payload.get("text")) and trimmed(payload.get("message")):
                 payload["text"] = payload.pop("message")
                 self.note("payloadKind")
             if not isinstance(payload.get("text"), str):
@@ -583,8 +527,8 @@ class _JobRepair:
     def _copy_top_level_agent_fields(self, payload: dict[str, Any]) -> None:
         job = self.job
         for name in ("model", "thinking"):
-            if not _trimmed(payload.get(name)) and _trimmed(job.get(name)):
-                payload[name] = _trimmed(job.get(name))
+            if not trimmed(payload.get(name)) and trimmed(job.get(name)):
+                payload[name] = trimmed(job.get(name))
         seconds = finite_number(job.get("timeoutSeconds"))
         if finite_number(payload.get("timeoutSeconds")) is None and seconds is not None:
             payload["timeoutSeconds"] = max(0, int(math.floor(seconds)))
@@ -638,9 +582,9 @@ class _JobRepair:
             self.note("notifyDropped")
             return
         delivery = job.get("delivery") if isinstance(job.get("delivery"), dict) else None
-        mode = _trimmed((delivery or {}).get("mode"))
+        mode = trimmed((delivery or {}).get("mode"))
         mode = mode.lower() if mode else None
-        target = _trimmed((delivery or {}).get("to"))
+        target = trimmed((delivery or {}).get("to"))
         if mode == "webhook" and target:
             del job["notify"]
             self.note("notifyWebhook")
@@ -655,20 +599,20 @@ class _JobRepair:
 
     def _scalars(self, payload: dict[str, Any]) -> None:
         job = self.job
-        name = _trimmed(job.get("name"))
+        name = trimmed(job.get("name"))
         if name is None:
             job["name"] = _infer_name(job["schedule"], payload)
             self.note("name")
         elif name != job["name"]:
             job["name"] = name
         if "description" in job:
-            description = _trimmed(job["description"])
+            description = trimmed(job["description"])
             if description is None:
                 del job["description"]
             else:
                 job["description"] = description
         if "sessionKey" in job:
-            session_key = _trimmed(job["sessionKey"])
+            session_key = trimmed(job["sessionKey"])
             if session_key is None:
                 del job["sessionKey"]
             else:
@@ -676,7 +620,7 @@ class _JobRepair:
         if not isinstance(job.get("enabled"), bool):
             job["enabled"] = True
             self.note("enabled")
-        wake = _trimmed(job.get("wakeMode"))
+        wake = trimmed(job.get("wakeMode"))
         wake_canonical = wake.lower() if wake and wake.lower() in ("now", "next-heartbeat") else "now"
         if job.get("wakeMode") != wake_canonical:
             job["wakeMode"] = wake_canonical
@@ -690,11 +634,11 @@ class _JobRepair:
 def _delivery_patch(hints: Mapping[str, Any]) -> dict[str, Any]:
     deliver = hints.get("deliver") if isinstance(hints.get("deliver"), bool) else None
     best_effort = hints.get("bestEffortDeliver") if isinstance(hints.get("bestEffortDeliver"), bool) else None
-    channel = _trimmed(hints.get("channel")) or _trimmed(hints.get("provider"))
+    channel = trimmed(hints.get("channel")) or trimmed(hints.get("provider"))
     channel = channel.lower() if channel else None
-    target = _trimmed(hints.get("to"))
+    target = trimmed(hints.get("to"))
     thread = hints.get("threadId")
-    thread_text = _trimmed(thread) if isinstance(thread, str) else (_js_number_text(thread) if finite_number(thread) is not None else None)
+    thread_text = trimmed(thread) if isinstance(thread, str) else (js_number(thread) if finite_number(thread) is not None else None)
     patch: dict[str, Any] = {}
     if deliver is False:
         patch["mode"] = "none"
@@ -712,7 +656,7 @@ def _delivery_patch(hints: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _session_target(value: Any, payload_kind: str) -> str:
-    raw = _trimmed(value) or ""
+    raw = trimmed(value) or ""
     lowered = raw.lower()
     if lowered in ("main", "isolated"):
         return lowered
@@ -767,9 +711,9 @@ def schedule_identity(job: Mapping[str, Any]) -> str | None:
     raw = job.get("schedule")
     if not isinstance(raw, dict):
         return None
-    kind_raw = _trimmed(raw.get("kind"))
+    kind_raw = trimmed(raw.get("kind"))
     kind = kind_raw.lower() if kind_raw else None
-    expr, at = _trimmed(raw.get("expr")), _trimmed(raw.get("at"))
+    expr, at = trimmed(raw.get("expr")), trimmed(raw.get("at"))
     every, anchor = _schedule_number(raw.get("everyMs")), _schedule_number(raw.get("anchorMs"))
     if kind not in SCHEDULE_KINDS:
         kind = "at" if at else "every" if every is not None else "cron" if expr else None
@@ -782,7 +726,7 @@ def schedule_identity(job: Mapping[str, Any]) -> str | None:
             schedule["anchorMs"] = anchor
     elif kind == "cron" and expr:
         schedule = {"kind": "cron", "expr": expr}
-        tz, stagger = _trimmed(raw.get("tz")), _stagger(raw.get("staggerMs"))
+        tz, stagger = trimmed(raw.get("tz")), _stagger(raw.get("staggerMs"))
         if tz:
             schedule["tz"] = tz
         if stagger is not None:
@@ -790,7 +734,7 @@ def schedule_identity(job: Mapping[str, Any]) -> str | None:
     else:
         return None
     enabled = job.get("enabled") if isinstance(job.get("enabled"), bool) else True
-    return js_stringify({"version": 1, "enabled": enabled, "schedule": schedule})
+    return js_json({"version": 1, "enabled": enabled, "schedule": schedule})
 
 
 def _thread_id(value: Any) -> tuple[str | None, str | None]:
@@ -798,7 +742,7 @@ def _thread_id(value: Any) -> tuple[str | None, str | None]:
     if isinstance(value, str):
         return value, "string"
     if finite_number(value) is not None:
-        return _js_number_text(value), "number"
+        return js_number(value), "number"
     return None, None
 
 
@@ -807,7 +751,7 @@ def _destination_field(destination: Any, name: str) -> str | None:
     if not isinstance(destination, dict) or name not in destination:
         return None
     value = destination[name]
-    return "" if value is None else _text(value)
+    return "" if value is None else text(value)
 
 
 def _job_row(store_key: str, repaired: RepairedJob) -> dict[str, Any]:
@@ -829,48 +773,48 @@ def _job_row(store_key: str, repaired: RepairedJob) -> dict[str, Any]:
     row: dict[str, Any] = {
         "store_key": store_key,
         "job_id": repaired.job_id,
-        "declaration_key": _text(job.get("declarationKey")),
-        "display_name": _text(job.get("displayName")),
-        "owner_agent_id": _text(owner.get("agentId")),
-        "owner_session_key": _text(owner.get("sessionKey")),
+        "declaration_key": text(job.get("declarationKey")),
+        "display_name": text(job.get("displayName")),
+        "owner_agent_id": text(owner.get("agentId")),
+        "owner_session_key": text(owner.get("sessionKey")),
         "name": job["name"],
-        "description": _text(job.get("description")),
+        "description": text(job.get("description")),
         "enabled": 1 if job["enabled"] else 0,
-        "delete_after_run": _flag(job.get("deleteAfterRun")),
+        "delete_after_run": flag(job.get("deleteAfterRun")),
         "created_at_ms": repaired.created_at_ms,
-        "agent_id": _text(job.get("agentId")),
-        "session_key": _text(job.get("sessionKey")),
+        "agent_id": text(job.get("agentId")),
+        "session_key": text(job.get("sessionKey")),
         "schedule_kind": kind,
         "schedule_expr": schedule.get("expr") if kind == "cron" else None,
-        "schedule_tz": _text(schedule.get("tz")) if kind == "cron" else None,
+        "schedule_tz": text(schedule.get("tz")) if kind == "cron" else None,
         "every_ms": schedule.get("everyMs") if kind == "every" else None,
-        "anchor_ms": _int(schedule.get("anchorMs")) if kind == "every" else None,
+        "anchor_ms": int64(schedule.get("anchorMs")) if kind == "every" else None,
         "at": schedule.get("at") if kind == "at" else None,
-        "stagger_ms": _int(schedule.get("staggerMs")) if kind == "cron" else None,
+        "stagger_ms": int64(schedule.get("staggerMs")) if kind == "cron" else None,
         "session_target": job["sessionTarget"],
         "wake_mode": job["wakeMode"],
-        "trigger_script": _text(trigger.get("script")),
-        "trigger_once": _flag(trigger.get("once")),
+        "trigger_script": text(trigger.get("script")),
+        "trigger_once": flag(trigger.get("once")),
         "payload_kind": payload["kind"],
         "payload_message": payload["message"] if agent_turn else payload["text"],
-        "payload_model": _text(payload.get("model")) if agent_turn else None,
-        "payload_fallbacks_json": _json_or_none(payload.get("fallbacks")) if agent_turn else None,
-        "payload_thinking": _text(payload.get("thinking")) if agent_turn else None,
-        "payload_timeout_seconds": _int(payload.get("timeoutSeconds")) if agent_turn else None,
-        "payload_allow_unsafe_external_content": _flag(payload.get("allowUnsafeExternalContent")) if agent_turn else None,
-        "payload_external_content_source_json": _json_or_none(payload.get("externalContentSource")) if agent_turn else None,
-        "payload_light_context": _flag(payload.get("lightContext")) if agent_turn else None,
-        "payload_tools_allow_json": _json_or_none(tools_allow),
-        "payload_tools_allow_is_default": _flag(payload.get("toolsAllowIsDefault")) if tools_allow else None,
-        "delivery_mode": _text(delivery.get("mode")),
-        "delivery_channel": _text(delivery.get("channel")),
-        "delivery_to": _text(delivery.get("to")),
+        "payload_model": text(payload.get("model")) if agent_turn else None,
+        "payload_fallbacks_json": json_text(payload.get("fallbacks")) if agent_turn else None,
+        "payload_thinking": text(payload.get("thinking")) if agent_turn else None,
+        "payload_timeout_seconds": int64(payload.get("timeoutSeconds")) if agent_turn else None,
+        "payload_allow_unsafe_external_content": flag(payload.get("allowUnsafeExternalContent")) if agent_turn else None,
+        "payload_external_content_source_json": json_text(payload.get("externalContentSource")) if agent_turn else None,
+        "payload_light_context": flag(payload.get("lightContext")) if agent_turn else None,
+        "payload_tools_allow_json": json_text(tools_allow),
+        "payload_tools_allow_is_default": flag(payload.get("toolsAllowIsDefault")) if tools_allow else None,
+        "delivery_mode": text(delivery.get("mode")),
+        "delivery_channel": text(delivery.get("channel")),
+        "delivery_to": text(delivery.get("to")),
         "delivery_thread_id": thread,
         "delivery_thread_id_type": thread_type,
-        "delivery_account_id": _text(delivery.get("accountId")),
-        "delivery_best_effort": _flag(delivery.get("bestEffort")),
-        "delivery_completion_mode": _text(completion.get("mode")),
-        "delivery_completion_to": _text(completion.get("to")),
+        "delivery_account_id": text(delivery.get("accountId")),
+        "delivery_best_effort": flag(delivery.get("bestEffort")),
+        "delivery_completion_mode": text(completion.get("mode")),
+        "delivery_completion_to": text(completion.get("to")),
         "failure_delivery_mode": _destination_field(failure_destination, "mode"),
         "failure_delivery_channel": _destination_field(failure_destination, "channel"),
         "failure_delivery_to": _destination_field(failure_destination, "to"),
@@ -884,18 +828,18 @@ def _job_row(store_key: str, repaired: RepairedJob) -> dict[str, Any]:
         alert = alert if isinstance(alert, dict) else None
         row.update(
             failure_alert_disabled=0 if alert is not None else None,
-            failure_alert_after=_int(alert.get("after")) if alert else None,
-            failure_alert_channel=_text(alert.get("channel")) if alert else None,
-            failure_alert_to=_text(alert.get("to")) if alert else None,
-            failure_alert_cooldown_ms=_int(alert.get("cooldownMs")) if alert else None,
-            failure_alert_include_skipped=_flag(alert.get("includeSkipped")) if alert else None,
-            failure_alert_mode=_text(alert.get("mode")) if alert else None,
-            failure_alert_account_id=_text(alert.get("accountId")) if alert else None,
+            failure_alert_after=int64(alert.get("after")) if alert else None,
+            failure_alert_channel=text(alert.get("channel")) if alert else None,
+            failure_alert_to=text(alert.get("to")) if alert else None,
+            failure_alert_cooldown_ms=int64(alert.get("cooldownMs")) if alert else None,
+            failure_alert_include_skipped=flag(alert.get("includeSkipped")) if alert else None,
+            failure_alert_mode=text(alert.get("mode")) if alert else None,
+            failure_alert_account_id=text(alert.get("accountId")) if alert else None,
         )
     row.update(state_columns(repaired.state))
     row.update(
-        job_json=compact_json(job),
-        state_json=compact_json(repaired.state),
+        job_json=js_json(job),
+        state_json=js_json(repaired.state),
         # The release backfills a missing updatedAtMs with createdAtMs and writes it to both clocks.
         runtime_updated_at_ms=updated,
         schedule_identity=schedule_identity(job),
@@ -970,7 +914,7 @@ def _newness(job: RepairedJob) -> tuple[float, int]:
 
 def _webhook(config: Mapping[str, Any]) -> str | None:
     cron = config.get("cron") if isinstance(config, Mapping) else None
-    return _trimmed(cron.get("webhook")) if isinstance(cron, Mapping) else None
+    return trimmed(cron.get("webhook")) if isinstance(cron, Mapping) else None
 
 
 class CronJobsReader(Reader):
@@ -981,13 +925,12 @@ class CronJobsReader(Reader):
     schema_name = "cron-jobs"
     target_tables = ("global.cron_jobs",)
     action = "import"
-    order = 30
 
     def agent_for(self, rel: str) -> str | None:
         return None
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
-        store = parse_store(handle.read(), source.rel, _mtime_ms(source, 0))
+        store = parse_store(handle.read(), source.rel, file_mtime_ms(source, 0))
         return Inspection(
             record_count=store.total,
             warnings=store.notices,
@@ -1000,7 +943,7 @@ class CronJobsReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         rel = source.rel
-        fallback_ms = _mtime_ms(source, ctx.now_ms)
+        fallback_ms = file_mtime_ms(source, ctx.now_ms)
         store = parse_store(handle.read(), rel, fallback_ms, _webhook(ctx.config))
         store_key = source_store_key(source)
         conn = ctx.global_db
@@ -1061,7 +1004,7 @@ class CronJobsReader(Reader):
 def _configured_store(config: Mapping[str, Any]) -> str | None:
     """``cron.store`` from the config as OpenClaw resolves it (``~`` expanded, made absolute), if set."""
     cron = config.get("cron") if isinstance(config, Mapping) else None
-    raw = _trimmed(cron.get("store")) if isinstance(cron, Mapping) else None
+    raw = trimmed(cron.get("store")) if isinstance(cron, Mapping) else None
     return os.path.abspath(os.path.expanduser(raw)) if raw else None
 
 
@@ -1086,7 +1029,7 @@ class CronStateReader(Reader):
     schema_name = "cron-state"
     target_tables = ("global.cron_jobs",)
     action = "import"
-    order = 31
+    depends_on = ("cron-jobs",)  # merges into the imported jobs
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -1122,7 +1065,7 @@ class CronStateReader(Reader):
                         f"{rel}: state for job {job_id} not imported: no such job in cron_jobs (the retired file keeps it)"
                     )
                     continue
-                entry_updated = _int(entry.get("updatedAtMs"))
+                entry_updated = int64(entry.get("updatedAtMs"))
                 current_runtime, job_json = current
                 if entry_updated is not None and current_runtime is not None and entry_updated < current_runtime:
                     kept_newer.append(job_id)
@@ -1138,7 +1081,7 @@ class CronStateReader(Reader):
                 # updatedAtMs of the entry, else the job's own clock (already in the row), as resolveUpdatedAtMs.
                 runtime = entry_updated if entry_updated is not None else current_runtime
                 sets = ", ".join(f"{c} = ?" for c in columns)
-                params = (compact_json(state), *state_columns(state).values(), runtime, runtime, store_key, job_id)
+                params = (js_json(state), *state_columns(state).values(), runtime, runtime, store_key, job_id)
                 conn.execute(f"UPDATE {JOBS_TABLE} SET {sets} WHERE store_key = ? AND job_id = ?", params)
                 applied.append(job_id)
         result.records = len(applied)
@@ -1217,7 +1160,7 @@ def skip_reason(entry: Mapping[str, Any], job_id: str) -> str | None:
     return None
 
 
-def _run_row(store_key: str, job_id: str, seq: int, text: str, entry: Mapping[str, Any]) -> tuple[Any, ...]:
+def _run_row(store_key: str, job_id: str, seq: int, line_text: str, entry: Mapping[str, Any]) -> tuple[Any, ...]:
     """One ``cron_run_logs`` row as 2026.7.35's ``bindCronRunLogRow`` projects an entry; ``entry_json`` is the line itself."""
     usage = entry.get("usage") if isinstance(entry.get("usage"), dict) else {}
     diagnostics = entry.get("diagnostics") if isinstance(entry.get("diagnostics"), dict) else {}
@@ -1227,23 +1170,23 @@ def _run_row(store_key: str, job_id: str, seq: int, text: str, entry: Mapping[st
         "job_id": job_id,
         "seq": seq,
         "ts": ts,
-        "status": _text(entry.get("status")),
-        "error": _text(entry.get("error")),
-        "summary": _text(entry.get("summary")),
-        "diagnostics_summary": _text(diagnostics.get("summary")),
-        "delivery_status": _text(entry.get("deliveryStatus")),
-        "delivery_error": _text(entry.get("deliveryError")),
-        "delivered": _flag(entry.get("delivered")),
-        "session_id": _trimmed(entry.get("sessionId")) and _text(entry.get("sessionId")),
-        "session_key": _trimmed(entry.get("sessionKey")) and _text(entry.get("sessionKey")),
-        "run_id": _trimmed(entry.get("runId")) and _text(entry.get("runId")),
-        "run_at_ms": _int(entry.get("runAtMs")),
-        "duration_ms": _int(entry.get("durationMs")),
-        "next_run_at_ms": _int(entry.get("nextRunAtMs")),
-        "model": _trimmed(entry.get("model")) and _text(entry.get("model")),
-        "provider": _trimmed(entry.get("provider")) and _text(entry.get("provider")),
-        "total_tokens": _int(usage.get("total_tokens")),
-        "entry_json": text,
+        "status": text(entry.get("status")),
+        "error": text(entry.get("error")),
+        "summary": text(entry.get("summary")),
+        "diagnostics_summary": text(diagnostics.get("summary")),
+        "delivery_status": text(entry.get("deliveryStatus")),
+        "delivery_error": text(entry.get("deliveryError")),
+        "delivered": flag(entry.get("delivered")),
+        "session_id": trimmed(entry.get("sessionId")) and text(entry.get("sessionId")),
+        "session_key": trimmed(entry.get("sessionKey")) and text(entry.get("sessionKey")),
+        "run_id": trimmed(entry.get("runId")) and text(entry.get("runId")),
+        "run_at_ms": int64(entry.get("runAtMs")),
+        "duration_ms": int64(entry.get("durationMs")),
+        "next_run_at_ms": int64(entry.get("nextRunAtMs")),
+        "model": trimmed(entry.get("model")) and text(entry.get("model")),
+        "provider": trimmed(entry.get("provider")) and text(entry.get("provider")),
+        "total_tokens": int64(usage.get("total_tokens")),
+        "entry_json": line_text,
         "created_at": ts,
     }
     return tuple(row[c] for c in RUN_COLUMNS)
@@ -1262,7 +1205,7 @@ class CronRunsReader(Reader):
     schema_name = "cron-run-entry"
     target_tables = ("global.cron_run_logs",)
     action = "import"
-    order = 32
+    depends_on = ("cron-jobs",)  # its jobs must exist first
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -1290,14 +1233,14 @@ class CronRunsReader(Reader):
         skipped: Counter[str] = Counter()
 
         def rows() -> Iterator[tuple[Any, ...]]:
-            for _, text, entry in _run_entries(handle, rel):
+            for _, line_text, entry in _run_entries(handle, rel):
                 reason = skip_reason(entry, job_id)
                 if reason is not None:
                     skipped[reason] += 1
                     continue
                 counts["rows"] += 1
                 # seq starts at 1, as OpenClaw numbers run-log rows (MAX(seq) + 1).
-                yield _run_row(store_key, job_id, counts["rows"], text, entry)
+                yield _run_row(store_key, job_id, counts["rows"], line_text, entry)
 
         with _savepoint(conn, "statekit_cron_runs"):
             replaced = conn.execute(f"DELETE FROM {RUNS_TABLE} WHERE store_key = ? AND job_id = ?", (store_key, job_id)).rowcount
@@ -1333,7 +1276,6 @@ class CronJobsBackupReader(Reader):
     target_tables = ()
     action = "retain"
     reason = "OpenClaw's own backup copy of jobs.json; the live file is imported"
-    order = 33
 
     def agent_for(self, rel: str) -> str | None:
         return None

@@ -139,7 +139,6 @@ class DeliveryQueueReader(Reader):
     schema_name = "delivery-queue-entry"
     target_tables = ("global.delivery_queue_entries",)
     action = "import"
-    order = 60
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -187,7 +186,6 @@ class DeliveredMarkerReader(Reader):
     target_tables = ()
     action = "drop"
     reason = "stale delivered marker: that delivery already happened and OpenClaw keeps no row for it"
-    order = 61
 
     def agent_for(self, rel: str) -> str | None:
         return None

@@ -78,7 +78,6 @@ class DevicePairingPendingReader(Reader):
     schema_name = "devices-pending"
     target_tables = ("global.device_pairing_pending",)
     action = "import"
-    order = 40
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -176,7 +175,6 @@ class DevicePairingPairedReader(Reader):
     schema_name = "devices-paired"
     target_tables = ("global.device_pairing_paired",)
     action = "import"
-    order = 41
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -271,7 +269,6 @@ class DeviceBootstrapReader(Reader):
     schema_name = "devices-bootstrap"
     target_tables = ("global.device_bootstrap_tokens",)
     action = "import"
-    order = 42
 
     def agent_for(self, rel: str) -> str | None:
         return None

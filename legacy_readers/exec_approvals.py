@@ -344,7 +344,6 @@ class ExecApprovalsReader(Reader):
     schema_name = "exec-approvals"
     target_tables = ("global.exec_approvals_config",)
     action = "import"
-    order = 47
 
     def agent_for(self, rel: str) -> str | None:
         return None

@@ -48,7 +48,6 @@ class GatewayInstanceIdReader(Reader):
     schema_name = "gateway-instance-id"
     target_tables = ("global.plugin_state_entries",)
     action = "import"
-    order = 55
 
     def agent_for(self, rel: str) -> str | None:
         return None

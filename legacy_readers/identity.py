@@ -278,7 +278,6 @@ class DeviceIdentityReader(Reader):
     schema_name = "device-identity"
     target_tables = ("global.device_identities",)
     action = "import"
-    order = 45
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -358,7 +357,7 @@ class DeviceAuthReader(Reader):
     schema_name = "device-auth"
     target_tables = ("global.device_auth_tokens",)
     action = "import"
-    order = 46
+    depends_on = ("device-identity",)  # reads the imported device identity
 
     def agent_for(self, rel: str) -> str | None:
         return None

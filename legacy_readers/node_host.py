@@ -84,7 +84,6 @@ class NodeHostConfigReader(Reader):
     schema_name = "node-host-config"
     target_tables = ("global.node_host_config",)
     action = "import"
-    order = 51
 
     def agent_for(self, rel: str) -> str | None:
         return None

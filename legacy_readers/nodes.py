@@ -119,7 +119,7 @@ class NodePairingPairedReader(Reader):
     schema_name = "nodes-paired"
     target_tables = ("global.device_pairing_paired",)
     action = "import"
-    order = 43
+    depends_on = ("devices-paired",)  # writes the node surface of paired devices
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -185,7 +185,7 @@ class NodePairingPendingReader(Reader):
     schema_name = "nodes-pending"
     target_tables = ("global.device_pairing_paired",)
     action = "import"
-    order = 44
+    depends_on = ("devices-paired",)  # writes the pending node surface of paired devices
 
     def agent_for(self, rel: str) -> str | None:
         return None

@@ -17,4 +17,3 @@ class AcpxProcessLeasesReader(RetainedPluginFile):
     patterns = ("acpx/process-leases.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300

@@ -59,7 +59,6 @@ class PluginBindingApprovalsReader(Reader):
     schema_name = "plugin-binding-approvals"
     target_tables = ("global.plugin_binding_approvals",)
     action = "import"
-    order = 66
 
     def agent_for(self, rel: str) -> str | None:
         return None

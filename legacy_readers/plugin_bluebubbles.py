@@ -17,7 +17,6 @@ class BlueBubblesCatchupCursorReader(RetainedPluginFile):
     patterns = ("bluebubbles/catchup/*.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class BlueBubblesInboundDedupeReader(RetainedPluginFile):
@@ -27,4 +26,3 @@ class BlueBubblesInboundDedupeReader(RetainedPluginFile):
     patterns = ("bluebubbles/inbound-dedupe/*.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300

@@ -17,7 +17,6 @@ class DiscordModelPickerPreferencesReader(RetainedPluginFile):
     patterns = ("discord/model-picker-preferences.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class DiscordThreadBindingsReader(RetainedPluginFile):
@@ -27,7 +26,6 @@ class DiscordThreadBindingsReader(RetainedPluginFile):
     patterns = ("discord/thread-bindings.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class DiscordCommandDeployCache(NotImportedReader):
@@ -38,4 +36,3 @@ class DiscordCommandDeployCache(NotImportedReader):
     plugin_id = PLUGIN
     action = "drop"
     reason = "rebuildable cache of deployed slash-command hashes; the next start re-deploys and records fresh hashes"
-    order = 310

@@ -18,4 +18,3 @@ class FeishuDedupe(NotImportedReader):
     plugin_id = PLUGIN
     action = "drop"
     reason = "replay-protection dedupe cache; rebuilt after the upgrade, so OpenClaw does not import it"
-    order = 310

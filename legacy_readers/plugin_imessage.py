@@ -17,7 +17,6 @@ class IMessageCatchupCursorReader(RetainedPluginFile):
     patterns = ("imessage/catchup/*.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class IMessageReplyCacheReader(RetainedPluginFile):
@@ -27,7 +26,6 @@ class IMessageReplyCacheReader(RetainedPluginFile):
     patterns = ("imessage/reply-cache.jsonl",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class IMessageSentEchoesReader(RetainedPluginFile):
@@ -37,4 +35,3 @@ class IMessageSentEchoesReader(RetainedPluginFile):
     patterns = ("imessage/sent-echoes.jsonl",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300

@@ -173,7 +173,6 @@ class InstalledPluginIndexReader(Reader):
     schema_name = "installed-plugin-index"
     target_tables = ("global.installed_plugin_index",)
     action = "import"
-    order = 71
 
     def agent_for(self, rel: str) -> str | None:
         return None

@@ -17,7 +17,6 @@ class NostrBusStateReader(RetainedPluginFile):
     patterns = ("nostr/bus-state-*.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class NostrProfileStateReader(RetainedPluginFile):
@@ -27,4 +26,3 @@ class NostrProfileStateReader(RetainedPluginFile):
     patterns = ("nostr/profile-state-*.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300

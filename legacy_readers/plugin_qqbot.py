@@ -18,7 +18,6 @@ class QQBotGatewaySessions(NotImportedReader):
     plugin_id = PLUGIN
     action = "drop"
     reason = "gateway resume cache; QQBot opens a fresh gateway session (design seed: caches, not migrated)"
-    order = 310
 
 
 class QQBotKnownUsers(NotImportedReader):
@@ -29,7 +28,6 @@ class QQBotKnownUsers(NotImportedReader):
     plugin_id = PLUGIN
     action = "drop"
     reason = "cache of users seen by the bot, refilled as they write again (design seed: caches, not migrated)"
-    order = 310
 
 
 class QQBotRefIndex(NotImportedReader):
@@ -40,4 +38,3 @@ class QQBotRefIndex(NotImportedReader):
     plugin_id = PLUGIN
     action = "drop"
     reason = "quote lookup cache of recent messages (design seed: caches, not migrated)"
-    order = 310

@@ -214,7 +214,6 @@ class TelegramMessageCacheReader(PluginStateReader):
     patterns = in_session_dirs("*.telegram-messages.json")
     plugin_id = PLUGIN
     namespaces = (NS_MESSAGES,)
-    order = 290  # before any catch-all of the sessions directory
 
     def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry]:
         text = read_text(handle, source.rel)
@@ -254,7 +253,6 @@ class TelegramSentMessagesReader(PluginStateReader):
     schema_name = "plugin-telegram-sent-messages"
     plugin_id = PLUGIN
     namespaces = (NS_SENT,)
-    order = 290
 
     def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry]:
         document = load_document(source, handle, self.schema_name)
@@ -279,7 +277,6 @@ class TelegramTopicNamesReader(PluginStateReader):
     schema_name = "plugin-json-object"
     plugin_id = PLUGIN
     namespaces = (NS_TOPICS_PREFIX + "<sha256(store)[:16]>",)
-    order = 290
 
     def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry]:
         document = load_document(source, handle, self.schema_name)
@@ -352,7 +349,6 @@ class TelegramMessageDispatchCache(NotImportedReader):
     plugin_id = PLUGIN
     action = "drop"
     reason = "short-lived inbound dispatch dedupe cache; rebuilt by the running gateway"
-    order = 290
 
 
 class TelegramAtomicWriteLeftover(NotImportedReader):

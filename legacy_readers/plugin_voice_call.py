@@ -17,4 +17,3 @@ class VoiceCallCallsReader(RetainedPluginFile):
     patterns = ("voice-calls/calls.jsonl",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300

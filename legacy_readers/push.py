@@ -63,7 +63,6 @@ class WebPushSubscriptionsReader(Reader):
     schema_name = "push-web-subscriptions"
     target_tables = ("global.web_push_subscriptions",)
     action = "import"
-    order = 48
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -118,7 +117,6 @@ class VapidKeysReader(Reader):
     schema_name = "push-vapid-keys"
     target_tables = ("global.web_push_vapid_keys",)
     action = "import"
-    order = 49
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -247,7 +245,6 @@ class ApnsRegistrationsReader(Reader):
     schema_name = "push-apns"
     target_tables = ("global.apns_registrations",)
     action = "import"
-    order = 50
 
     def agent_for(self, rel: str) -> str | None:
         return None

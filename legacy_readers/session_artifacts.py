@@ -194,7 +194,7 @@ class TrajectoryReader(Reader):
     schema_name = "trajectory-event"
     target_tables = ("agent.trajectory_runtime_events",)
     action = "import"
-    order = 40
+    depends_on = ("session-index", "transcript-jsonl")  # its events reference the sessions rows
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
         session_id = trajectory_session_id(source.rel)
@@ -307,7 +307,7 @@ class TrajectoryPointerReader(Reader):
     target_tables = ()
     action = "drop"
     reason = "file-era path pointer to the trajectory sidecar; its facts are recorded in the sidecar's receipt and no row stores a file path"
-    order = 45
+    depends_on = ("trajectory-jsonl",)  # the sidecar reads this pointer, so it is retired after it
 
 
 # --- compaction checkpoints --------------------------------------------------------
@@ -361,7 +361,7 @@ class CheckpointReader(Reader):
     schema_name = "transcript-event"
     target_tables = ("agent.transcript_snapshots", "agent.transcript_events", "agent.transcript_event_identities")
     action = "import"
-    order = 41
+    depends_on = ("session-index", "transcript-jsonl")  # compares with the imported transcript
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
         parent, checkpoint = parse_checkpoint_name(source.rel)
@@ -511,7 +511,6 @@ class AcpStreamReader(Reader):
         "operator-facing ACP relay log; the target schema has no acp_parent_stream_events table, "
         "so it stays in place byte for byte"
     )
-    order = 42
 
 
 class TranscriptArchiveReader(Reader):
@@ -525,7 +524,6 @@ class TranscriptArchiveReader(Reader):
         "archived history of a reset/deleted session or OpenClaw's own backup copy; importing it would resurrect "
         "it as a live session and schema v1 has no transcript-archive table, so it stays in place byte for byte"
     )
-    order = 43
 
 
 class SessionLockReader(Reader):
@@ -536,4 +534,3 @@ class SessionLockReader(Reader):
     target_tables = ()
     action = "drop"
     reason = "stale lock file (the gateway is stopped)"
-    order = 44

@@ -306,7 +306,6 @@ class SessionIndexReader(Reader):
         "agent.session_conversations",
     )
     action = "import"
-    order = 10
 
     def _load(self, source: Source, handle: BinaryIO) -> dict[str, Any]:
         document = parse_json5_document(handle.read(), source.rel)

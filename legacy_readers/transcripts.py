@@ -307,7 +307,7 @@ class TranscriptReader(Reader):
     schema_name = "transcript-event"
     target_tables = ("agent.transcript_events", "agent.transcript_event_identities")
     action = "import"
-    order = 20
+    depends_on = ("session-index",)  # reads and completes the session rows
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
         scan = _Scan(source, handle)

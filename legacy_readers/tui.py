@@ -93,7 +93,6 @@ class TuiLastSessionReader(Reader):
     schema_name = "tui-last-session"
     target_tables = ("global.config_machine_state",)
     action = "import"
-    order = 54
 
     def agent_for(self, rel: str) -> str | None:
         return None

@@ -72,7 +72,6 @@ class UpdateCheckReader(Reader):
     schema_name = "update-check"
     target_tables = ("global.update_check_state",)
     action = "import"
-    order = 52
 
     def agent_for(self, rel: str) -> str | None:
         return None
