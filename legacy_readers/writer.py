@@ -553,6 +553,11 @@ class DatabaseWriter:
         return self._tracker.expectations(self.label)
 
 
+def as_database_writer(db: DatabaseWriter | Connection, label: str = "global") -> DatabaseWriter:
+    """``db`` itself, or a writer over the raw connection (callers outside a reader: the apply loop, tests)."""
+    return db if isinstance(db, DatabaseWriter) else DatabaseWriter(db, label)
+
+
 # --- the writer of one source ----------------------------------------------------------------
 
 
@@ -614,5 +619,5 @@ class Writer:
                 conn.authorizer = None
 
 
-__all__ = ["unguarded", "BOOKKEEPING_TABLES", "Column", "DatabaseWriter", "Expectation", "Guard", "Json", "Writer", "js_json", "where_clause"]
+__all__ = ["as_database_writer", "unguarded", "BOOKKEEPING_TABLES", "Column", "DatabaseWriter", "Expectation", "Guard", "Json", "Writer", "js_json", "where_clause"]
 

@@ -187,7 +187,7 @@ def test_a_write_outside_the_targets_fails_the_source_in_a_run(tmp_path: Path, m
 
 # Modules still writing through raw connections (they go as they are converted to ctx.writer).
 NOT_YET_CONVERTED = {
-    "_later_columns", "_plugin_state", "_small_stores", "acp_ledger", "audit_logs", "auth_profiles", "channel_pairing",
+    "_later_columns", "_plugin_state", "_small_stores", "acp_ledger", "audit_logs", "channel_pairing",
     "clawhub", "config_health", "cron", "devices", "nodes", "plugin_binding_approvals", "plugin_installs", "settings",
     "sqlite_sidecars", "workspace_state",
 }
