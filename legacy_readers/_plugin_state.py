@@ -22,28 +22,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO, ClassVar
 
-from statekit.legacy_readers._jsjson import js_stringify
-from statekit.legacy_readers.base import (
-    ImportContext,
-    Inspection,
-    Reader,
-    Source,
-    WriteResult,
-    decode_utf8,
-    fingerprint,
-    parse_json_document,
-    parse_json_line,
-    upsert,
-    validate,
-)
+from statekit.documents import parse_json5_document, parse_json_line, validate
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint, upsert
 from statekit.errors import SourceError
+from statekit.values import file_mtime_ms, js_json
 
 STATE_TABLE = "plugin_state_entries"
 BLOB_TABLE = "plugin_blob_entries"
@@ -106,33 +94,6 @@ def short_hash(*parts: Any, length: int = 32) -> str:
     return sha_hex("\0".join(str(p) for p in parts), length)
 
 
-def iso_to_ms(value: Any) -> int | None:
-    from statekit.legacy_readers.transcripts import parse_iso_ms
-
-    return parse_iso_ms(value)
-
-
-def as_ms(value: Any) -> int | None:
-    """A finite epoch-ms number (or ISO string) as int, else None."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        if value != value or value in (float("inf"), float("-inf")):
-            return None
-        return int(value)
-    if isinstance(value, str):
-        return iso_to_ms(value)
-    return None
-
-
-def ms_to_iso(ms: int) -> str:
-    """Epoch ms as JavaScript's ``Date.prototype.toISOString`` writes it."""
-    from datetime import datetime, timezone
-
-    moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
-
-
 def file_stem(rel: str, prefix: str = "", suffix: str = ".json") -> str:
     """The part of the file name between ``prefix`` and ``suffix`` (e.g. the account id)."""
     name = PurePosixPath(rel).name
@@ -149,14 +110,6 @@ def check_key(key: str, rel: str, where: str) -> str:
     if len(key.encode("utf-8")) > MAX_KEY_BYTES:
         raise SourceError(rel, f"entry key is longer than {MAX_KEY_BYTES} bytes", json_path=where)
     return key
-
-
-def load_document(source: Source, handle: BinaryIO, schema_name: str | None) -> Any:
-    """Strict JSON document (writers emitted plain JSON) validated against the reader schema."""
-    document = parse_json_document(handle.read(), source.rel)
-    if schema_name:
-        validate(document, schema_name, source.rel)
-    return document
 
 
 def iter_jsonl(source: Source, handle: BinaryIO, schema_name: str | None, ectx: EntryContext) -> Iterator[tuple[int, bytes, Any]]:
@@ -198,10 +151,6 @@ def iter_jsonl(source: Source, handle: BinaryIO, schema_name: str | None, ectx: 
             ectx.warnings.append(f"{source.rel}:{pending[0]}: torn last line (crash mid-append) not imported; the original is kept byte-exact in the retired folder")
 
 
-def text_of(handle: BinaryIO, rel: str) -> str:
-    return decode_utf8(handle.read(), rel)
-
-
 # --- the reader base ------------------------------------------------------------------
 
 
@@ -240,11 +189,7 @@ class PluginStateReader(Reader):
     # -- plan -------------------------------------------------------------------------
 
     def _context(self, source: Source, now_ms: int, config: Any = None) -> EntryContext:
-        try:
-            mtime = int(os.stat(source.path).st_mtime * 1000)
-        except OSError:
-            mtime = now_ms
-        return EntryContext(source=source, now_ms=now_ms, mtime_ms=mtime, config=dict(config or {}))
+        return EntryContext(source=source, now_ms=now_ms, mtime_ms=file_mtime_ms(source, now_ms), config=dict(config or {}))
 
     def _collect(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> dict[tuple[str, str, str, str], StateEntry | BlobEntry]:
         """Entries by (table, plugin, namespace, key); a later duplicate key replaces an earlier one."""
@@ -292,7 +237,7 @@ class PluginStateReader(Reader):
                     "plugin_id": plugin_id,
                     "namespace": namespace,
                     "entry_key": key,
-                    "metadata_json": js_stringify(entry.metadata),
+                    "metadata_json": js_json(entry.metadata),
                     "blob": sqlite_blob(entry.blob),
                     "created_at": created,
                     "expires_at": entry.expires_at,
@@ -302,7 +247,7 @@ class PluginStateReader(Reader):
                     "plugin_id": plugin_id,
                     "namespace": namespace,
                     "entry_key": key,
-                    "value_json": js_stringify(entry.value),
+                    "value_json": js_json(entry.value),
                     "created_at": created,
                     "expires_at": entry.expires_at,
                 }
@@ -357,7 +302,6 @@ def _held_value(conn: Any, plugin_id: str, namespace: str, key: str) -> Any:
 
 def load_config(state_dir: Any) -> dict[str, Any]:
     """The state dir's config (JSON5), best effort: {} when missing or unreadable (the plan has no parsed config)."""
-    from statekit.legacy_readers.base import parse_json5_document
     from statekit.fsutil import read_regular_file
 
     for name in ("openclaw.json", "clawdbot.json", "moldbot.json", "moltbot.json"):
@@ -417,19 +361,14 @@ __all__ = [
     "RetainedPluginFile",
     "PluginStateReader",
     "StateEntry",
-    "as_ms",
     "external_plugin_reason",
     "check_key",
     "file_stem",
     "in_session_dirs",
     "in_workspaces",
-    "iso_to_ms",
     "iter_jsonl",
-    "load_document",
-    "ms_to_iso",
     "sha_hex",
     "short_hash",
-    "text_of",
     "workspace_key",
 ]
 

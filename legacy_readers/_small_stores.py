@@ -1,10 +1,11 @@
 """Shared helpers for the small global stores (queues, settings, registries, plugin state).
 
-Private to the readers of issue 4 part B2 (delivery queues, media, audit
-logs, bindings, approvals, commitments, sandbox, ACP ledger, plugin index,
-settings, Crestodian, phone control, workspace state, ClawHub, MCP OAuth,
-channel pairing, misc logs). Nothing here writes outside the transaction the
-apply loop hands a reader.
+Foreign-table fitting, plugin-state rows, legacy line keys and identifier
+normalisation for the readers of the small global stores (delivery queues,
+media, audit logs, bindings, approvals, commitments, sandbox, ACP ledger,
+plugin index, settings, Crestodian, phone control, workspace state, ClawHub,
+MCP OAuth, channel pairing, misc logs). Nothing here writes outside the
+transaction the apply loop hands a reader.
 """
 
 from __future__ import annotations
@@ -13,88 +14,18 @@ import hashlib
 import os
 import re
 from collections.abc import Mapping
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-from statekit.legacy_readers._jsjson import js_stringify
-from statekit.legacy_readers.base import (
-    Source,
-    as_int,
-    parse_json_document,
-    require_columns,
-    upsert,
-    validate,
-)
+from statekit.legacy_readers.base import Source, require_columns, upsert
 from statekit.db import Connection
+from statekit.documents import load_document
 from statekit.errors import SchemaError
+from statekit.values import file_mtime_ms, integer, iso_to_ms, js_json, ms_to_iso, nested_text, record
+from statekit.values import trimmed as text  # "text" here has always meant the trimmed non-empty string
 
-# --- reading -----------------------------------------------------------------
-
-
-def load_document(source: Source, handle: BinaryIO, schema_name: str) -> Any:
-    """One whole JSON document (writers emitted plain JSON), validated against the reader's schema."""
-    document = parse_json_document(handle.read(), source.rel)
-    validate(document, schema_name, source.rel)
-    return document
-
-
-def file_mtime_ms(source: Source, fallback: int) -> int:
-    try:
-        mtime = os.stat(source.path).st_mtime_ns // 1_000_000
-    except OSError:
-        return fallback
-    return mtime if mtime > 0 else fallback
-
-
-def text(value: Any) -> str | None:
-    """A trimmed non-empty string, else None."""
-    if isinstance(value, str):
-        stripped = value.strip()
-        return stripped or None
-    return None
-
-
-def integer(value: Any) -> int | None:
-    """A finite number truncated to int (booleans and strings are not numbers)."""
-    return as_int(value)
-
-
-def record(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def nested_text(container: Any, key: str, field: str) -> str | None:
-    return text(record(record(container).get(key)).get(field))
-
-
-# --- time ----------------------------------------------------------------------
-
-
-def iso_to_ms(value: Any) -> int | None:
-    """Epoch ms of an ISO-8601 timestamp (``Z`` or offset; naive = UTC); None when it does not parse."""
-    if not isinstance(value, str) or not value.strip():
-        return None
-    raw = value.strip()
-    if raw.endswith(("Z", "z")):
-        raw = raw[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(raw)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    try:
-        return int(parsed.timestamp() * 1000)
-    except (OverflowError, OSError, ValueError):
-        return None
-
-
-def ms_to_iso(ms: int) -> str:
-    """JavaScript's ``Date.prototype.toISOString`` form: ``2026-01-17T09:30:00.000Z``."""
-    moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
+# Defined in statekit.values / statekit.documents; importable from here for the readers that use them.
+REEXPORTED = ("file_mtime_ms", "integer", "iso_to_ms", "load_document", "ms_to_iso", "nested_text", "record", "text")
 
 # --- foreign (OpenClaw 2026.6-2026.7) table shapes -----------------------------------
 
@@ -169,7 +100,7 @@ def put_plugin_state(
             "plugin_id": plugin_id,
             "namespace": namespace,
             "entry_key": entry_key,
-            "value_json": js_stringify(value),
+            "value_json": js_json(value),
             "created_at": int(created_at),
             "expires_at": expires_at,
         },

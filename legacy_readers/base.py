@@ -21,19 +21,14 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
-import math
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, ClassVar
-
-import json5
-import jsonschema
 
 from statekit.db import Connection
 from statekit.errors import SchemaError, SourceError
@@ -326,153 +321,26 @@ def insert_many(conn: Connection, table: str, columns: Sequence[str], rows: Iter
 
 
 # --- input helpers ---------------------------------------------------------
+# Moved to statekit.documents / statekit.values; re-exported for the readers that still import them from here.
 
-
-@lru_cache(maxsize=None)
-def load_schema(name: str) -> dict[str, Any]:
-    text = resources.files(__package__).joinpath("schemas", f"{name}.schema.json").read_text(encoding="utf-8")
-    return json.loads(text)
-
-
-@lru_cache(maxsize=None)
-def _validator(name: str) -> jsonschema.protocols.Validator:
-    schema = load_schema(name)
-    cls = jsonschema.validators.validator_for(schema)
-    cls.check_schema(schema)
-    return cls(schema)
-
-
-def describe_validation_error(error: jsonschema.ValidationError) -> str:
-    """A one-line description that never echoes the offending value (it may be a secret)."""
-    v = error.validator
-    vv = error.validator_value
-    if v == "type":
-        expected = vv if isinstance(vv, str) else " or ".join(vv)
-        return f"expected {expected}, found {json_type(error.instance)}"
-    if v == "required":
-        missing = [name for name in vv if isinstance(error.instance, dict) and name not in error.instance] or list(vv)
-        return "missing required property " + ", ".join(repr(m) for m in missing)
-    if v == "enum":
-        return f"must be one of {', '.join(json.dumps(x) for x in vv)}"
-    if v == "const":
-        return f"must be {json.dumps(vv)}"
-    if v in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-        return f"must satisfy {v} {vv}"
-    if v in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
-        return f"violates {v} {vv}"
-    if v == "pattern":
-        return f"does not match pattern {vv}"
-    if v == "additionalProperties":
-        return "has properties that are not allowed"
-    if v in ("anyOf", "oneOf"):
-        return f"matches none of the allowed shapes ({v})"
-    return f"fails {v}"
-
-
-def json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
-def validate(document: Any, schema_name: str, rel: str, *, line: int | None = None) -> None:
-    """Validate against a reader schema; raise SourceError with the first error's JSON path."""
-    errors = sorted(_validator(schema_name).iter_errors(document), key=lambda e: (list(map(str, e.absolute_path)), e.validator))
-    if errors:
-        first = errors[0]
-        raise SourceError(rel, describe_validation_error(first), line=line, json_path=first.json_path)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"non-finite number {name}")
-
-
-def parse_json_line(raw: bytes, rel: str, line: int) -> Any:
-    """Strict JSON for one JSONL line (no NaN/Infinity); errors name file and line."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SourceError(rel, f"invalid UTF-8 at byte {exc.start}", line=line) from None
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
-        message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) or "nesting too deep"
-        raise SourceError(rel, f"invalid JSON: {message}", line=line) from None
-
-
-def decode_utf8(data: bytes, rel: str) -> str:
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise SourceError(rel, f"invalid UTF-8 at byte {exc.start}", line=line) from None
-
-
-def parse_json5_document(data: bytes, rel: str) -> Any:
-    """JSON5 (comments, trailing commas, unquoted keys) as old OpenClaw read it."""
-    text = decode_utf8(data, rel)
-    if not text.strip():
-        raise SourceError(rel, "file is empty")
-    try:
-        # Writers emitted plain JSON: the C parser is ~100x faster than json5.
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        pass
-    try:
-        return json5.loads(text, allow_duplicate_keys=True)
-    except RecursionError:
-        raise SourceError(rel, "invalid JSON5: nesting too deep") from None
-    except ValueError as exc:
-        message = str(exc).splitlines()[0] if str(exc) else "invalid JSON5"
-        line_match = re.search(r"<string>:(\d+)", message)
-        line = int(line_match.group(1)) if line_match else None
-        message = re.sub(r"^<string>:\d+(?::\d+)?\s*", "", message)
-        raise SourceError(rel, f"invalid JSON5: {message}", line=line) from None
-
-
-def parse_json_document(data: bytes, rel: str) -> Any:
-    """Strict JSON document (writers emitted plain JSON); NaN/Infinity rejected."""
-    text = decode_utf8(data, rel)
-    if not text.strip():
-        raise SourceError(rel, "file is empty")
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise SourceError(rel, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
-    except (ValueError, RecursionError) as exc:
-        raise SourceError(rel, f"invalid JSON: {exc or 'nesting too deep'}") from None
-
-
-def finite_number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def as_int(value: Any) -> int | None:
-    number = finite_number(value)
-    return None if number is None else int(number)
+from statekit.documents import (  # noqa: E402
+    decode_utf8,
+    describe_validation_error,
+    json_type,
+    load_schema,
+    parse_json5_document,
+    parse_json_document,
+    parse_json_line,
+    validate,
+)
+from statekit.documents import validator as _validator  # noqa: E402
+from statekit.values import finite_number  # noqa: E402
+from statekit.values import integer as as_int  # noqa: E402
 
 
 def compact_json(value: Any) -> str:
-    """JSON text as JavaScript's JSON.stringify writes it: the writer's one serialiser (``writer.js_json``)."""
-    from statekit.legacy_readers.writer import js_json
+    """JSON text as JavaScript's JSON.stringify writes it: ``statekit.values.js_json``, the one serialiser."""
+    from statekit.values import js_json
 
     return js_json(value)
 

@@ -48,7 +48,9 @@ from typing import Any, BinaryIO
 from statekit.legacy_readers._jsjson import js_number
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint, json_type, validate
-from statekit.legacy_readers.devices import fetch_row, file_mtime_ms, load_json, write_row
+from statekit.documents import load_json
+from statekit.legacy_readers._rows import fetch_row, write_row
+from statekit.values import file_mtime_ms
 from statekit.errors import SourceError
 
 FAMILY = "exec-approvals"

@@ -16,7 +16,8 @@ import json
 from typing import Any, BinaryIO
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, compact_json, decode_utf8, validate
-from statekit.legacy_readers.devices import fetch_row, file_mtime_ms, write_row
+from statekit.legacy_readers._rows import fetch_row, write_row
+from statekit.values import file_mtime_ms
 from statekit.errors import SourceError
 
 FAMILY = "gateway"

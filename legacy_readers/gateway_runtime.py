@@ -26,7 +26,9 @@ from __future__ import annotations
 from typing import Any, BinaryIO
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
-from statekit.legacy_readers.devices import fetch_row, file_mtime_ms, json_col, load_object, ms, text, write_row
+from statekit.documents import load_object
+from statekit.legacy_readers._rows import fetch_row, write_row
+from statekit.values import file_mtime_ms, int64 as ms, json_text as json_col, text
 from statekit.errors import SourceError
 
 FAMILY = "gateway"

@@ -33,7 +33,9 @@ import json
 from typing import Any, BinaryIO
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
-from statekit.legacy_readers.devices import fetch_row, file_mtime_ms, json_col, load_object, ms, write_row
+from statekit.documents import load_object
+from statekit.legacy_readers._rows import fetch_row, write_row
+from statekit.values import file_mtime_ms, int64 as ms, json_text as json_col
 from statekit.errors import SourceError
 
 FAMILY = "identity"

@@ -37,7 +37,10 @@ from typing import Any, BinaryIO
 
 from statekit.legacy_readers._later_columns import ensure_later_column
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
-from statekit.legacy_readers.devices import PAIRED_TABLE, fetch_row, file_mtime_ms, json_col, load_object, ms, text
+from statekit.documents import load_object
+from statekit.legacy_readers._rows import fetch_row
+from statekit.legacy_readers.devices import PAIRED_TABLE
+from statekit.values import file_mtime_ms, int64, json_text, text
 from statekit.errors import SourceError
 
 FAMILY = "nodes"
@@ -80,9 +83,9 @@ def node_surface(node: Mapping[str, Any], fallback_ms: int) -> dict[str, Any]:
     if isinstance(node.get("bins"), list):
         surface["bins"] = node["bins"]
     for name in ("createdAtMs", "approvedAtMs"):
-        value = ms(node.get(name))
+        value = int64(node.get(name))
         surface[name] = value if value is not None else fallback_ms
-    if ms(node.get("lastConnectedAtMs")) is not None:
+    if int64(node.get("lastConnectedAtMs")) is not None:
         surface["lastConnectedAtMs"] = node["lastConnectedAtMs"]
     return surface
 
@@ -90,7 +93,7 @@ def node_surface(node: Mapping[str, Any], fallback_ms: int) -> dict[str, Any]:
 def pending_surface(request_id: str, request: Mapping[str, Any], fallback_ms: int) -> dict[str, Any]:
     surface: dict[str, Any] = {"requestId": request_id, "revision": request_id}
     surface.update({name: request[name] for name in PENDING_SURFACE_FIELDS if request.get(name) is not None})
-    ts = ms(request.get("ts"))
+    ts = int64(request.get("ts"))
     surface["ts"] = ts if ts is not None else fallback_ms
     return surface
 
@@ -146,7 +149,7 @@ class NodePairingPairedReader(Reader):
                 kept += 1  # as OpenClaw: a device that already has a surface keeps it
                 continue
             ensure_later_column(conn, PAIRED_TABLE, "node_surface_json")
-            conn.execute(f'UPDATE "{PAIRED_TABLE}" SET node_surface_json = ? WHERE device_id = ?', (json_col(node_surface(node, mtime)), node_id))
+            conn.execute(f'UPDATE "{PAIRED_TABLE}" SET node_surface_json = ? WHERE device_id = ?', (json_text(node_surface(node, mtime)), node_id))
         result = WriteResult(records=len(attached))
         if orphans:
             result.warnings.append(
@@ -217,11 +220,11 @@ class NodePairingPendingReader(Reader):
                 continue
             attached.append(node_id)
             current = _surface_of(device.get("pending_node_surface_json"))
-            if current is not None and (ms(current.get("ts")) or 0) > surface["ts"]:
+            if current is not None and (int64(current.get("ts")) or 0) > surface["ts"]:
                 kept += 1
                 continue
             ensure_later_column(conn, PAIRED_TABLE, "pending_node_surface_json")
-            conn.execute(f'UPDATE "{PAIRED_TABLE}" SET pending_node_surface_json = ? WHERE device_id = ?', (json_col(surface), node_id))
+            conn.execute(f'UPDATE "{PAIRED_TABLE}" SET pending_node_surface_json = ? WHERE device_id = ?', (json_text(surface), node_id))
         result = WriteResult(records=len(attached))
         if orphans:
             result.notices.append(

@@ -19,7 +19,8 @@ import math
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._plugin_state import EntryContext, PluginStateReader, StateEntry, load_document, sha_hex
+from statekit.documents import load_document
+from statekit.legacy_readers._plugin_state import EntryContext, PluginStateReader, StateEntry, sha_hex
 from statekit.legacy_readers.base import Inspection, Source
 
 PLUGIN = "active-memory"

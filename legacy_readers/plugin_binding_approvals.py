@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
-from statekit.legacy_readers._small_stores import file_mtime_ms, fit_row, integer, load_document, normalize_account_id, text
+from statekit.documents import load_document
+from statekit.legacy_readers._small_stores import fit_row, normalize_account_id
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, insert_many
+from statekit.values import file_mtime_ms, integer, js_json, trimmed
 
 TABLE = "plugin_binding_approvals"
 
@@ -31,7 +32,7 @@ def select_approvals(document: dict[str, Any], mtime: int) -> tuple[dict[tuple[s
     notices: list[str] = []
     warnings: list[str] = []
     for index, approval in enumerate(document["approvals"]):
-        root, plugin_id, channel = text(approval.get("pluginRoot")), text(approval.get("pluginId")), text(approval.get("channel"))
+        root, plugin_id, channel = trimmed(approval.get("pluginRoot")), trimmed(approval.get("pluginId")), trimmed(approval.get("channel"))
         if not (root and plugin_id and channel):
             warnings.append(f"approvals[{index}] lacks pluginRoot, pluginId or channel; skipped")
             continue
@@ -44,7 +45,7 @@ def select_approvals(document: dict[str, Any], mtime: int) -> tuple[dict[tuple[s
             "channel": key[1],
             "account_id": key[2],
             "plugin_id": plugin_id,
-            "plugin_name": text(approval.get("pluginName")),
+            "plugin_name": trimmed(approval.get("pluginName")),
             "approved_at": approved if approved is not None else mtime,
         }
     return chosen, notices, warnings
@@ -83,7 +84,7 @@ class PluginBindingApprovalsReader(Reader):
             notices=[f"{source.rel}: {n}" for n in notices],
             warnings=[f"{source.rel}: {w}" for w in warnings],
         )
-        keys = js_stringify([[r["plugin_root"], r["channel"], r["account_id"], r["plugin_id"]] for r in rows])
+        keys = js_json([[r["plugin_root"], r["channel"], r["account_id"], r["plugin_id"]] for r in rows])
         result.expect(
             "global",
             TABLE,

@@ -27,9 +27,9 @@ from __future__ import annotations
 import json
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
-from statekit.legacy_readers._small_stores import load_document
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number, upsert
+from statekit.documents import load_document
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, upsert
+from statekit.values import finite_number, js_json
 from statekit.errors import SourceError
 
 TABLE = "installed_plugin_index"
@@ -133,9 +133,9 @@ def index_row(document: dict[str, Any], now_ms: int) -> dict[str, Any] | None:
             "policy_hash": document["policyHash"],
             "generated_at_ms": int(document["generatedAtMs"]),
             "refresh_reason": document.get("refreshReason") or None,
-            "install_records_json": js_stringify(records or {}),
-            "plugins_json": js_stringify(document["plugins"]),
-            "diagnostics_json": js_stringify(document["diagnostics"]),
+            "install_records_json": js_json(records or {}),
+            "plugins_json": js_json(document["plugins"]),
+            "diagnostics_json": js_json(document["diagnostics"]),
             "warning": WARNING,
             "updated_at_ms": now_ms,
         }
@@ -150,7 +150,7 @@ def index_row(document: dict[str, Any], now_ms: int) -> dict[str, Any] | None:
         "policy_hash": LEGACY,
         "generated_at_ms": 0,
         "refresh_reason": None,
-        "install_records_json": js_stringify(records),
+        "install_records_json": js_json(records),
         "plugins_json": "[]",
         "diagnostics_json": "[]",
         "warning": WARNING,
@@ -195,7 +195,7 @@ class InstalledPluginIndexReader(Reader):
             if added:
                 ctx.global_db.execute(
                     f"UPDATE {TABLE} SET install_records_json = ?, warning = ?, updated_at_ms = ? WHERE index_key = ?",
-                    (js_stringify(merged), WARNING, ctx.now_ms, INDEX_KEY),
+                    (js_json(merged), WARNING, ctx.now_ms, INDEX_KEY),
                 )
             result.notices.append(f"{source.rel}: merged into the existing index: {added} install record(s) added")
             if conflicts:

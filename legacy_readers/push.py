@@ -34,7 +34,9 @@ from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
-from statekit.legacy_readers.devices import expect_keys, fetch_row, file_mtime_ms, load_object, ms, text, unmapped_fields, write_row
+from statekit.documents import load_object, unmapped_fields
+from statekit.legacy_readers._rows import expect_keys, fetch_row, write_row
+from statekit.values import file_mtime_ms, int64, text
 from statekit.errors import SourceError
 
 FAMILY = "push"
@@ -81,8 +83,8 @@ class WebPushSubscriptionsReader(Reader):
             endpoint = entry["endpoint"]
             digest = endpoint_hash(endpoint)
             rekeyed += digest != key
-            created = ms(entry.get("createdAtMs"))
-            updated = ms(entry.get("updatedAtMs"))
+            created = int64(entry.get("createdAtMs"))
+            updated = int64(entry.get("updatedAtMs"))
             row = {
                 "endpoint_hash": digest,
                 "subscription_id": entry["subscriptionId"],
@@ -196,7 +198,7 @@ def apns_row(key: str, entry: dict[str, Any], fallback_ms: int, rel: str = "push
     environment = environment.strip().lower() if environment else None
     if transport == "direct" and environment not in ("sandbox", "production"):
         environment = "sandbox"  # OpenClaw's default for direct registrations
-    updated = ms(entry.get("updatedAtMs"))
+    updated = int64(entry.get("updatedAtMs"))
     row: dict[str, Any] = {
         "node_id": (text(entry.get("nodeId")) or key).strip(),
         "transport": transport,

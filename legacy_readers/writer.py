@@ -41,8 +41,8 @@ import apsw
 
 from statekit.db import Connection
 from statekit.errors import SchemaError
-from statekit.legacy_readers._jsjson import js_stringify
 from statekit.schema import LATER_COLUMNS
+from statekit.values import iso_to_ms, js_json, ms_to_iso
 
 # statekit's own tables: the apply loop's receipts and run history. No reader reads or writes them.
 BOOKKEEPING_TABLES = frozenset({"migration_sources", "migration_runs"})
@@ -55,11 +55,6 @@ class Json:
     """A value to store as JSON text (``JSON.stringify``'s bytes): for scalars and ``None`` that mean JSON."""
 
     value: Any
-
-
-def js_json(value: Any) -> str:
-    """JSON text exactly as JavaScript's ``JSON.stringify`` writes it (the one serialiser of JSON columns)."""
-    return js_stringify(value)
 
 
 def _bind(value: Any) -> Any:
@@ -374,8 +369,6 @@ class DatabaseWriter:
 
     def timestamp(self, table: str, column: str, ms: int | None, iso: str | None = None) -> Any:
         """A timestamp in the column's own convention: epoch ms (statekit's INTEGER) or ISO text (OpenClaw's TEXT)."""
-        from statekit.legacy_readers._small_stores import iso_to_ms, ms_to_iso
-
         if ms is None and iso is None:
             return None
         if self.is_text_column(table, column):
