@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from typing import Any, BinaryIO
 
 from statekit.documents import load_json, load_object, unmapped_fields, validate_hiding_keys
-from statekit.legacy_readers._rows import expect_keys, fetch_row, write_row
+from statekit.legacy_readers._rows import expect_keys
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 from statekit.values import file_mtime_ms, flag, int64, json_text, text
 
@@ -88,17 +88,17 @@ class DevicePairingPendingReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         store = load_object(handle, source.rel, self.schema_name)
-        conn = ctx.global_db
+        db = ctx.writer.state
         mtime = file_mtime_ms(source, ctx.now_ms)
         written: list[str] = []
         kept = 0
         for key, entry in store.items():
             row = pending_row(key, entry, mtime)
-            existing = fetch_row(conn, PENDING_TABLE, "request_id = ?", (row["request_id"],))
+            existing = db.first_row(PENDING_TABLE, {"request_id": row["request_id"]})
             if existing is not None and (existing.get("ts") or 0) > row["ts"]:
                 kept += 1
             else:
-                write_row(conn, PENDING_TABLE, row, ("request_id",))
+                db.upsert(PENDING_TABLE, row, ("request_id",))
             written.append(row["request_id"])
         result = WriteResult(records=len(written))
         if kept:
@@ -185,7 +185,7 @@ class DevicePairingPairedReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         store = load_object(handle, source.rel, self.schema_name)
-        conn = ctx.global_db
+        db = ctx.writer.state
         mtime = file_mtime_ms(source, ctx.now_ms)
         written: list[str] = []
         notices: list[str] = []
@@ -197,13 +197,13 @@ class DevicePairingPairedReader(Reader):
                 mismatched += 1
             if isinstance(entry.get("tokens"), dict):
                 tokens += len(entry["tokens"])
-            existing = fetch_row(conn, PAIRED_TABLE, "device_id = ?", (row["device_id"],))
+            existing = db.first_row(PAIRED_TABLE, {"device_id": row["device_id"]})
             if existing is not None and device_activity(existing.get("approved_at_ms"), existing.get("last_seen_at_ms")) > device_activity(
                 row["approved_at_ms"], row["last_seen_at_ms"]
             ):
                 kept += 1
             else:
-                write_row(conn, PAIRED_TABLE, row, ("device_id",))
+                db.upsert(PAIRED_TABLE, row, ("device_id",))
             written.append(row["device_id"])
         if kept:
             notices.append(f"kept {kept} device(s) whose database row is newer than the file")
@@ -283,16 +283,16 @@ class DeviceBootstrapReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         store = self._load(source, handle)
-        conn = ctx.global_db
+        db = ctx.writer.state
         written: list[str] = []
         kept = 0
         for key, entry in store.items():
             row = bootstrap_row(key, entry)
-            existing = fetch_row(conn, BOOTSTRAP_TABLE, "token_key = ?", (key,))
+            existing = db.first_row(BOOTSTRAP_TABLE, {"token_key": key})
             if existing is not None and bootstrap_activity(existing) > bootstrap_activity(row):
                 kept += 1
             else:
-                write_row(conn, BOOTSTRAP_TABLE, row, ("token_key",))
+                db.upsert(BOOTSTRAP_TABLE, row, ("token_key",))
             written.append(key)
         result = WriteResult(records=len(written))
         if kept:

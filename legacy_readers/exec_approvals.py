@@ -49,7 +49,7 @@ from statekit.legacy_readers._jsjson import js_number
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint, json_type, validate
 from statekit.documents import load_json
-from statekit.legacy_readers._rows import fetch_row, write_row
+
 from statekit.values import file_mtime_ms
 from statekit.errors import SourceError
 
@@ -365,12 +365,12 @@ class ExecApprovalsReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = self._load(source, handle)
-        conn = ctx.global_db
+        db = ctx.writer.state
         mtime = file_mtime_ms(source, ctx.now_ms)
         file = openclaw_file(copy.deepcopy(document))
         converted = convert_seconds(file)
         token = file["socket"].get("token")
-        existing = fetch_row(conn, TABLE, "config_key = ?", (CONFIG_KEY,))
+        existing = db.first_row(TABLE, {"config_key": CONFIG_KEY})
         result = WriteResult(records=0)
         report: dict[str, Any] = {
             "stub": is_stub(document),
@@ -382,7 +382,7 @@ class ExecApprovalsReader(Reader):
         if report["stub"]:
             if existing is None and file["socket"]:
                 # As OpenClaw: a policy-free file with a socket is imported while SQLite has no row.
-                write_row(conn, TABLE, config_row(file, mtime), ("config_key",))
+                db.upsert(TABLE, config_row(file, mtime), ("config_key",))
                 result.records = 1
                 report["decision"] = "stub: socket imported (no database row yet)"
                 result.expect("global", TABLE, "config_key = ?", (CONFIG_KEY,), 1)
@@ -408,7 +408,7 @@ class ExecApprovalsReader(Reader):
         else:
             report["decision"] = "imported"
         row = config_row(file, mtime)
-        write_row(conn, TABLE, row, ("config_key",))
+        db.upsert(TABLE, row, ("config_key",))
         result.records = 1
         if converted:
             result.notices.append(f"{source.rel}: {converted} lastUsedAt value(s) were in seconds; converted to milliseconds")

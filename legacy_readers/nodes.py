@@ -35,10 +35,9 @@ import json
 from collections.abc import Mapping
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._later_columns import ensure_later_column
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 from statekit.documents import load_object
-from statekit.legacy_readers._rows import fetch_row
+
 from statekit.legacy_readers.devices import PAIRED_TABLE
 from statekit.values import file_mtime_ms, int64, json_text, text
 from statekit.errors import SourceError
@@ -129,7 +128,7 @@ class NodePairingPairedReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         store = load_object(handle, source.rel, self.schema_name)
-        conn = ctx.global_db
+        db = ctx.writer.state
         if store:
             _require_devices_imported(source, ctx)
         mtime = file_mtime_ms(source, ctx.now_ms)
@@ -140,7 +139,7 @@ class NodePairingPairedReader(Reader):
             node_id = key.strip()
             if isinstance(node.get("token"), str) and node["token"]:
                 tokens += 1
-            device = fetch_row(conn, PAIRED_TABLE, "device_id = ?", (node_id,)) if node_id else None
+            device = db.first_row(PAIRED_TABLE, {"device_id": node_id}) if node_id else None
             if device is None or not _has_node_role(device):
                 orphans.append(node_id or key)
                 continue
@@ -148,8 +147,7 @@ class NodePairingPairedReader(Reader):
             if device.get("node_surface_json") is not None:
                 kept += 1  # as OpenClaw: a device that already has a surface keeps it
                 continue
-            ensure_later_column(conn, PAIRED_TABLE, "node_surface_json")
-            conn.execute(f'UPDATE "{PAIRED_TABLE}" SET node_surface_json = ? WHERE device_id = ?', (json_text(node_surface(node, mtime)), node_id))
+            db.update(PAIRED_TABLE, {"node_surface_json": json_text(node_surface(node, mtime))}, {"device_id": node_id})  # adds the later column
         result = WriteResult(records=len(attached))
         if orphans:
             result.warnings.append(
@@ -195,7 +193,7 @@ class NodePairingPendingReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         store = load_object(handle, source.rel, self.schema_name)
-        conn = ctx.global_db
+        db = ctx.writer.state
         if store:
             _require_devices_imported(source, ctx)
         mtime = file_mtime_ms(source, ctx.now_ms)
@@ -214,7 +212,7 @@ class NodePairingPendingReader(Reader):
         attached: list[str] = []
         kept = 0
         for node_id, surface in sorted(newest.items()):
-            device = fetch_row(conn, PAIRED_TABLE, "device_id = ?", (node_id,))
+            device = db.first_row(PAIRED_TABLE, {"device_id": node_id})
             if device is None:
                 orphans.append(node_id)
                 continue
@@ -223,8 +221,7 @@ class NodePairingPendingReader(Reader):
             if current is not None and (int64(current.get("ts")) or 0) > surface["ts"]:
                 kept += 1
                 continue
-            ensure_later_column(conn, PAIRED_TABLE, "pending_node_surface_json")
-            conn.execute(f'UPDATE "{PAIRED_TABLE}" SET pending_node_surface_json = ? WHERE device_id = ?', (json_text(surface), node_id))
+            db.update(PAIRED_TABLE, {"pending_node_surface_json": json_text(surface)}, {"device_id": node_id})  # adds the later column
         result = WriteResult(records=len(attached))
         if orphans:
             result.notices.append(

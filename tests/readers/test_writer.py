@@ -188,15 +188,21 @@ def test_a_write_outside_the_targets_fails_the_source_in_a_run(tmp_path: Path, m
 # Modules still writing through raw connections (they go as they are converted to ctx.writer).
 NOT_YET_CONVERTED = {
     "_later_columns", "_plugin_state", "_small_stores", "acp_ledger", "audit_logs", "channel_pairing",
-    "clawhub", "config_health", "cron", "devices", "nodes", "plugin_binding_approvals", "plugin_installs", "settings",
+    "clawhub", "config_health", "cron/_store", "cron/jobs", "cron/jobs_state", "cron/runs", "plugin_binding_approvals",
+    "plugin_installs", "settings",
     "sqlite_sidecars", "workspace_state",
 }
 # Modules that still hand a raw connection (``ctx.global_db`` / ``ctx.agent_db``) to a helper.
 STILL_HOLDING_A_CONNECTION = NOT_YET_CONVERTED | {
-    "bindings", "commitments", "crestodian", "delivery_queue", "exec_approvals", "gateway_instance", "gateway_runtime",
-    "identity", "mcp_oauth", "models_catalog", "node_host", "phone_control", "push", "sandbox", "subagents", "tui", "update_check",
+    "bindings", "commitments", "crestodian", "delivery_queue", "gateway_instance", "gateway_runtime",
+    "identity", "mcp_oauth", "models_catalog", "node_host", "phone_control", "sandbox", "subagents", "tui", "update_check",
 }
 RAW_DELETE = re.compile(r"\bDELETE\s+FROM\b", re.IGNORECASE)
+
+
+def _module_name(path: Path) -> str:
+    """``devices`` or, inside a family package, ``cron/jobs``."""
+    return path.relative_to(READERS_DIR).with_suffix("").as_posix()
 
 
 def raw_sql_calls(path: Path) -> list[str]:
@@ -214,13 +220,14 @@ def raw_sql_calls(path: Path) -> list[str]:
 def test_readers_write_no_raw_sql() -> None:
     offenders: list[str] = []
     clean_but_listed: list[str] = []
-    for path in sorted(READERS_DIR.glob("*.py")):
-        if path.stem in ("writer", "base"):
+    for path in sorted(READERS_DIR.rglob("*.py")):  # family packages too (cron/...)
+        name = _module_name(path)
+        if name in ("writer", "base"):
             continue
         found = raw_sql_calls(path)
-        if path.stem in NOT_YET_CONVERTED:
+        if name in NOT_YET_CONVERTED:
             if not found:
-                clean_but_listed.append(path.stem)
+                clean_but_listed.append(name)
         else:
             offenders.extend(found)
     assert not offenders, "readers write through ctx.writer, not raw SQL:\n" + "\n".join(offenders)
@@ -231,13 +238,14 @@ def test_readers_hold_no_raw_connection() -> None:
     pattern = re.compile(r"\bctx\.(global_db|agent_db|db)\b")
     offenders = []
     clean_but_listed = []
-    for path in sorted(READERS_DIR.glob("*.py")):
-        if path.stem in ("writer", "base"):
+    for path in sorted(READERS_DIR.rglob("*.py")):
+        name = _module_name(path)
+        if name in ("writer", "base"):
             continue
-        found = [f"{path.name}:{n}: {line.strip()}" for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
-        if path.stem in STILL_HOLDING_A_CONNECTION:
-            if not found and path.stem not in NOT_YET_CONVERTED:
-                clean_but_listed.append(path.stem)
+        found = [f"{name}.py:{n}: {line.strip()}" for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
+        if name in STILL_HOLDING_A_CONNECTION:
+            if not found and name not in NOT_YET_CONVERTED:
+                clean_but_listed.append(name)
         else:
             offenders.extend(found)
     assert not offenders, "\n".join(offenders)
