@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from statekit.values import datetime_to_iso
+
 MANIFEST_NAME = "manifest.json"
 DIGESTS_NAME = "statekit-manifest.json"
 DIGESTS_FORMAT = "statekit-openclaw-digests"
@@ -59,9 +61,7 @@ def archive_root_name(moment: datetime) -> str:
     return utc.strftime("%Y-%m-%dT%H-%M-%S.") + f"{utc.microsecond // 1000:03d}+00-00{ROOT_SUFFIX}"
 
 
-def iso_ms(moment: datetime) -> str:
-    utc = moment.astimezone(timezone.utc)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+iso_ms = datetime_to_iso  # OpenClaw's manifest times: ``toISOString`` form
 
 
 def is_within(child: str, parent: str) -> bool:

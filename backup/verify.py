@@ -23,12 +23,12 @@ import unicodedata
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 import zstandard
 
+from statekit.values import iso_to_ms
 from statekit.backup import manifest as mf
 from statekit.backup import openclaw_format as ocf
 from statekit.backup.archive import (DIGEST_MAGIC, DIGEST_TAG, GZIP_TRAILER_LEN, GZIP_TRAILER_TAG, BombError, copy_member, gzip_trailer,
@@ -551,9 +551,7 @@ def _openclaw_manifest_problems(data: dict[str, Any], root: str) -> list[str]:
         return problems
     if data.get("archiveRoot") != root:
         problems.append(f"manifest archiveRoot {data.get('archiveRoot')!r} does not match the archive root {root!r}")
-    try:
-        datetime.fromisoformat(str(data.get("createdAt", "")).replace("Z", "+00:00"))
-    except ValueError:
+    if iso_to_ms(str(data.get("createdAt", ""))) is None:
         problems.append(f"manifest createdAt {data.get('createdAt')!r} is not a timestamp")
     assets = data.get("assets")
     if not isinstance(assets, list) or not assets:

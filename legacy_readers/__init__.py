@@ -22,9 +22,9 @@ import pkgutil
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
-from importlib import resources
 from types import ModuleType
 
+from statekit.documents import schema_path
 from statekit.legacy_readers.base import ACTIONS, Reader
 
 _SKIP = {"base"}
@@ -60,7 +60,7 @@ def _declared_readers(module: ModuleType) -> list[type[Reader]]:
 
 
 def _schema_exists(name: str) -> bool:
-    return resources.files(__name__).joinpath("schemas", f"{name}.schema.json").is_file()
+    return schema_path(name).is_file()
 
 
 def check_declaration(cls: type[Reader]) -> list[str]:

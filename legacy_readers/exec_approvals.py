@@ -40,7 +40,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import math
 import re
 import uuid
 from typing import Any, BinaryIO
@@ -50,7 +49,7 @@ from statekit.legacy_readers._jsjson import js_number
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint, json_type, validate
 from statekit.documents import load_json
 
-from statekit.values import file_mtime_ms
+from statekit.values import file_mtime_ms, finite_number
 from statekit.errors import SourceError
 
 FAMILY = "exec-approvals"
@@ -91,10 +90,6 @@ def _expect(value: Any, kind: str, path: str) -> None:
         raise _Invalid(path, f"expected {_article(kind)}, found {json_type(value)}")
 
 
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _check_policy(policy: dict[str, Any], prefix: str) -> None:
     for name in POLICY_STRINGS:
         if name in policy and policy[name] is not None:
@@ -118,7 +113,7 @@ def _check_mcp_tools(tools: Any, prefix: str) -> None:
         for name in ("addedAt", "lastUsedAt"):
             if name == "lastUsedAt" and grant.get(name) is None:
                 continue
-            if not _finite(grant.get(name)) or grant[name] < 0:
+            if finite_number(grant.get(name)) is None or grant[name] < 0:
                 raise _Invalid(f"{where}.{name}", "expected a finite number")
 
 
@@ -172,7 +167,7 @@ def check(document: Any) -> None:
             for name in ENTRY_STRINGS:
                 if entry.get(name) is not None:
                     _expect(entry[name], "string", f"{where}.{name}")
-            if "lastUsedAt" in entry and entry["lastUsedAt"] is not None and not _finite(entry["lastUsedAt"]):
+            if "lastUsedAt" in entry and entry["lastUsedAt"] is not None and finite_number(entry["lastUsedAt"]) is None:
                 raise _Invalid(f"{where}.lastUsedAt", "expected a finite number")
 
 
@@ -275,7 +270,7 @@ def convert_seconds(file: dict[str, Any]) -> int:
     for agent in file["agents"].values():
         for entry in agent.get("allowlist") or []:
             value = entry.get("lastUsedAt")
-            if _finite(value) and 0 <= value < SECONDS_LIMIT:
+            if finite_number(value) is not None and 0 <= value < SECONDS_LIMIT:
                 entry["lastUsedAt"] = int(value * 1000) if float(value * 1000).is_integer() else value * 1000
                 converted += 1
     return converted

@@ -63,6 +63,7 @@ from statekit.fsutil import (
 from statekit.layout import DEFAULT_AGENT_ID, agent_db_path, is_valid_agent_id, lock_path, normalize_agent_id, statekit_dir
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
 from statekit.schema import SCHEMA_VERSION
+from statekit.values import js_json
 
 ARCHIVE_FORMAT = "statekit-session-archive"
 ARCHIVE_VERSION = 1
@@ -607,7 +608,7 @@ def change_session(state_dir: Path, action: str, key: str, agent: str | None = N
                 fresh = _fresh_entry(entry, change.new_session_id, now_ms)
                 conn.execute(
                     "UPDATE session_entries SET session_id = ?, entry_json = ?, updated_at = ? WHERE session_key = ?",
-                    (change.new_session_id, json.dumps(fresh, ensure_ascii=False, separators=(",", ":")), now_ms, key),
+                    (change.new_session_id, js_json(fresh), now_ms, key),
                 )
                 if "session_routes" in tables_present:
                     conn.execute(

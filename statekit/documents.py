@@ -8,11 +8,12 @@ Schemas are the JSON Schemas under ``legacy_readers/schemas``.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 import json5
@@ -98,11 +99,23 @@ def parse_json5_document(data: bytes, rel: str) -> Any:
 # --- schemas -----------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=1)
+def schema_dir() -> Path:
+    """``legacy_readers/schemas``, found without importing the readers (this module is below them)."""
+    spec = importlib.util.find_spec(SCHEMA_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"package {SCHEMA_PACKAGE} not found")
+    return Path(next(iter(spec.submodule_search_locations))) / "schemas"
+
+
+def schema_path(name: str) -> Path:
+    return schema_dir() / f"{name}.schema.json"
+
+
 @lru_cache(maxsize=None)
 def load_schema(name: str) -> dict[str, Any]:
     """The reader schema ``legacy_readers/schemas/<name>.schema.json``."""
-    raw = resources.files(SCHEMA_PACKAGE).joinpath("schemas", f"{name}.schema.json").read_text(encoding="utf-8")
-    schema: dict[str, Any] = json.loads(raw)
+    schema: dict[str, Any] = json.loads(schema_path(name).read_text(encoding="utf-8"))
     return schema
 
 

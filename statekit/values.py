@@ -93,11 +93,10 @@ def datetime_ms(moment: datetime) -> int:
     return (moment - _EPOCH) // _ONE_MS
 
 
-def iso_to_ms(value: Any) -> int | None:
-    """Epoch ms of an ISO-8601 string (``Z``/``z`` or an offset; no offset = UTC); None when it does not parse.
+def parse_iso(value: Any) -> datetime | None:
+    """THE ISO-8601 parser: a datetime (naive when the text has no offset), or None when it does not parse.
 
-    Exact: ``2026-01-17T09:30:00.123Z`` is ...123, never ...122 (float
-    ``timestamp() * 1000`` loses a millisecond for about one value in 160).
+    Surrounding whitespace is ignored; ``Z`` and ``z`` mean UTC (``Date.parse`` accepts both).
     """
     if not isinstance(value, str):
         return None
@@ -107,8 +106,19 @@ def iso_to_ms(value: Any) -> int | None:
     if raw.endswith(("Z", "z")):
         raw = raw[:-1] + "+00:00"
     try:
-        parsed = datetime.fromisoformat(raw)
+        return datetime.fromisoformat(raw)
     except ValueError:
+        return None
+
+
+def iso_to_ms(value: Any) -> int | None:
+    """Epoch ms of an ISO-8601 string (``Z``/``z`` or an offset; no offset = UTC); None when it does not parse.
+
+    Exact: ``2026-01-17T09:30:00.123Z`` is ...123, never ...122 (float
+    ``timestamp() * 1000`` loses a millisecond for about one value in 160).
+    """
+    parsed = parse_iso(value)
+    if parsed is None:
         return None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=timezone.utc)
@@ -122,6 +132,20 @@ def ms_to_iso(ms: int) -> str:
     """``new Date(ms).toISOString()``: ``2026-01-17T09:30:00.000Z`` (exact; OverflowError outside years 1-9999)."""
     moment = _EPOCH + timedelta(milliseconds=int(ms))
     return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
+
+
+def datetime_to_iso(moment: datetime) -> str:
+    """An aware datetime in ``toISOString`` form (milliseconds, ``Z``)."""
+    return ms_to_iso(datetime_ms(moment.astimezone(timezone.utc)))
+
+
+def ms_to_display(value: Any) -> str:
+    """Epoch ms for people: ``2026-01-17 09:30:00Z`` (UTC, whole seconds); ``-`` for anything but a finite number."""
+    number = finite_number(value)
+    if number is None:
+        return "-"
+    moment = _EPOCH + timedelta(milliseconds=math.floor(number))
+    return f"{moment.year:04d}-{moment:%m-%d %H:%M:%S}Z"
 
 
 def ms(value: Any) -> int | None:

@@ -7,7 +7,6 @@ import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from statekit.errors import SourceError
@@ -30,6 +29,7 @@ from statekit.values import (
     js_number,
     json_text,
     ms_to_iso,
+    parse_iso,
     text,
     trimmed,
 )
@@ -205,10 +205,9 @@ class _JobRepair:
             if text.isdigit():
                 self.note("scheduleAt")
                 return ms_to_iso(int(text))
-            try:
-                moment = datetime.fromisoformat(text)
-            except ValueError:
-                raise self.fail(where, "not an ISO 8601 time") from None
+            moment = parse_iso(text)
+            if moment is None:
+                raise self.fail(where, "not an ISO 8601 time")
             if moment.tzinfo is None:
                 return text  # no UTC offset: kept exactly as written; OpenClaw interprets it
             normalised = ms_to_iso(datetime_ms(moment))
