@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO, ClassVar
 
-from statekit.documents import parse_json5_document, parse_json_line, validate
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint, upsert
+from statekit.documents import parse_json_line, validate
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, fingerprint
+from statekit.legacy_readers.writer import DatabaseWriter
 from statekit.errors import SourceError
 from statekit.values import file_mtime_ms, js_json
 
@@ -209,28 +209,28 @@ class PluginStateReader(Reader):
             ectx.notices.append(f"{source.rel}: {duplicates} duplicate entry key(s); the last one in the file was kept")
         return chosen
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
-        ectx = self._context(source, int(time.time() * 1000), load_config(source.state_dir))
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
+        ctx = ctx or ReadContext.for_source(source)  # the run's config and clock, as the apply step gets them
+        ectx = self._context(source, ctx.now_ms, ctx.config)
         chosen = self._collect(source, handle, ectx)
         return Inspection(record_count=len(chosen), warnings=list(ectx.warnings))
 
     # -- apply ------------------------------------------------------------------------
 
-    def _replaces(self, conn: Any, plugin_id: str, namespace: str, key: str, entry: StateEntry) -> bool:
-        held = _held_value(conn, plugin_id, namespace, key)
+    def _replaces(self, db: DatabaseWriter, plugin_id: str, namespace: str, key: str, entry: StateEntry) -> bool:
+        held = _held_value(db, plugin_id, namespace, key)
         return held is not None and self.should_replace(held, entry.value)
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         ectx = self._context(source, ctx.now_ms, ctx.config)
         chosen = self._collect(source, handle, ectx)
-        conn = ctx.global_db
+        db = ctx.writer.state
         kept_existing = 0
         counts: dict[str, int] = {}
         keys_by_group: dict[tuple[str, str, str], list[str]] = {}
         fingerprints: list[str] = []
         for (table, plugin_id, namespace, key), entry in chosen.items():
             created = entry.created_at if entry.created_at is not None else ectx.now_ms
-            before = conn.total_changes
             if isinstance(entry, BlobEntry):
                 row = {
                     "plugin_id": plugin_id,
@@ -250,13 +250,11 @@ class PluginStateReader(Reader):
                     "created_at": created,
                     "expires_at": entry.expires_at,
                 }
-            upsert(conn, table, row, ("plugin_id", "namespace", "entry_key"), update=False)
-            if conn.total_changes == before and isinstance(entry, StateEntry) and self._replaces(conn, plugin_id, namespace, key, entry):
-                conn.execute(
-                    f"UPDATE {STATE_TABLE} SET value_json = ?, created_at = ?, expires_at = ? WHERE plugin_id = ? AND namespace = ? AND entry_key = ?",
-                    (row["value_json"], created, entry.expires_at, plugin_id, namespace, key),
-                )
-            if conn.total_changes == before:
+            changed = db.upsert(table, row, ("plugin_id", "namespace", "entry_key"), update=False)
+            if not changed and isinstance(entry, StateEntry) and self._replaces(db, plugin_id, namespace, key, entry):
+                ident = {"plugin_id": plugin_id, "namespace": namespace, "entry_key": key}
+                changed = db.update(STATE_TABLE, {"value_json": row["value_json"], "created_at": created, "expires_at": entry.expires_at}, ident)
+            if not changed:
                 kept_existing += 1
             counts[f"{plugin_id}/{namespace}"] = counts.get(f"{plugin_id}/{namespace}", 0) + 1
             keys_by_group.setdefault((table, plugin_id, namespace), []).append(key)
@@ -289,32 +287,12 @@ class PluginStateReader(Reader):
         return result
 
 
-def _held_value(conn: Any, plugin_id: str, namespace: str, key: str) -> Any:
-    row = conn.execute(
-        f"SELECT value_json FROM {STATE_TABLE} WHERE plugin_id = ? AND namespace = ? AND entry_key = ?", (plugin_id, namespace, key)
-    ).fetchone()
+def _held_value(db: DatabaseWriter, plugin_id: str, namespace: str, key: str) -> Any:
+    row = db.first(STATE_TABLE, ("value_json",), {"plugin_id": plugin_id, "namespace": namespace, "entry_key": key})
     try:
         return json.loads(row[0]) if row else None
     except ValueError:
         return None
-
-
-def load_config(state_dir: Any) -> dict[str, Any]:
-    """The state dir's config (JSON5), best effort: {} when missing or unreadable (the plan has no parsed config)."""
-    from statekit.fsutil import read_regular_file
-
-    for name in ("openclaw.json", "clawdbot.json", "moldbot.json", "moltbot.json"):
-        path = state_dir / name
-        try:
-            data = read_regular_file(path)
-        except OSError:
-            continue
-        try:
-            parsed = parse_json5_document(data, name)
-        except SourceError:
-            return {}
-        return parsed if isinstance(parsed, dict) else {}
-    return {}
 
 
 def sqlite_blob(data: bytes) -> Any:

@@ -42,7 +42,7 @@ from typing import Any, BinaryIO
 
 from statekit.legacy_readers._jsjson import js_stringify
 from statekit.legacy_readers._small_stores import file_mtime_ms, load_document
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number, upsert
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number
 
 TABLE = "delivery_queue_entries"
 QUEUES = {"delivery-queue": "outbound", "session-delivery-queue": "session"}  # LEGACY_DELIVERY_QUEUE_DIRS
@@ -166,7 +166,7 @@ class DeliveryQueueReader(Reader):
             result.report.update({"queue_name": queue, "entry_id": row_id, "status": status, "not_replayed": reason})
             return result
         row = queue_row(queue, row_id, failed, document, file_mtime_ms(source, ctx.now_ms), ctx.now_ms)
-        upsert(ctx.global_db, TABLE, row, ("queue_name", "id"))
+        ctx.writer.state.upsert(TABLE, row, ("queue_name", "id"))
         result = WriteResult(records=1)
         result.expect("global", TABLE, "queue_name = ? AND id = ? AND status = ?", (queue, row_id, status), 1)
         result.report.update({"queue_name": queue, "entry_id": row_id, "status": status})

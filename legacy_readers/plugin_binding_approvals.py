@@ -20,8 +20,8 @@ from __future__ import annotations
 from typing import Any, BinaryIO
 
 from statekit.documents import load_document
-from statekit.legacy_readers._small_stores import fit_row, normalize_account_id
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, insert_many
+from statekit.legacy_readers._small_stores import normalize_account_id
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 from statekit.values import file_mtime_ms, integer, js_json, trimmed
 
 TABLE = "plugin_binding_approvals"
@@ -71,13 +71,13 @@ class PluginBindingApprovalsReader(Reader):
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = load_document(source, handle, self.schema_name or "")
         chosen, notices, warnings = select_approvals(document, file_mtime_ms(source, ctx.now_ms))
-        conn = ctx.global_db
+        db = ctx.writer.state
         for root, channel, account in chosen:
-            conn.execute(f"DELETE FROM {TABLE} WHERE plugin_root = ? AND channel = ? AND account_id = ?", (root, channel, account))
-        rows = [fit_row(conn, TABLE, row) for row in chosen.values()]
+            db.delete(TABLE, {"plugin_root": root, "channel": channel, "account_id": account})
+        rows = [db.fit(TABLE, row) for row in chosen.values()]
         if rows:
             columns = list(rows[0])
-            insert_many(conn, TABLE, columns, [[row[c] for c in columns] for row in rows])
+            db.insert_many(TABLE, columns, [[row[c] for c in columns] for row in rows])
         result = WriteResult(
             records=len(rows),
             notices=[f"{source.rel}: {n}" for n in notices],

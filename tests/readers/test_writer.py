@@ -187,14 +187,14 @@ def test_a_write_outside_the_targets_fails_the_source_in_a_run(tmp_path: Path, m
 
 # Modules still writing through raw connections (they go as they are converted to ctx.writer).
 NOT_YET_CONVERTED = {
-    "_later_columns", "_plugin_state", "_small_stores", "acp_ledger", "audit_logs", "channel_pairing",
-    "clawhub", "config_health", "cron/_store", "cron/jobs", "cron/jobs_state", "cron/runs", "plugin_binding_approvals",
-    "plugin_installs", "settings",
+    "_later_columns", "acp_ledger", "audit_logs", "channel_pairing",
+    "clawhub", "config_health", "cron/_store", "cron/jobs", "cron/jobs_state", "cron/runs",
+    "settings",
     "sqlite_sidecars", "workspace_state",
 }
 # Modules that still hand a raw connection (``ctx.global_db`` / ``ctx.agent_db``) to a helper.
 STILL_HOLDING_A_CONNECTION = NOT_YET_CONVERTED | {
-    "bindings", "commitments", "crestodian", "delivery_queue", "gateway_instance", "gateway_runtime",
+    "bindings", "commitments", "crestodian", "gateway_instance", "gateway_runtime",
     "identity", "mcp_oauth", "models_catalog", "node_host", "phone_control", "sandbox", "subagents", "tui", "update_check",
 }
 RAW_DELETE = re.compile(r"\bDELETE\s+FROM\b", re.IGNORECASE)
