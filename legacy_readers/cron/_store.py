@@ -5,14 +5,14 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from statekit.db import Connection, IntegrityError
+from statekit.db import IntegrityError
 from statekit.documents import parse_json5_document
 from statekit.errors import SchemaError, SourceError
 from statekit.legacy_readers.base import Source, WriteResult
+from statekit.legacy_readers.writer import DatabaseWriter
 from statekit.values import finite_number, flag, int64, js_number, js_string, text
 
 
@@ -176,19 +176,6 @@ def store_rel(rel: str) -> str:
     return f"{directory}/{STORE_FILE}" if directory else STORE_FILE
 
 
-@contextmanager
-def _savepoint(conn: Connection, name: str) -> Iterator[None]:
-    """All of one reader's rows or none, even if the caller forgot to roll back."""
-    conn.execute(f"SAVEPOINT {name}")
-    try:
-        yield
-    except BaseException:
-        conn.execute(f"ROLLBACK TO {name}")
-        conn.execute(f"RELEASE {name}")
-        raise
-    conn.execute(f"RELEASE {name}")
-
-
 def _explain_integrity(exc: IntegrityError, table: str) -> Exception:
     message = str(exc)
     if message.startswith("NOT NULL constraint failed"):
@@ -214,13 +201,10 @@ def _expect_jobs(result: WriteResult, store_key: str, job_ids: Sequence[str], ta
         result.expect("global", table, "store_key = ?", (store_key,), len(job_ids))
 
 
-def _existing_rows(conn: Connection, store_key: str, job_ids: Sequence[str], columns: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+def _existing_rows(db: DatabaseWriter, store_key: str, job_ids: Sequence[str], columns: Sequence[str]) -> dict[str, tuple[Any, ...]]:
     found: dict[str, tuple[Any, ...]] = {}
-    select = ", ".join(("job_id", *columns))
     for chunk in _chunks(list(job_ids)):
-        marks = ", ".join("?" for _ in chunk)
-        sql = f"SELECT {select} FROM {JOBS_TABLE} WHERE store_key = ? AND job_id IN ({marks})"
-        for row in conn.execute(sql, (store_key, *chunk)):
+        for row in db.select(JOBS_TABLE, ("job_id", *columns), {"store_key": store_key, "job_id": list(chunk)}):
             found[row[0]] = tuple(row[1:])
     return found
 

@@ -11,7 +11,7 @@ from typing import Any, BinaryIO
 
 from statekit.db import IntegrityError
 from statekit.documents import validate
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, require_columns, upsert
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 from statekit.legacy_readers.cron._repairs import RepairedJob, _JobRepair, _job_row
 from statekit.legacy_readers.cron._store import (
     FAMILY,
@@ -23,7 +23,6 @@ from statekit.legacy_readers.cron._store import (
     _expect_jobs,
     _explain_integrity,
     _parse_document,
-    _savepoint,
     source_store_key,
     store_rel,
 )
@@ -127,7 +126,7 @@ class CronJobsReader(Reader):
         fallback_ms = file_mtime_ms(source, ctx.now_ms)
         store = parse_store(handle.read(), rel, fallback_ms, _webhook(ctx.config))
         store_key = source_store_key(source)
-        conn = ctx.global_db
+        db = ctx.writer.state
         result = WriteResult(records=0, notices=list(store.notices))
         configured = _configured_store(ctx.config)
         if configured is not None and configured != store_key:
@@ -139,15 +138,15 @@ class CronJobsReader(Reader):
         written: list[str] = []
         kept_newer: list[str] = []
         if rows:
-            require_columns(conn, JOBS_TABLE, rows[0])
-            with _savepoint(conn, "statekit_cron_jobs"):
-                others = conn.execute(f"SELECT count(*) FROM {JOBS_TABLE} WHERE store_key <> ?", (store_key,)).fetchone()[0]
+            db.require_columns(JOBS_TABLE, rows[0])
+            with db.savepoint("statekit_cron_jobs"):
+                others = next(db.query(f"SELECT count(*) FROM {JOBS_TABLE} WHERE store_key <> ?", (store_key,)))[0]
                 if others:
                     result.notices.append(
                         f"{rel}: global cron_jobs already holds {others} row(s) under other store keys (another jobs.json path); "
                         "they were left as they are"
                     )
-                existing = _existing_rows(conn, store_key, [r["job_id"] for r in rows], ("updated_at",))
+                existing = _existing_rows(db, store_key, [r["job_id"] for r in rows], ("updated_at",))
                 for row, job in zip(rows, store.jobs):
                     current = existing.get(row["job_id"])
                     if current is not None and current[0] is not None and current[0] > row["updated_at"]:
@@ -162,7 +161,7 @@ class CronJobsReader(Reader):
                     if job.updated_at_ms is None:
                         update = [c for c in update if c not in ("runtime_updated_at_ms", "updated_at")]
                     try:
-                        upsert(conn, JOBS_TABLE, row, JOB_KEY, update=update)
+                        db.upsert(JOBS_TABLE, row, JOB_KEY, update=update)
                     except IntegrityError as exc:
                         raise _explain_integrity(exc, JOBS_TABLE) from None
                     written.append(row["job_id"])

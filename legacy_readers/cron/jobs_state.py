@@ -7,7 +7,7 @@ from typing import Any, BinaryIO
 
 from statekit.documents import validate
 from statekit.errors import SourceError
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, require_columns
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 from statekit.legacy_readers.cron._repairs import schedule_identity
 from statekit.legacy_readers.cron._store import (
     FAMILY,
@@ -17,7 +17,6 @@ from statekit.legacy_readers.cron._store import (
     _existing_rows,
     _expect_jobs,
     _parse_document,
-    _savepoint,
     source_store_key,
     state_columns,
     store_rel,
@@ -64,16 +63,16 @@ class CronStateReader(Reader):
             # has no completed receipt, that import failed or was skipped.
             raise SourceError(rel, f"left in place: {jobs_rel} has not been imported yet (its jobs must exist first)")
         store_key = source_store_key(source)
-        conn = ctx.global_db
+        db = ctx.writer.state
         result = WriteResult(records=0, notices=list(notices))
         columns = ("state_json", *STATE_COLUMNS, "runtime_updated_at_ms", "updated_at")
-        require_columns(conn, JOBS_TABLE, (*JOB_KEY, *columns, "job_json"))
+        db.require_columns(JOBS_TABLE, (*JOB_KEY, *columns, "job_json"))
         applied: list[str] = []
         orphans: list[str] = []
         kept_newer: list[str] = []
         stale: list[str] = []
-        with _savepoint(conn, "statekit_cron_state"):
-            existing = _existing_rows(conn, store_key, list(entries), ("runtime_updated_at_ms", "job_json"))
+        with db.savepoint("statekit_cron_state"):
+            existing = _existing_rows(db, store_key, list(entries), ("runtime_updated_at_ms", "job_json"))
             for job_id, entry in entries.items():
                 current = existing.get(job_id)
                 if current is None:
@@ -97,9 +96,8 @@ class CronStateReader(Reader):
                     stale.append(job_id)
                 # updatedAtMs of the entry, else the job's own clock (already in the row), as resolveUpdatedAtMs.
                 runtime = entry_updated if entry_updated is not None else current_runtime
-                sets = ", ".join(f"{c} = ?" for c in columns)
-                params = (js_json(state), *state_columns(state).values(), runtime, runtime, store_key, job_id)
-                conn.execute(f"UPDATE {JOBS_TABLE} SET {sets} WHERE store_key = ? AND job_id = ?", params)
+                values = dict(zip(columns, (js_json(state), *state_columns(state).values(), runtime, runtime)))
+                db.update(JOBS_TABLE, values, {"store_key": store_key, "job_id": job_id})
                 applied.append(job_id)
         result.records = len(applied)
         if stale:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Mapping
+from itertools import islice
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
@@ -17,8 +18,6 @@ from statekit.legacy_readers.base import (
     Reader,
     Source,
     WriteResult,
-    insert_many,
-    require_columns,
 )
 from statekit.legacy_readers.cron._store import (
     FAMILY,
@@ -26,7 +25,6 @@ from statekit.legacy_readers.cron._store import (
     RUNS_TABLE,
     RUN_COLUMNS,
     _explain_integrity,
-    _savepoint,
     source_store_key,
     store_rel,
 )
@@ -58,6 +56,7 @@ def _run_entries(handle: BinaryIO, rel: str) -> Iterator[tuple[int, str, dict[st
         yield number, raw.decode("utf-8"), entry
 
 
+INSERT_BATCH = 1000  # run-log rows per INSERT batch
 MAX_DATE_MS = 8_640_000_000_000_000  # the largest instant a JavaScript Date holds
 
 # Why OpenClaw's run-log parser (parseCronRunLogEntryObject, 2026.7.35 and 2026.9.6) skips a line.
@@ -151,8 +150,9 @@ class CronRunsReader(Reader):
         rel = source.rel
         job_id = run_log_job_id(rel)
         store_key = source_store_key(source)
-        conn = ctx.global_db
-        require_columns(conn, RUNS_TABLE, RUN_COLUMNS)
+        db = ctx.writer.state
+        db.require_columns(RUNS_TABLE, RUN_COLUMNS)
+        owner = {"store_key": store_key, "job_id": job_id}
         counts = {"rows": 0}
         skipped: Counter[str] = Counter()
 
@@ -166,16 +166,18 @@ class CronRunsReader(Reader):
                 # seq starts at 1, as OpenClaw numbers run-log rows (MAX(seq) + 1).
                 yield _run_row(store_key, job_id, counts["rows"], line_text, entry)
 
-        with _savepoint(conn, "statekit_cron_runs"):
-            replaced = conn.execute(f"DELETE FROM {RUNS_TABLE} WHERE store_key = ? AND job_id = ?", (store_key, job_id)).rowcount
+        with db.savepoint("statekit_cron_runs"):
+            replaced = db.delete(RUNS_TABLE, owner)
             try:
-                insert_many(conn, RUNS_TABLE, RUN_COLUMNS, rows())
+                pending = rows()
+                while batch := list(islice(pending, INSERT_BATCH)):  # streamed: a run log can be large
+                    db.insert_many(RUNS_TABLE, RUN_COLUMNS, batch, owner=owner)
             except IntegrityError as exc:
                 raise _explain_integrity(exc, RUNS_TABLE) from None
         result = WriteResult(records=counts["rows"])
         if skipped:
             result.notices.append(_skip_notice(rel, skipped))
-        known = conn.execute(f"SELECT 1 FROM {JOBS_TABLE} WHERE store_key = ? AND job_id = ?", (store_key, job_id)).fetchone()
+        known = db.exists(JOBS_TABLE, owner)
         if counts["rows"]:
             result.expect("global", RUNS_TABLE, "store_key = ? AND job_id = ?", (store_key, job_id), counts["rows"])
         result.report = {
@@ -184,6 +186,6 @@ class CronRunsReader(Reader):
             "rows": counts["rows"],
             "skipped_lines": dict(skipped),
             "replaced_rows": replaced,
-            "job_known": known is not None,
+            "job_known": known,
         }
         return result

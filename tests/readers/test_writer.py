@@ -188,8 +188,7 @@ def test_a_write_outside_the_targets_fails_the_source_in_a_run(tmp_path: Path, m
 # Modules still writing through raw connections (they go as they are converted to ctx.writer).
 NOT_YET_CONVERTED = {
     "_later_columns", "acp_ledger", "audit_logs", "channel_pairing",
-    "clawhub", "config_health", "cron/_store", "cron/jobs", "cron/jobs_state", "cron/runs",
-    "settings",
+    "clawhub", "config_health", "settings",
     "sqlite_sidecars", "workspace_state",
 }
 # Modules that still hand a raw connection (``ctx.global_db`` / ``ctx.agent_db``) to a helper.
