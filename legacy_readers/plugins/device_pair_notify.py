@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from statekit.documents import load_document
-from statekit.legacy_readers._plugin_state import EntryContext, PluginStateReader, StateEntry, sha_hex
+from statekit.legacy_readers.plugins._state import EntryContext, PluginStateReader, StateEntry, sha_hex
 from statekit.legacy_readers.base import Source
 from statekit.values import finite_number, js_json, trimmed
 

@@ -9,7 +9,7 @@ them in place (``retain``) for it.
 
 from __future__ import annotations
 
-from statekit.legacy_readers._plugin_state import RetainedPluginFile
+from statekit.legacy_readers.plugins._state import RetainedPluginFile
 
 PLUGIN = "skill-workshop"
 SKILL_WORKSHOP_REASON = (

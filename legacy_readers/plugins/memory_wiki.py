@@ -9,7 +9,7 @@ cache ``drop``.
 
 from __future__ import annotations
 
-from statekit.legacy_readers._plugin_state import NotImportedReader, RetainedPluginFile
+from statekit.legacy_readers.plugins._state import NotImportedReader, RetainedPluginFile
 
 PLUGIN = "memory-wiki"
 MEMORY_WIKI_REASON = (

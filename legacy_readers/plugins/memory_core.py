@@ -11,7 +11,7 @@ are (``retain``) for 9.6's doctor; the promotion lock is still dropped.
 
 from __future__ import annotations
 
-from statekit.legacy_readers._plugin_state import NotImportedReader, RetainedPluginFile
+from statekit.legacy_readers.plugins._state import NotImportedReader, RetainedPluginFile
 
 PLUGIN = "memory-core"
 MEMORY_CORE_REASON = (

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from statekit.documents import load_document
-from statekit.legacy_readers._plugin_state import EntryContext, PluginStateReader, StateEntry, sha_hex
+from statekit.legacy_readers.plugins._state import EntryContext, PluginStateReader, StateEntry, sha_hex
 from statekit.legacy_readers.base import Inspection, ReadContext, Source
 
 PLUGIN = "active-memory"

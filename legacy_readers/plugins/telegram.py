@@ -39,7 +39,7 @@ from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
 from statekit.documents import load_document, read_text
-from statekit.legacy_readers._plugin_state import (
+from statekit.legacy_readers.plugins._state import (
     EntryContext,
     NotImportedReader,
     PluginStateReader,

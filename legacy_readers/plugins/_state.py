@@ -1,4 +1,4 @@
-"""Shared machinery for the channel/plugin readers (``plugin_*.py``).
+"""Shared machinery for the channel/plugin readers (``plugins/*.py``).
 
 Every plugin family turns one legacy file into rows of the global
 ``plugin_state_entries`` (small JSON values) or ``plugin_blob_entries``

@@ -1,10 +1,10 @@
 """Microsoft Teams plugin files: kept in place for the plugin's own doctor (OpenClaw 2026.9.6 does not bundle it;
-why and how: :class:`legacy_readers._plugin_state.RetainedPluginFile`).
+why and how: :class:`legacy_readers.plugins._state.RetainedPluginFile`).
 """
 
 from __future__ import annotations
 
-from statekit.legacy_readers._plugin_state import NotImportedReader, RetainedPluginFile, external_plugin_reason
+from statekit.legacy_readers.plugins._state import NotImportedReader, RetainedPluginFile, external_plugin_reason
 
 PLUGIN = "msteams"
 REASON = external_plugin_reason("msteams")
