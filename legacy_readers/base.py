@@ -321,21 +321,18 @@ def insert_many(conn: Connection, table: str, columns: Sequence[str], rows: Iter
 
 
 # --- input helpers ---------------------------------------------------------
-# Moved to statekit.documents / statekit.values; re-exported for the readers that still import them from here.
+# Defined in statekit.documents / statekit.values; re-exported only for the group W readers (and one test) that
+# still import them from here: delete each once nothing does.
 
 from statekit.documents import (  # noqa: E402
     decode_utf8,
-    describe_validation_error,
-    json_type,
     load_schema,
     parse_json5_document,
-    parse_json_document,
     parse_json_line,
     validate,
 )
 from statekit.documents import validator as _validator  # noqa: E402
 from statekit.values import finite_number  # noqa: E402
-from statekit.values import integer as as_int  # noqa: E402
 
 
 def compact_json(value: Any) -> str:

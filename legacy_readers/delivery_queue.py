@@ -42,7 +42,8 @@ from typing import Any, BinaryIO
 
 from statekit.legacy_readers._jsjson import js_stringify
 from statekit.legacy_readers._small_stores import file_mtime_ms, load_document
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.values import finite_number
 
 TABLE = "delivery_queue_entries"
 QUEUES = {"delivery-queue": "outbound", "session-delivery-queue": "session"}  # LEGACY_DELIVERY_QUEUE_DIRS

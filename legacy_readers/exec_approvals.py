@@ -46,7 +46,8 @@ from typing import Any, BinaryIO
 
 from statekit.legacy_readers._jsjson import js_number
 
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint, json_type, validate
+from statekit.documents import json_type, validate
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
 from statekit.documents import load_json
 
 from statekit.values import file_mtime_ms, finite_number
