@@ -19,6 +19,7 @@ from typing import Any
 import jsonschema
 
 from statekit import __version__
+from statekit.values import datetime_to_iso
 
 FORMAT = "statekit-backup"
 SCHEMA_VERSION = 1
@@ -152,8 +153,7 @@ class Manifest:
         }
 
 
-def iso_utc(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+iso_utc = datetime_to_iso  # the manifest's times: ``toISOString`` form
 
 
 def _parse_iso_utc(text: str) -> datetime:

@@ -52,6 +52,7 @@ from statekit.backup.snapshot import DbFacts, inspect_db
 from statekit.db import SQLITE_HEADER
 from statekit.fsutil import CHUNK
 from statekit.states import RestoreStepAction
+from statekit.values import datetime_to_iso, iso_to_ms
 
 MANIFEST_NAME = "manifest.json"
 DIGESTS_NAME = "statekit-manifest.json"
@@ -83,9 +84,7 @@ def archive_root_name(moment: datetime) -> str:
     return utc.strftime("%Y-%m-%dT%H-%M-%S.") + f"{utc.microsecond // 1000:03d}+00-00{ROOT_SUFFIX}"
 
 
-def iso_ms(moment: datetime) -> str:
-    utc = moment.astimezone(timezone.utc)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+iso_ms = datetime_to_iso  # OpenClaw's manifest times: ``toISOString`` form
 
 
 def is_within(child: str, parent: str) -> bool:
@@ -275,9 +274,7 @@ def _openclaw_manifest_problems(data: dict[str, Any], root: str) -> list[str]:
         return problems
     if data.get("archiveRoot") != root:
         problems.append(f"manifest archiveRoot {data.get('archiveRoot')!r} does not match the archive root {root!r}")
-    try:
-        datetime.fromisoformat(str(data.get("createdAt", "")).replace("Z", "+00:00"))
-    except ValueError:
+    if iso_to_ms(str(data.get("createdAt", ""))) is None:
         problems.append(f"manifest createdAt {data.get('createdAt')!r} is not a timestamp")
     assets = data.get("assets")
     if not isinstance(assets, list) or not assets:

@@ -1,10 +1,11 @@
 """Shared helpers for the small global stores (queues, settings, registries, plugin state).
 
-Private to the small-store readers (delivery queues, media, audit
-logs, bindings, approvals, commitments, sandbox, ACP ledger, plugin index,
-settings, Crestodian, phone control, workspace state, ClawHub, MCP OAuth,
-channel pairing, misc logs). Nothing here writes outside the transaction the
-apply loop hands a reader.
+Foreign-table fitting, plugin-state rows, legacy line keys and identifier
+normalisation for the readers of the small global stores (delivery queues,
+media, audit logs, bindings, approvals, commitments, sandbox, ACP ledger,
+plugin index, settings, Crestodian, phone control, workspace state, ClawHub,
+MCP OAuth, channel pairing, misc logs). Nothing here writes outside the
+transaction the apply loop hands a reader.
 """
 
 from __future__ import annotations
@@ -13,147 +14,44 @@ import hashlib
 import os
 import re
 from collections.abc import Mapping
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-from statekit.legacy_readers._jsjson import js_stringify
-from statekit.legacy_readers.base import (
-    Source,
-    as_int,
-    parse_json_document,
-    require_columns,
-    upsert,
-    validate,
-)
+from statekit.legacy_readers.base import Source
+from statekit.legacy_readers.writer import DatabaseWriter, as_database_writer
 from statekit.db import Connection
-from statekit.errors import SchemaError
+from statekit.documents import load_document
+from statekit.values import file_mtime_ms, integer, iso_to_ms, js_json, ms_to_iso, nested_text, record
+from statekit.values import trimmed as text  # "text" here has always meant the trimmed non-empty string
 
-# --- reading -----------------------------------------------------------------
+# file_mtime_ms ... text are defined in statekit.values / statekit.documents; importable from here for the readers
+# that still import them from this module.
+__all__ = [
+    "PLUGIN_STATE", "PLUGIN_STATE_KEY", "agent_id_of_session_key", "fit_row", "line_key", "normalize_account_id",
+    "put_plugin_state", "workspace_path",
+    "file_mtime_ms", "integer", "iso_to_ms", "load_document", "ms_to_iso", "nested_text", "record", "text",
+]
 
-
-def load_document(source: Source, handle: BinaryIO, schema_name: str) -> Any:
-    """One whole JSON document (writers emitted plain JSON), validated against the reader's schema."""
-    document = parse_json_document(handle.read(), source.rel)
-    validate(document, schema_name, source.rel)
-    return document
-
-
-def file_mtime_ms(source: Source, fallback: int) -> int:
-    try:
-        mtime = os.stat(source.path).st_mtime_ns // 1_000_000
-    except OSError:
-        return fallback
-    return mtime if mtime > 0 else fallback
+# --- rows (through the writer) ---------------------------------------------------------
 
 
-def text(value: Any) -> str | None:
-    """A trimmed non-empty string, else None."""
-    if isinstance(value, str):
-        stripped = value.strip()
-        return stripped or None
-    return None
-
-
-def integer(value: Any) -> int | None:
-    """A finite number truncated to int (booleans and strings are not numbers)."""
-    return as_int(value)
-
-
-def record(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def nested_text(container: Any, key: str, field: str) -> str | None:
-    return text(record(record(container).get(key)).get(field))
-
-
-# --- time ----------------------------------------------------------------------
-
-
-def iso_to_ms(value: Any) -> int | None:
-    """Epoch ms of an ISO-8601 timestamp (``Z`` or offset; naive = UTC); None when it does not parse."""
-    if not isinstance(value, str) or not value.strip():
-        return None
-    raw = value.strip()
-    if raw.endswith(("Z", "z")):
-        raw = raw[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(raw)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    try:
-        return int(parsed.timestamp() * 1000)
-    except (OverflowError, OSError, ValueError):
-        return None
-
-
-def ms_to_iso(ms: int) -> str:
-    """JavaScript's ``Date.prototype.toISOString`` form: ``2026-01-17T09:30:00.000Z``."""
-    moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-# --- foreign (OpenClaw 2026.6-2026.7) table shapes -----------------------------------
-
-def table_info(conn: Connection, table: str) -> dict[str, tuple[str, bool, int]]:
-    """column -> (declared type upper-case, NOT NULL, pk position) for an existing table.
-
-    Not cached: connections come and go (and ``id()`` values get reused); the
-    PRAGMA costs microseconds and readers call it once per source.
-    """
-    info = {row[1]: (str(row[2] or "").upper(), bool(row[3]), int(row[5])) for row in conn.execute(f'PRAGMA table_info("{table}")')}
-    if not info:
-        raise SchemaError(f"table {table} does not exist")
-    return info
-
-
-def primary_key(conn: Connection, table: str) -> tuple[str, ...]:
-    info = table_info(conn, table)
-    return tuple(name for name, _ in sorted(((n, v[2]) for n, v in info.items() if v[2] > 0), key=lambda item: item[1]))
-
-
-def is_text_column(conn: Connection, table: str, column: str) -> bool:
-    declared = table_info(conn, table).get(column, ("", False, 0))[0]
-    return "CHAR" in declared or "TEXT" in declared or "CLOB" in declared
-
-
-def timestamp_for(conn: Connection, table: str, column: str, ms: int | None, iso: str | None = None) -> Any:
-    """A timestamp in the column's own convention: epoch ms (statekit's INTEGER) or ISO text (OpenClaw's TEXT)."""
-    if ms is None and iso is None:
-        return None
-    if is_text_column(conn, table, column):
-        return iso if iso is not None else ms_to_iso(int(ms))  # type: ignore[arg-type]
-    return ms if ms is not None else iso_to_ms(iso)
-
-
-def fit_row(conn: Connection, table: str, row: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def fit_row(db: DatabaseWriter | Connection, table: str, row: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``row`` (statekit's columns, all required) plus the ``extra`` columns the existing table happens to have.
 
     OpenClaw's own 2026.6-2026.7 tables are wider and mark more columns NOT
     NULL; filling the ones we can derive lets the row satisfy them. A table
-    lacking one of ``row``'s columns is refused by ``require_columns``.
+    lacking one of ``row``'s columns is refused (SchemaError). The writer's
+    ``fit`` does it; this is its name for the readers that call it directly.
     """
-    require_columns(conn, table, row)
-    info = table_info(conn, table)
-    fitted = dict(row)
-    for name, value in (extra or {}).items():
-        if name in info and name not in fitted:
-            fitted[name] = value
-    return fitted
+    return as_database_writer(db).fit(table, row, extra=extra)
 
-
-
-# --- plugin state --------------------------------------------------------------------
 
 PLUGIN_STATE = "plugin_state_entries"
 PLUGIN_STATE_KEY = ("plugin_id", "namespace", "entry_key")
 
 
 def put_plugin_state(
-    conn: Connection,
+    db: DatabaseWriter | Connection,
     plugin_id: str,
     namespace: str,
     entry_key: str,
@@ -162,14 +60,13 @@ def put_plugin_state(
     expires_at: int | None = None,
 ) -> None:
     """Upsert one ``plugin_state_entries`` row (value stored as ``JSON.stringify`` would write it)."""
-    upsert(
-        conn,
+    as_database_writer(db).upsert(
         PLUGIN_STATE,
         {
             "plugin_id": plugin_id,
             "namespace": namespace,
             "entry_key": entry_key,
-            "value_json": js_stringify(value),
+            "value_json": js_json(value),
             "created_at": int(created_at),
             "expires_at": expires_at,
         },

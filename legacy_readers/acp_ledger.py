@@ -95,7 +95,6 @@ class AcpEventLedgerReader(Reader):
     schema_name = "acp-event-ledger"
     target_tables = ("global.acp_replay_sessions", "global.acp_replay_events")
     action = "import"
-    order = 70
 
     def agent_for(self, rel: str) -> str | None:
         return None

@@ -181,7 +181,6 @@ class AuditLogReader(Reader):
     schema_name = SCHEMA
     target_tables = ("global.plugin_state_entries",)
     action = "import"
-    order = 63
 
     def agent_for(self, rel: str) -> str | None:
         return None

@@ -58,22 +58,21 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO, ClassVar
 
-from statekit.legacy_readers._jsjson import js_stringify
 from statekit.legacy_readers.base import (
     ImportContext,
     Inspection,
+    ReadContext,
     Reader,
     Source,
     WriteResult,
     fingerprint,
     parse_json5_document,
-    upsert,
     validate,
 )
+from statekit.legacy_readers.writer import DatabaseWriter, Json, as_database_writer
 from statekit.errors import SourceError
-from statekit.fsutil import open_regular_file
 from statekit.layout import DEFAULT_AGENT_ID, agent_db_path, is_valid_agent_id, normalize_agent_id
-from statekit.db import Connection
+from statekit.db import Connection, immediate
 
 STORE_VERSION = 1
 STORE_TABLE = "auth_profile_store"
@@ -506,8 +505,8 @@ def _mtime_ms(source: Source, fallback: int) -> int:
 class Target:
     """One agent's two auth rows: in its own database (``primary``), or OpenClaw's shared store (``main``)."""
 
-    def __init__(self, conn: Connection, db: str, agent: str, shared: bool) -> None:
-        self.conn, self.db, self.agent, self.shared = conn, db, agent, shared
+    def __init__(self, writer: DatabaseWriter, agent: str, shared: bool) -> None:
+        self.writer, self.agent, self.shared = writer, agent, shared
 
     def _where(self, kind: str) -> tuple[str, str, str, str, tuple[Any, ...]]:
         """(table, key column, json column, updated column, key) of the ``store`` or ``state`` row."""
@@ -523,7 +522,7 @@ class Target:
 
     def load(self, kind: str, rel: str) -> tuple[dict[str, Any] | None, int]:
         table, key_column, json_column, updated_column, key = self._where(kind)
-        row = self.conn.execute(f"SELECT {json_column}, {updated_column} FROM {table} WHERE {key_column} = ?", key).fetchone()
+        row = self.writer.first(table, (json_column, updated_column), {key_column: key[0]})
         if row is None:
             return None, 0
         try:
@@ -536,14 +535,7 @@ class Target:
 
     def save(self, kind: str, value: dict[str, Any], updated_at: int, *, replace: bool = True) -> None:
         table, key_column, json_column, updated_column, key = self._where(kind)
-        upsert(self.conn, table, {key_column: key[0], json_column: js_stringify(value), updated_column: updated_at}, (key_column,), update=replace)
-
-    def expect(self, result: WriteResult, kind: str, json_path: str | None = None) -> None:
-        table, key_column, json_column, _updated, key = self._where(kind)
-        if json_path is None:
-            result.expect(self.db, table, f"{key_column} = ?", key, 1)
-        else:
-            result.expect(self.db, table, f"{key_column} = ? AND json_type({json_column}, ?) = 'object'", (*key, json_path), 1)
+        self.writer.upsert(table, {key_column: key[0], json_column: Json(value), updated_column: updated_at}, (key_column,), update=replace)
 
     def report(self) -> dict[str, Any]:
         if self.shared:
@@ -551,15 +543,12 @@ class Target:
         return {"agent_id": self.agent, "target": f"agents/{self.agent}/agent/openclaw-agent.sqlite", "store_key": PRIMARY_KEY}
 
 
-def _has_rows(conn: Connection) -> bool:
-    return any(
-        conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (PRIMARY_KEY,)).fetchone() is not None
-        for table, column in ((STORE_TABLE, "store_key"), (STATE_TABLE, "state_key"))
-    )
+def _has_rows(db: DatabaseWriter) -> bool:
+    return any(db.exists(table, {column: PRIMARY_KEY}) for table, column in ((STORE_TABLE, "store_key"), (STATE_TABLE, "state_key")))
 
 
-def _ownership(global_conn: Connection) -> Any:
-    row = global_conn.execute(f"SELECT value_json FROM {SHARED_TABLE} WHERE state_key = ?", (OWNERSHIP_KEY,)).fetchone()
+def _ownership(state: DatabaseWriter) -> Any:
+    row = state.first(SHARED_TABLE, ("value_json",), {"state_key": OWNERSHIP_KEY})
     if row is None:
         return None
     try:
@@ -568,8 +557,8 @@ def _ownership(global_conn: Connection) -> Any:
         return row[0]
 
 
-def _has_shared_table(global_conn: Connection) -> bool:
-    return global_conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (SHARED_TABLE,)).fetchone() is not None
+def _has_shared_table(state: DatabaseWriter) -> bool:
+    return state.has_table(SHARED_TABLE)
 
 
 def target_for(ctx: ImportContext, agent: str, stamp: int) -> Target:
@@ -583,35 +572,35 @@ def target_for(ctx: ImportContext, agent: str, stamp: int) -> Target:
     auth rows of its own (a tree written by 2026.6-2026.7), they are left where they are and merged into,
     unmarked, for 9.6's relocation to move (as on OpenClaw's own trees of that era).
     """
-    if agent != SHARED_MAIN_AGENT_ID or not _has_shared_table(ctx.global_db):
-        return Target(ctx.agent_db(agent), _db(agent), agent, shared=False)
-    ownership = _ownership(ctx.global_db)
+    state = ctx.writer.state
+    if agent != SHARED_MAIN_AGENT_ID or not _has_shared_table(state):
+        return Target(ctx.writer.agent(agent), agent, shared=False)
+    ownership = _ownership(state)
     if ownership == STATE_DB_OWNERSHIP:
-        return Target(ctx.global_db, "global", agent, shared=True)
+        return Target(state, agent, shared=True)
     if ownership is None:
         path = agent_db_path(ctx.state_dir, agent)
-        if not (path.exists() and _has_rows(ctx.agent_db(agent))):
-            claim_shared_store(ctx.global_db, stamp)
-            return Target(ctx.global_db, "global", agent, shared=True)
-    return Target(ctx.agent_db(agent), _db(agent), agent, shared=False)
+        if not (path.exists() and _has_rows(ctx.writer.agent(agent))):
+            claim_shared_store(state, stamp)
+            return Target(state, agent, shared=True)
+    return Target(ctx.writer.agent(agent), agent, shared=False)
 
 
-def claim_shared_store(global_conn: Connection, stamp: int) -> None:
+def claim_shared_store(state: DatabaseWriter, stamp: int) -> None:
     """Record that the shared auth store lives in the state database (9.6's ``auth.sharedStore``).
 
     ``stamp`` is the store's own time (the imported file's mtime, the moved row's ``updated_at``, or 0
     when there is no store), never the clock: a rerun after an interruption writes the same row.
     """
-    upsert(
-        global_conn,
+    state.upsert(
         SHARED_TABLE,
-        {"state_key": OWNERSHIP_KEY, "value_json": js_stringify(STATE_DB_OWNERSHIP), "updated_at_ms": stamp},
+        {"state_key": OWNERSHIP_KEY, "value_json": Json(STATE_DB_OWNERSHIP), "updated_at_ms": stamp},
         ("state_key",),
         update=False,
     )
 
 
-def settle_shared_auth_store(global_conn: Connection, main_conn: Connection | None) -> str | None:
+def settle_shared_auth_store(state_db: DatabaseWriter | Connection, main_db: DatabaseWriter | Connection | None) -> str | None:
     """End-of-run step for the shared auth store (call inside the global database's transaction).
 
     When no auth file of ``main`` was imported, the ownership marker may still be missing; 9.6's first
@@ -621,26 +610,28 @@ def settle_shared_auth_store(global_conn: Connection, main_conn: Connection | No
     and set it. The rows left in the main database are removed by ``clean_relocated_main_rows`` after
     this transaction is committed. Returns a one-line notice, or None when nothing changed.
     """
-    if not _has_shared_table(global_conn) or _ownership(global_conn) is not None:
+    state = as_database_writer(state_db)
+    main = as_database_writer(main_db, f"agent:{SHARED_MAIN_AGENT_ID}") if main_db is not None else None
+    if not _has_shared_table(state) or _ownership(state) is not None:
         return None
     moved = []
-    if main_conn is not None:
+    if main is not None:
         for kind, (table, key_column, json_column), shared_key in (
             ("store", (STORE_TABLE, "store_key", "store_json"), SHARED_STORE_KEY),
             ("state", (STATE_TABLE, "state_key", "state_json"), SHARED_STATE_KEY),
         ):
-            row = main_conn.execute(f"SELECT {json_column}, updated_at FROM {table} WHERE {key_column} = ?", (PRIMARY_KEY,)).fetchone()
+            row = main.first(table, (json_column, "updated_at"), {key_column: PRIMARY_KEY})
             if row is None:
                 continue
             if not _readable(row[0], kind):
                 return f"main's auth {kind} row is not a JSON object OpenClaw can read; left in the main agent's database for OpenClaw's doctor"
-            stored = global_conn.execute(f"SELECT value_json, updated_at_ms FROM {SHARED_TABLE} WHERE state_key = ?", (shared_key,)).fetchone()
+            stored = state.first(SHARED_TABLE, ("value_json", "updated_at_ms"), {"state_key": shared_key})
             if stored is not None and tuple(stored) != (row[0], row[1]):
                 return f"main's auth {kind} differs from the shared store; both left for OpenClaw's doctor to reconcile"
             moved.append((shared_key, row[0], row[1]))
     for shared_key, value_json, updated_at in moved:
-        upsert(global_conn, SHARED_TABLE, {"state_key": shared_key, "value_json": value_json, "updated_at_ms": updated_at}, ("state_key",), update=False)
-    claim_shared_store(global_conn, next((int(u or 0) for k, _v, u in moved if k == SHARED_STORE_KEY), 0))
+        state.upsert(SHARED_TABLE, {"state_key": shared_key, "value_json": value_json, "updated_at_ms": updated_at}, ("state_key",), update=False)
+    claim_shared_store(state, next((int(u or 0) for k, _v, u in moved if k == SHARED_STORE_KEY), 0))
     if moved:
         return "moved the main agent's auth store into the shared store (auth.sharedStore = state-db), as OpenClaw 2026.9.6 keeps it"
     return "the shared auth store lives in the state database (auth.sharedStore = state-db), as OpenClaw 2026.9.6 keeps it"
@@ -654,19 +645,20 @@ def _readable(text: Any, kind: str) -> bool:
     return isinstance(value, dict) and (kind != "store" or isinstance(value.get("profiles"), dict))
 
 
-def clean_relocated_main_rows(global_conn: Connection, main_conn: Connection) -> int:
+def clean_relocated_main_rows(state_db: DatabaseWriter | Connection, main_db: DatabaseWriter | Connection) -> int:
     """Remove main's own auth rows once the shared store holds the same values (call after the global commit)."""
-    if _ownership(global_conn) != STATE_DB_OWNERSHIP:
+    state, main = as_database_writer(state_db), as_database_writer(main_db, f"agent:{SHARED_MAIN_AGENT_ID}")
+    if _ownership(state) != STATE_DB_OWNERSHIP:
         return 0
     removed = 0
     for (table, key_column, json_column), shared_key in (
         ((STORE_TABLE, "store_key", "store_json"), SHARED_STORE_KEY),
         ((STATE_TABLE, "state_key", "state_json"), SHARED_STATE_KEY),
     ):
-        row = main_conn.execute(f"SELECT {json_column}, updated_at FROM {table} WHERE {key_column} = ?", (PRIMARY_KEY,)).fetchone()
-        stored = global_conn.execute(f"SELECT value_json, updated_at_ms FROM {SHARED_TABLE} WHERE state_key = ?", (shared_key,)).fetchone()
+        row = main.first(table, (json_column, "updated_at"), {key_column: PRIMARY_KEY})
+        stored = state.first(SHARED_TABLE, ("value_json", "updated_at_ms"), {"state_key": shared_key})
         if row is not None and stored is not None and tuple(stored) == (row[0], row[1]):
-            main_conn.execute(f"DELETE FROM {table} WHERE {key_column} = ?", (PRIMARY_KEY,))
+            main.delete(table, {key_column: PRIMARY_KEY})
             removed += 1
     return removed
 
@@ -677,23 +669,13 @@ def finish_shared_auth_store(global_conn: Connection, main_conn: Connection | No
     Idempotent and safe to interrupt: the copy and the marker commit together; the main database's own
     rows are removed only afterwards, and only while the shared store holds the same values.
     """
-    global_conn.execute("BEGIN IMMEDIATE")
-    try:
-        notice = settle_shared_auth_store(global_conn, main_conn)
-        global_conn.execute("COMMIT")
-    except BaseException:
-        if global_conn.in_transaction:
-            global_conn.execute("ROLLBACK")
-        raise
-    if main_conn is not None:
-        main_conn.execute("BEGIN IMMEDIATE")
-        try:
-            clean_relocated_main_rows(global_conn, main_conn)
-            main_conn.execute("COMMIT")
-        except BaseException:
-            if main_conn.in_transaction:
-                main_conn.execute("ROLLBACK")
-            raise
+    state = DatabaseWriter(global_conn, "global")
+    main = DatabaseWriter(main_conn, f"agent:{SHARED_MAIN_AGENT_ID}") if main_conn is not None else None
+    with immediate(global_conn):
+        notice = settle_shared_auth_store(state, main)
+    if main is not None and main_conn is not None:
+        with immediate(main_conn):
+            clean_relocated_main_rows(state, main)
     return notice
 
 
@@ -776,10 +758,6 @@ def _fingerprint_map(profiles: dict[str, dict[str, Any]]) -> dict[str, dict[str,
     return {pid: credential_fingerprints(p) for pid, p in sorted(profiles.items())}
 
 
-def _db(agent: str) -> str:
-    return f"agent:{agent}"
-
-
 def _import_store(
     source: Source, ctx: ImportContext, agent: str, parsed: Parsed, authoritative: bool, fill_note: str, *, first: bool = False
 ) -> WriteResult:
@@ -794,12 +772,6 @@ def _import_store(
     if parsed.dropped:
         notices.append(f"{source.rel}: field(s) OpenClaw does not keep were not carried: {', '.join(sorted(parsed.dropped))}")
     result = WriteResult(records=len(parsed.profiles), notices=notices, warnings=list(parsed.warnings))
-    target.expect(result, "store")
-    for profile_id in parsed.profiles:
-        if '"' not in profile_id and "\\" not in profile_id:
-            target.expect(result, "store", f'$.profiles."{profile_id}"')
-    if parsed.state:
-        target.expect(result, "state")
     result.report.update({
         **target.report(),
         "format": parsed.format,
@@ -821,7 +793,7 @@ class AuthProfilesReader(Reader):
     schema_name = "auth-profiles"
     target_tables = ("agent.auth_profile_store", "agent.auth_profile_state", "global.config_machine_state")
     action = "import"
-    order = 50
+    depends_on = ("auth-tmp",)  # a temp copy is compared with the live file before it is imported
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
         parsed = parse_auth_profiles(_load(source, handle, self.schema_name or ""), source.rel)
@@ -840,9 +812,9 @@ class AuthStateReader(Reader):
     description = "Auth profile runtime state auth-state.json (order, lastGood, usageStats)"
     patterns = ("agents/*/agent/auth-state.json", "agent/auth-state.json")
     schema_name = "auth-state"
-    target_tables = ("agent.auth_profile_state", "global.config_machine_state")
+    target_tables = ("agent.auth_profile_store", "agent.auth_profile_state", "global.config_machine_state")  # a state needs its store row
     action = "import"
-    order = 51
+    depends_on = ("auth-profiles",)  # merges into the store auth-profiles.json wrote
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
         document = _load(source, handle, self.schema_name or "")
@@ -859,7 +831,6 @@ class AuthStateReader(Reader):
         if state:
             ensure_store_row(target, updated)
             merge_state(target, state, updated, authoritative, source.rel)
-            target.expect(result, "state")
         else:
             result.notices.append(f"{source.rel}: no runtime state OpenClaw keeps (order, lastGood, usageStats); nothing written")
         usage = state.get("usageStats", {})
@@ -899,7 +870,7 @@ class AuthJsonReader(_ProviderMapReader):
     schema_name = "auth-json"
     target_tables = ("agent.auth_profile_store", "global.config_machine_state")
     action = "import"
-    order = 52
+    depends_on = ("auth-profiles", "auth-state")  # auth-profiles.json wins over this legacy file
 
 
 class OAuthJsonReader(_ProviderMapReader):
@@ -910,7 +881,7 @@ class OAuthJsonReader(_ProviderMapReader):
     schema_name = "oauth-json"
     target_tables = ("agent.auth_profile_store", "global.config_machine_state")
     action = "import"
-    order = 53
+    depends_on = ("auth-json",)  # merges after the agent's own stores
     parse = staticmethod(parse_oauth_json)
     leads_store = False  # imported into the finished store: its new ids are appended
 
@@ -947,21 +918,18 @@ class AuthTempFileReader(Reader):
     )
     target_tables = ()
     action = "import"
-    order = 49
 
     def _fingerprints(self, source: Source, data: bytes) -> tuple[str, dict[str, dict[str, str]]]:
         live_name = PurePosixPath(_tmp_live_rel(source.rel)).name
         document = parse_json5_document(data, source.rel)
         return live_name, _fingerprint_map(_profiles_of(document, live_name, source.rel))
 
-    def _live_fingerprints(self, source: Source, live_name: str) -> dict[str, dict[str, str]] | None:
+    def _live_fingerprints(self, source: Source, live_name: str, ctx: ReadContext) -> dict[str, dict[str, str]] | None:
         live_rel = _tmp_live_rel(source.rel)
-        live_path = source.path.with_name(live_name)
-        if not live_path.exists():
+        if not ctx.path(live_rel).exists():
             return None
         try:
-            with open_regular_file(live_path) as handle:
-                data = handle.read()
+            data = ctx.read(live_rel)  # verified against the plan's hash of the live file
         except OSError as exc:
             raise SourceError(source.rel, f"cannot read the live {live_name} to compare with ({exc.strerror or exc}); left in place") from None
         try:
@@ -977,16 +945,16 @@ class AuthTempFileReader(Reader):
                 f"credentials differ from the live {live_name} (interrupted write?); left in place for review",
             )
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         live_name, mine = self._fingerprints(source, handle.read())
-        live = self._live_fingerprints(source, live_name)
+        live = self._live_fingerprints(source, live_name, ctx or ReadContext.for_source(source))
         if live is not None:
             self._compare(source, mine, live, live_name)
         return Inspection(record_count=0, details={"profiles": len(mine)})
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         live_name, mine = self._fingerprints(source, handle.read())
-        live = self._live_fingerprints(source, live_name)
+        live = self._live_fingerprints(source, live_name, ctx)
         compared_with = "live file"
         if live is None:
             live = self._receipt_fingerprints(ctx, _tmp_live_rel(source.rel))
@@ -1004,19 +972,6 @@ class AuthTempFileReader(Reader):
 
     @staticmethod
     def _receipt_fingerprints(ctx: ImportContext, live_rel: str) -> dict[str, dict[str, str]] | None:
-        try:
-            row = ctx.global_db.execute(
-                "SELECT report_json FROM migration_sources WHERE source_path = ? AND status = 'completed'"
-                " ORDER BY imported_at DESC LIMIT 1",
-                (live_rel,),
-            ).fetchone()
-        except Exception:  # a foreign receipts table we cannot read: treat as no receipt
-            return None
-        if row is None:
-            return None
-        try:
-            report = json.loads(row[0])
-        except (TypeError, ValueError):
-            return None
+        report = ctx.imported_report(live_rel)
         found = report.get("credential_fingerprints") if isinstance(report, dict) else None
         return found if isinstance(found, dict) else None

@@ -21,20 +21,16 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
-import math
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, ClassVar
 
-import json5
-import jsonschema
-
-from statekit.db import Connection, table_columns
+from statekit.db import Connection
 from statekit.errors import SchemaError, SourceError
 from statekit.layout import DEFAULT_AGENT_ID, is_valid_agent_id, normalize_agent_id
 from statekit.states import ReaderAction
@@ -86,12 +82,104 @@ class WriteResult:
         self.expected.append((db, table, where, tuple(params), count))
 
 
-class ImportContext:
-    """The open transaction(s) a reader writes through.
+class SourceChanged(SourceError):
+    """A file a reader re-opened is not the version the plan hashed: the apply loop plans the source again."""
 
-    ``global_db`` is already inside ``BEGIN IMMEDIATE``. ``agent_db(id)``
-    opens (creating if needed) that agent's database and begins a
-    transaction on it lazily. The apply loop commits or rolls back.
+
+def read_config(path: Path | None) -> dict[str, Any]:
+    """The parsed config (JSON5), or {} when it is missing or does not parse: the one config loader of plan and apply.
+
+    ``path`` is :func:`statekit.layout.config_path` of the run (it honours ``OPENCLAW_CONFIG_PATH``).
+    """
+    if path is None:
+        return {}
+    from statekit.fsutil import read_regular_file  # local: base stays light
+
+    try:
+        data = parse_json5_document(read_regular_file(path), path.name)
+    except (OSError, SourceError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def wall_clock_ms() -> int:
+    """Epoch ms now (``time.time``, so a frozen clock in tests freezes it)."""
+    import time
+
+    return int(time.time() * 1000)
+
+
+class ReadContext:
+    """What plan and apply give every reader alike: the run's config, its clock, verified re-opens.
+
+    ``config`` is the state dir's config as the one loader read it
+    (:func:`read_config` of ``config_path``, which honours
+    ``OPENCLAW_CONFIG_PATH``); ``now_ms`` is the run's clock, taken once.
+    :meth:`reopen` reads a file of the state dir (the source again, or a
+    sibling) through the hashing reader: when the plan recorded a hash for it
+    and the file no longer matches, :class:`SourceChanged` is raised.
+    """
+
+    def __init__(
+        self,
+        state_dir: Path,
+        now_ms: int,
+        config: Mapping[str, Any] | None = None,
+        planned_hashes: Mapping[str, str] | None = None,
+    ) -> None:
+        self.state_dir = state_dir
+        self.now_ms = now_ms
+        self.config = config or {}
+        self.planned_hashes = dict(planned_hashes or {})
+        self.reopened: dict[str, str] = {}  # rel -> sha256 of what the reader re-read
+
+    @classmethod
+    def for_source(cls, source: Source) -> ReadContext:
+        """A context for a reader called on its own (tests, tools): the state dir's config, the wall clock."""
+        from statekit.layout import config_path
+
+        return cls(source.state_dir, wall_clock_ms(), read_config(config_path(source.state_dir)))
+
+    def path(self, rel: str) -> Path:
+        return self.state_dir.joinpath(*PurePosixPath(rel).parts)
+
+    @contextmanager
+    def reopen(self, rel: str) -> Iterator[BinaryIO]:
+        """The file ``rel`` opened again (never a FIFO, never through a link), hashed while read; verified on close."""
+        from statekit.fsutil import HashingReader, open_regular_file
+
+        with open_regular_file(self.path(rel)) as raw:
+            hashing = HashingReader(raw)
+            yield hashing
+            digest = hashing.finish()
+        self._verify(rel, digest)
+
+    def read(self, rel: str) -> bytes:
+        """The whole file ``rel`` (see :meth:`reopen`)."""
+        with self.reopen(rel) as handle:
+            return handle.read()
+
+    def _verify(self, rel: str, digest: str) -> None:
+        expected = self.planned_hashes.get(rel)
+        if expected is not None and expected != digest:
+            raise SourceChanged(rel, "changed since the plan")
+        self.reopened[rel] = digest
+
+
+# The receipts the apply loop keeps (migration_sources): a reader asks the context, never the table.
+ReceiptLookup = Callable[[str, "str | None"], "dict[str, Any] | None"]
+
+
+class ImportContext(ReadContext):
+    """What a reader writes through: ``ctx.writer`` (see :mod:`statekit.legacy_readers.writer`).
+
+    The apply loop has already begun the state database's transaction; an
+    agent's database is opened (created if needed) and its transaction begun
+    the first time ``ctx.writer.agent(id)`` is called. The apply loop commits
+    or rolls back, and validates what the writer wrote after commit.
+
+    ``global_db`` / ``agent_db()`` / ``db()`` are the raw connections for the
+    readers not yet converted to the writer (kept until every reader is).
     """
 
     def __init__(
@@ -103,15 +191,17 @@ class ImportContext:
         agent_db_factory: Callable[[str], Connection],
         config: Mapping[str, Any] | None = None,
         run_cache: dict[Any, Any] | None = None,
+        *,
+        planned_hashes: Mapping[str, str] | None = None,
+        receipts: ReceiptLookup | None = None,
     ) -> None:
-        self.state_dir = state_dir
+        from statekit.legacy_readers.writer import Writer
+
+        super().__init__(state_dir, now_ms, config, planned_hashes)
         self.run_id = run_id
-        self.now_ms = now_ms
-        self.global_db = global_db
-        self._agent_db_factory = agent_db_factory
-        self.config = config or {}
-        self.touched_agents: dict[str, Connection] = {}
+        self.writer = Writer(global_db, agent_db_factory)
         self._run_cache = {} if run_cache is None else run_cache
+        self._receipts = receipts if receipts is not None else _receipts_of(global_db)
 
     def run_cached(self, key: Any, compute: Callable[[], Any]) -> Any:
         """A value computed once per migrate run (facts earlier sources of the run settled, read once)."""
@@ -119,13 +209,11 @@ class ImportContext:
             self._run_cache[key] = compute()
         return self._run_cache[key]
 
-    def agent_db(self, agent_id: str) -> Connection:
-        conn = self.touched_agents.get(agent_id)
-        if conn is None:
-            conn = self._agent_db_factory(agent_id)
-            conn.execute("BEGIN IMMEDIATE")
-            self.touched_agents[agent_id] = conn
-        return conn
+    # -- the apply loop's receipts, asked through the context -----------------------------------
+
+    def imported_report(self, rel: str) -> dict[str, Any] | None:
+        """The report of the latest ``completed`` import of ``rel`` (any version), or None."""
+        return self._receipts(rel, None)
 
     def dependency_pending(self, rel: str) -> bool:
         """True while the source ``rel`` (imported earlier in plan order) is still waiting for its rows.
@@ -135,7 +223,7 @@ class ImportContext:
         failed), or when the file is gone (retired by an earlier run).
         Readers call this instead of testing whether the file exists.
         """
-        path = self.state_dir / rel
+        path = self.path(rel)
         if not os.path.lexists(path):
             return False
         from statekit.fsutil import HashingReader, open_regular_file  # local: base stays light for the plan
@@ -145,11 +233,20 @@ class ImportContext:
                 digest = HashingReader(handle).finish()
         except OSError:
             return True  # a FIFO, link or unreadable file is no imported dependency
-        row = self.global_db.execute(
-            "SELECT 1 FROM migration_sources WHERE source_path = ? AND source_sha256 = ? AND status = 'completed' LIMIT 1",
-            (rel, digest),
-        ).fetchone()
-        return row is None
+        return self._receipts(rel, digest) is None
+
+    # -- raw connections, for readers not yet converted to ctx.writer ---------------------------
+
+    @property
+    def global_db(self) -> Connection:
+        return self.writer.state.conn
+
+    @property
+    def touched_agents(self) -> dict[str, Connection]:
+        return self.writer.touched_agents
+
+    def agent_db(self, agent_id: str) -> Connection:
+        return self.writer.agent(agent_id).conn
 
     def db(self, name: str, agent_id: str | None = None) -> Connection:
         if name == "global":
@@ -159,36 +256,51 @@ class ImportContext:
         return self.agent_db(agent_id)
 
 
-# --- SQL helpers -----------------------------------------------------------
+def _receipts_of(conn: Connection) -> ReceiptLookup:
+    """Receipt look-ups straight on ``conn`` (a context built outside the apply loop: tests, tools)."""
 
-# id(conn) -> (conn, {table: columns}). Holding the connection keeps its id from being reused
-# by another connection while the entry exists; the apply loop forgets a connection before closing it.
-_columns_cache: dict[int, tuple[Connection, dict[str, set[str]]]] = {}
+    def lookup(rel: str, digest: str | None) -> dict[str, Any] | None:
+        return completed_receipt_report(conn, rel, digest)
+
+    return lookup
+
+
+def completed_receipt_report(conn: Connection, rel: str, digest: str | None) -> dict[str, Any] | None:
+    """The report of the latest ``completed`` receipt of ``rel`` (of the version ``digest`` when given); None when none."""
+    sql = "SELECT report_json FROM migration_sources WHERE source_path = ? AND status = 'completed'"
+    params: list[Any] = [rel]
+    if digest is not None:
+        sql += " AND source_sha256 = ?"
+        params.append(digest)
+    try:
+        row = conn.execute(sql + " ORDER BY imported_at DESC LIMIT 1", params).fetchone()
+    except Exception:  # a foreign receipts table we cannot read: treat as no receipt
+        return None
+    if row is None:
+        return None
+    try:
+        report = json.loads(row[0]) if row[0] is not None else {}
+    except (TypeError, ValueError):
+        report = {}
+    return report if isinstance(report, dict) else {}
+
+
+# --- SQL helpers (for readers not yet converted to ctx.writer) ------------------------------
+
+
+def _db_writer(conn: Connection) -> Any:
+    from statekit.legacy_readers.writer import DatabaseWriter
+
+    return DatabaseWriter(conn, "global")
 
 
 def require_columns(conn: Connection, table: str, columns: Iterable[str]) -> None:
-    """Refuse to write into an existing table that lacks a column statekit needs."""
-    entry = _columns_cache.get(id(conn))
-    if entry is None or entry[0] is not conn:
-        entry = (conn, {})
-        _columns_cache[id(conn)] = entry
-    have = entry[1].get(table)
-    if have is None:
-        have = set(table_columns(conn, table))
-        entry[1][table] = have
-    if not have:
-        raise SchemaError(f"table {table} does not exist")
-    missing = [c for c in columns if c not in have]
-    if missing:
-        raise SchemaError(
-            f"existing table {table} lacks column(s) {', '.join(missing)} that statekit writes; it was left unaltered"
-        )
+    """Refuse to write into an existing table that lacks a column statekit needs (see ``DatabaseWriter.require_columns``)."""
+    _db_writer(conn).require_columns(table, list(columns))
 
 
 def forget_columns(conn: Connection) -> None:
-    entry = _columns_cache.get(id(conn))
-    if entry is not None and entry[0] is conn:
-        del _columns_cache[id(conn)]
+    """Nothing to forget: connection facts live in the writer of one source (kept for callers of the old cache)."""
 
 
 def upsert(
@@ -200,185 +312,35 @@ def upsert(
     update: bool | Sequence[str] = True,
     where: str | None = None,
 ) -> None:
-    """INSERT ... ON CONFLICT(key) DO UPDATE (never REPLACE: a REPLACE would cascade-delete children).
-
-    ``update=False`` keeps an existing row; a sequence names the columns to
-    update; ``where`` guards the update (for "newer wins" merges), written
-    against ``excluded`` and the table's current row.
-    """
-    columns = list(row)
-    require_columns(conn, table, columns)
-    placeholders = ", ".join("?" for _ in columns)
-    sql = f'INSERT INTO "{table}" ({", ".join(columns)}) VALUES ({placeholders})'
-    if update is False:
-        sql += f" ON CONFLICT({', '.join(key)}) DO NOTHING"
-    else:
-        names = [c for c in (columns if update is True else update) if c not in key]
-        if names:
-            sets = ", ".join(f"{c} = excluded.{c}" for c in names)
-            sql += f" ON CONFLICT({', '.join(key)}) DO UPDATE SET {sets}"
-            if where:
-                sql += f" WHERE {where}"
-        else:
-            sql += f" ON CONFLICT({', '.join(key)}) DO NOTHING"
-    conn.execute(sql, [row[c] for c in columns])
+    """``DatabaseWriter.upsert`` on a raw connection."""
+    _db_writer(conn).upsert(table, row, key, update=update, where=where)
 
 
 def insert_many(conn: Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
-    require_columns(conn, table, columns)
-    placeholders = ", ".join("?" for _ in columns)
-    cursor = conn.executemany(f'INSERT INTO "{table}" ({", ".join(columns)}) VALUES ({placeholders})', rows)
-    return cursor.rowcount
+    """``DatabaseWriter.insert_many`` on a raw connection."""
+    return _db_writer(conn).insert_many(table, columns, rows)
 
 
 # --- input helpers ---------------------------------------------------------
+# Defined in statekit.documents / statekit.values; re-exported only for the group W readers (and one test) that
+# still import them from here: delete each once nothing does.
 
-
-@lru_cache(maxsize=None)
-def load_schema(name: str) -> dict[str, Any]:
-    text = resources.files(__package__).joinpath("schemas", f"{name}.schema.json").read_text(encoding="utf-8")
-    return json.loads(text)
-
-
-@lru_cache(maxsize=None)
-def _validator(name: str) -> jsonschema.protocols.Validator:
-    schema = load_schema(name)
-    cls = jsonschema.validators.validator_for(schema)
-    cls.check_schema(schema)
-    return cls(schema)
-
-
-def describe_validation_error(error: jsonschema.ValidationError) -> str:
-    """A one-line description that never echoes the offending value (it may be a secret)."""
-    v = error.validator
-    vv = error.validator_value
-    if v == "type":
-        expected = vv if isinstance(vv, str) else " or ".join(vv)
-        return f"expected {expected}, found {json_type(error.instance)}"
-    if v == "required":
-        missing = [name for name in vv if isinstance(error.instance, dict) and name not in error.instance] or list(vv)
-        return "missing required property " + ", ".join(repr(m) for m in missing)
-    if v == "enum":
-        return f"must be one of {', '.join(json.dumps(x) for x in vv)}"
-    if v == "const":
-        return f"must be {json.dumps(vv)}"
-    if v in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-        return f"must satisfy {v} {vv}"
-    if v in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
-        return f"violates {v} {vv}"
-    if v == "pattern":
-        return f"does not match pattern {vv}"
-    if v == "additionalProperties":
-        return "has properties that are not allowed"
-    if v in ("anyOf", "oneOf"):
-        return f"matches none of the allowed shapes ({v})"
-    return f"fails {v}"
-
-
-def json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
-def validate(document: Any, schema_name: str, rel: str, *, line: int | None = None) -> None:
-    """Validate against a reader schema; raise SourceError with the first error's JSON path."""
-    errors = sorted(_validator(schema_name).iter_errors(document), key=lambda e: (list(map(str, e.absolute_path)), e.validator))
-    if errors:
-        first = errors[0]
-        raise SourceError(rel, describe_validation_error(first), line=line, json_path=first.json_path)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"non-finite number {name}")
-
-
-def parse_json_line(raw: bytes, rel: str, line: int) -> Any:
-    """Strict JSON for one JSONL line (no NaN/Infinity); errors name file and line."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SourceError(rel, f"invalid UTF-8 at byte {exc.start}", line=line) from None
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
-        message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) or "nesting too deep"
-        raise SourceError(rel, f"invalid JSON: {message}", line=line) from None
-
-
-def decode_utf8(data: bytes, rel: str) -> str:
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise SourceError(rel, f"invalid UTF-8 at byte {exc.start}", line=line) from None
-
-
-def parse_json5_document(data: bytes, rel: str) -> Any:
-    """JSON5 (comments, trailing commas, unquoted keys) as old OpenClaw read it."""
-    text = decode_utf8(data, rel)
-    if not text.strip():
-        raise SourceError(rel, "file is empty")
-    try:
-        # Writers emitted plain JSON: the C parser is ~100x faster than json5.
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        pass
-    try:
-        return json5.loads(text, allow_duplicate_keys=True)
-    except RecursionError:
-        raise SourceError(rel, "invalid JSON5: nesting too deep") from None
-    except ValueError as exc:
-        message = str(exc).splitlines()[0] if str(exc) else "invalid JSON5"
-        line_match = re.search(r"<string>:(\d+)", message)
-        line = int(line_match.group(1)) if line_match else None
-        message = re.sub(r"^<string>:\d+(?::\d+)?\s*", "", message)
-        raise SourceError(rel, f"invalid JSON5: {message}", line=line) from None
-
-
-def parse_json_document(data: bytes, rel: str) -> Any:
-    """Strict JSON document (writers emitted plain JSON); NaN/Infinity rejected."""
-    text = decode_utf8(data, rel)
-    if not text.strip():
-        raise SourceError(rel, "file is empty")
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise SourceError(rel, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
-    except (ValueError, RecursionError) as exc:
-        raise SourceError(rel, f"invalid JSON: {exc or 'nesting too deep'}") from None
-
-
-def finite_number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def as_int(value: Any) -> int | None:
-    number = finite_number(value)
-    return None if number is None else int(number)
+from statekit.documents import (  # noqa: E402
+    decode_utf8,
+    load_schema,
+    parse_json5_document,
+    parse_json_line,
+    validate,
+)
+from statekit.documents import validator as _validator  # noqa: E402
+from statekit.values import finite_number  # noqa: E402
 
 
 def compact_json(value: Any) -> str:
-    """JSON text as JavaScript's JSON.stringify writes it (no spaces, non-ASCII kept)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    """JSON text as JavaScript's JSON.stringify writes it: ``statekit.values.js_json``, the one serialiser."""
+    from statekit.values import js_json
+
+    return js_json(value)
 
 
 def fingerprint(value: str) -> str:
@@ -425,6 +387,13 @@ def _compile_pattern(pattern: str) -> re.Pattern[str]:
     return re.compile("^" + "".join(out) + "$")
 
 
+@lru_cache(maxsize=None)
+def _takes_context(method: Callable[..., Any]) -> bool:
+    import inspect as _inspect
+
+    return len(_inspect.signature(method).parameters) >= 4  # self, source, handle, ctx
+
+
 class Reader:
     """Base class for one legacy source family. Subclasses set the ClassVars and override the steps."""
 
@@ -441,7 +410,9 @@ class Reader:
     target_tables: ClassVar[tuple[str, ...]] = ()
     action: ClassVar[str] = "import"
     reason: ClassVar[str | None] = None  # why a drop/deferred/retain source is not imported
-    order: ClassVar[int] = 100  # plan order; smaller first
+    # Kinds this reader must come after in plan order (it reads their rows or receipts, or lets them claim first).
+    depends_on: ClassVar[tuple[str, ...]] = ()
+    order: ClassVar[int] = 100  # set by the registry: the reader's position in plan order (smaller first)
 
     def claims(self, rel: str) -> bool:
         return match_patterns(rel, self.patterns) and not match_patterns(rel, self.exclude)
@@ -449,13 +420,24 @@ class Reader:
     def agent_for(self, rel: str) -> str | None:
         return agent_id_from_rel(rel)
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
-        """Plan step: count records; raise SourceError when unreadable. Must not write anything."""
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
+        """Plan step: count records; raise SourceError when unreadable. Must not write anything.
+
+        ``ctx`` is the run's :class:`ReadContext` (the same config and clock the
+        apply step gets); ``None`` when a reader is called on its own, when
+        ``ReadContext.for_source`` stands in.
+        """
         raise NotImplementedError
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         """Apply step: parse, validate, transform and write rows through ``ctx``."""
         raise NotImplementedError
+
+    def inspect_with(self, source: Source, handle: BinaryIO, ctx: ReadContext) -> Inspection:
+        """Call :meth:`inspect` with the run's context (readers whose ``inspect`` takes none are called without it)."""
+        if _takes_context(type(self).inspect):
+            return self.inspect(source, handle, ctx)
+        return self.inspect(source, handle)
 
     @classmethod
     def schema(cls) -> dict[str, Any] | None:

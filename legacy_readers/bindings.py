@@ -138,7 +138,6 @@ class CurrentConversationBindingsReader(Reader):
     schema_name = "current-conversation-bindings"
     target_tables = ("global.current_conversation_bindings",)
     action = "import"
-    order = 65
 
     def agent_for(self, rel: str) -> str | None:
         return None

@@ -101,7 +101,6 @@ class ChannelAllowFromReader(Reader):
     schema_name = "channel-allow-from"
     target_tables = ("global.channel_pairing_allow_entries",)
     action = "import"
-    order = 82
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -165,7 +164,6 @@ class ChannelPairingRequestsReader(Reader):
     schema_name = "channel-pairing-requests"
     target_tables = ("global.channel_pairing_requests",)
     action = "import"
-    order = 83
 
     def agent_for(self, rel: str) -> str | None:
         return None

@@ -116,7 +116,6 @@ class ClawHubLockReader(Reader):
     schema_name = "clawhub-lock"
     target_tables = ("global.plugin_state_entries",)
     action = "import"
-    order = 78
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -156,7 +155,6 @@ class ClawHubOriginReader(Reader):
     schema_name = "clawhub-origin"
     target_tables = ("global.plugin_state_entries",)
     action = "import"
-    order = 79
 
     def agent_for(self, rel: str) -> str | None:
         return None

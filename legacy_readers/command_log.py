@@ -25,7 +25,6 @@ class CommandLogReader(Reader):
         "command audit log for operators: OpenClaw's command_log_entries table is not part of statekit's schema v1, "
         "so the file stays where it is"
     )
-    order = 88
 
     def agent_for(self, rel: str) -> str | None:
         return None

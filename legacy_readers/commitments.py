@@ -104,7 +104,6 @@ class CommitmentsReader(Reader):
     schema_name = "commitments"
     target_tables = ("global.commitments",)
     action = "import"
-    order = 67
 
     def agent_for(self, rel: str) -> str | None:
         return None

@@ -19,7 +19,8 @@ from typing import Any, BinaryIO
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 from statekit.legacy_readers._jsjson import js_stringify
-from statekit.legacy_readers.devices import expect_keys, fetch_row, load_object, unmapped_fields, write_row
+from statekit.documents import load_object, unmapped_fields
+from statekit.legacy_readers._rows import expect_keys, fetch_row, write_row
 
 FAMILY = "config-health"
 TABLE = "config_health_entries"
@@ -53,7 +54,6 @@ class ConfigHealthReader(Reader):
     schema_name = "config-health"
     target_tables = ("global.config_health_entries",)
     action = "import"
-    order = 53
 
     def agent_for(self, rel: str) -> str | None:
         return None

@@ -36,7 +36,6 @@ class CrestodianRescuePendingReader(Reader):
     schema_name = "crestodian-rescue-pending"
     target_tables = ("global.plugin_state_entries",)
     action = "import"
-    order = 75
 
     def agent_for(self, rel: str) -> str | None:
         return None

@@ -42,7 +42,8 @@ from typing import Any, BinaryIO
 
 from statekit.legacy_readers._jsjson import js_stringify
 from statekit.legacy_readers._small_stores import file_mtime_ms, load_document
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number, upsert
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.values import finite_number
 
 TABLE = "delivery_queue_entries"
 QUEUES = {"delivery-queue": "outbound", "session-delivery-queue": "session"}  # LEGACY_DELIVERY_QUEUE_DIRS
@@ -139,7 +140,6 @@ class DeliveryQueueReader(Reader):
     schema_name = "delivery-queue-entry"
     target_tables = ("global.delivery_queue_entries",)
     action = "import"
-    order = 60
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -167,7 +167,7 @@ class DeliveryQueueReader(Reader):
             result.report.update({"queue_name": queue, "entry_id": row_id, "status": status, "not_replayed": reason})
             return result
         row = queue_row(queue, row_id, failed, document, file_mtime_ms(source, ctx.now_ms), ctx.now_ms)
-        upsert(ctx.global_db, TABLE, row, ("queue_name", "id"))
+        ctx.writer.state.upsert(TABLE, row, ("queue_name", "id"))
         result = WriteResult(records=1)
         result.expect("global", TABLE, "queue_name = ? AND id = ? AND status = ?", (queue, row_id, status), 1)
         result.report.update({"queue_name": queue, "entry_id": row_id, "status": status})
@@ -187,7 +187,6 @@ class DeliveredMarkerReader(Reader):
     target_tables = ()
     action = "drop"
     reason = "stale delivered marker: that delivery already happened and OpenClaw keeps no row for it"
-    order = 61
 
     def agent_for(self, rel: str) -> str | None:
         return None

@@ -23,177 +23,19 @@ has no column for (``operatorLabel``, ``approvedVia``, ``browserOrigin``,
 ``nodeSurface``, ``pendingNodeSurface``, ``refreshedAtMs``) go into the
 columns 2026.9.6 adds to these tables itself; such a column is added only
 when a file carries the field (``legacy_readers._later_columns``).
-
-This module also holds the small helpers shared by the other small
-global-store readers (identity, exec approvals, push, node host, update
-check, config health, TUI, gateway files): strict JSON loading, file mtime,
-row writes (with the later columns above), and validation with hidden map
-keys.
 """
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from collections.abc import Mapping
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._later_columns import fit_later_columns
-from statekit.legacy_readers.base import (
-    ImportContext,
-    Inspection,
-    Reader,
-    Source,
-    WriteResult,
-    _validator,
-    compact_json,
-    describe_validation_error,
-    finite_number,
-    parse_json_document,
-    upsert,
-    validate,
-)
-from statekit.db import table_columns
-from statekit.errors import SchemaError, SourceError
+from statekit.documents import load_json, load_object, unmapped_fields, validate_hiding_keys
+from statekit.legacy_readers._rows import expect_keys
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.values import file_mtime_ms, flag, int64, json_text, text
 
 FAMILY = "devices"
-
-# --- helpers shared by the small global-store readers ---------------------------------
-
-
-def file_mtime_ms(source: Source, fallback: int = 0) -> int:
-    """The source file's mtime in epoch ms: the "written at" of single-document stores."""
-    try:
-        return os.stat(source.path).st_mtime_ns // 1_000_000
-    except OSError:
-        return fallback
-
-
-def load_json(handle: BinaryIO, rel: str) -> Any:
-    """Strict JSON (what OpenClaw's ``JSON.stringify`` wrote): errors name file and line."""
-    return parse_json_document(handle.read(), rel)
-
-
-def load_object(handle: BinaryIO, rel: str, schema_name: str | None = None) -> dict[str, Any]:
-    document = load_json(handle, rel)
-    if schema_name:
-        validate(document, schema_name, rel)
-    if not isinstance(document, dict):
-        raise SourceError(rel, f"expected a JSON object, found {type(document).__name__}")
-    return document
-
-
-def ms(value: Any) -> int | None:
-    """A finite JSON number as integer ms; anything else (or beyond SQLite's 64-bit range) None."""
-    number = finite_number(value)
-    if number is None or abs(number) >= 2**63:
-        return None
-    return int(number)
-
-
-def text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def flag(value: Any) -> int | None:
-    return None if not isinstance(value, bool) else int(value)
-
-
-def json_col(value: Any) -> str | None:
-    return None if value is None else compact_json(value)
-
-
-def parse_iso_ms(value: str) -> int | None:
-    """``2026-11-29T23:57:36.884Z`` -> epoch ms (None when it is not an ISO-8601 instant)."""
-    raw = value.strip()
-    if raw.endswith(("Z", "z")):
-        raw = raw[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(raw)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return int(parsed.timestamp() * 1000)
-
-
-def column_types(conn: Any, table: str) -> dict[str, str]:
-    """``{column: declared type (upper case)}``; empty when the table does not exist."""
-    return {row[1]: (row[2] or "").upper() for row in conn.execute(f'PRAGMA table_info("{table}")')}
-
-
-def write_row(
-    conn: Any,
-    table: str,
-    row: Mapping[str, Any],
-    key: Sequence[str],
-    *,
-    optional: Iterable[str] = (),
-    update: bool | Sequence[str] = True,
-    where: str | None = None,
-) -> None:
-    """``upsert`` for the canonical tables.
-
-    A column OpenClaw adds to this version-1 table later (``_later_columns``)
-    is added when the row has a value for it and left out when it has none.
-    A column listed in ``optional`` whose value is None is left out when the
-    existing table does not have it; with a value it is kept, so ``upsert``
-    refuses the table with a clear SchemaError instead of losing data.
-    """
-    have = set(table_columns(conn, table))
-    if not have:
-        raise SchemaError(f"table {table} does not exist")
-    row = fit_later_columns(conn, table, row)
-    have = set(table_columns(conn, table))
-    skip = {c for c in optional if c not in have and row.get(c) is None}
-    kept = {k: v for k, v in row.items() if k not in skip}
-    names: bool | Sequence[str] = update
-    if not isinstance(update, bool):
-        names = [c for c in update if c in kept]
-    upsert(conn, table, kept, key, update=names, where=where)
-
-
-def fetch_row(conn: Any, table: str, where: str, params: Sequence[Any]) -> dict[str, Any] | None:
-    cursor = conn.execute(f'SELECT * FROM "{table}" WHERE {where}', tuple(params))
-    row = cursor.fetchone()
-    if row is None:
-        return None
-    return {d[0]: row[i] for i, d in enumerate(cursor.description)}
-
-
-def validate_hiding_keys(document: Any, schema_name: str, rel: str, label: str = "entry") -> None:
-    """Schema validation whose error path numbers top-level map keys (``entry #2.profile``).
-
-    For maps keyed by secrets (bootstrap tokens): the key never reaches a message.
-    """
-    errors = sorted(_validator(schema_name).iter_errors(document), key=lambda e: (list(map(str, e.absolute_path)), e.validator))
-    if not errors:
-        return
-    first = errors[0]
-    parts: list[str] = []
-    for depth, item in enumerate(first.absolute_path):
-        if depth == 0 and isinstance(document, dict) and isinstance(item, str):
-            number = list(document).index(item) + 1 if item in document else 0
-            parts.append(f"{label} #{number}")
-        elif isinstance(item, int):
-            parts.append(f"[{item}]")
-        else:
-            parts.append(("." if parts else "") + str(item))
-    path = "".join(parts) or "$"
-    raise SourceError(rel, describe_validation_error(first), json_path=path)
-
-
-def unmapped_fields(entries: Iterable[Mapping[str, Any]], known: Iterable[str]) -> list[str]:
-    """Field names (never values) present in the input that have no column and no JSON home."""
-    known_set = set(known)
-    return sorted({name for entry in entries for name in entry if name not in known_set})
-
-
-def expect_keys(result: WriteResult, table: str, column: str, keys: Iterable[str]) -> None:
-    values = sorted(set(keys))
-    result.expect("global", table, f"{column} IN (SELECT value FROM json_each(?))", (json.dumps(values),), len(values))
-
 
 # --- devices/pending.json ---------------------------------------------------------------
 
@@ -205,7 +47,7 @@ PENDING_FIELDS = (
 
 
 def pending_row(key: str, entry: Mapping[str, Any], fallback_ts: int) -> dict[str, Any]:
-    ts = ms(entry.get("ts"))
+    ts = int64(entry.get("ts"))
     return {
         "request_id": text(entry.get("requestId")) or key,
         "device_id": entry["deviceId"],
@@ -216,14 +58,14 @@ def pending_row(key: str, entry: Mapping[str, Any], fallback_ts: int) -> dict[st
         "client_id": text(entry.get("clientId")),
         "client_mode": text(entry.get("clientMode")),
         "role": text(entry.get("role")),
-        "roles_json": json_col(entry.get("roles")),
-        "scopes_json": json_col(entry.get("scopes")),
+        "roles_json": json_text(entry.get("roles")),
+        "scopes_json": json_text(entry.get("scopes")),
         "remote_ip": text(entry.get("remoteIp")),
         "silent": flag(entry.get("silent")),
         "is_repair": flag(entry.get("isRepair")),
         "ts": fallback_ts if ts is None else ts,
         # Columns 2026.9.6 adds to the v1 table (added here only when the file carries a value).
-        "refreshed_at_ms": ms(entry.get("refreshedAtMs")),
+        "refreshed_at_ms": int64(entry.get("refreshedAtMs")),
         "browser_origin": text(entry.get("browserOrigin")),
     }
 
@@ -236,7 +78,6 @@ class DevicePairingPendingReader(Reader):
     schema_name = "devices-pending"
     target_tables = ("global.device_pairing_pending",)
     action = "import"
-    order = 40
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -247,17 +88,17 @@ class DevicePairingPendingReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         store = load_object(handle, source.rel, self.schema_name)
-        conn = ctx.global_db
+        db = ctx.writer.state
         mtime = file_mtime_ms(source, ctx.now_ms)
         written: list[str] = []
         kept = 0
         for key, entry in store.items():
             row = pending_row(key, entry, mtime)
-            existing = fetch_row(conn, PENDING_TABLE, "request_id = ?", (row["request_id"],))
+            existing = db.first_row(PENDING_TABLE, {"request_id": row["request_id"]})
             if existing is not None and (existing.get("ts") or 0) > row["ts"]:
                 kept += 1
             else:
-                write_row(conn, PENDING_TABLE, row, ("request_id",))
+                db.upsert(PENDING_TABLE, row, ("request_id",))
             written.append(row["request_id"])
         result = WriteResult(records=len(written))
         if kept:
@@ -281,7 +122,7 @@ PAIRED_FIELDS = (
 
 
 def device_activity(approved: Any, last_seen: Any) -> int:
-    return max(ms(approved) or 0, ms(last_seen) or 0)
+    return max(int64(approved) or 0, int64(last_seen) or 0)
 
 
 def paired_row(key: str, entry: Mapping[str, Any], fallback_ms: int) -> tuple[dict[str, Any], bool]:
@@ -290,8 +131,8 @@ def paired_row(key: str, entry: Mapping[str, Any], fallback_ms: int) -> tuple[di
     The device id is the map key, trimmed, as 2026.9.6 imports it. Text fields
     that are not strings are left out, as its ``normalizeLegacyPairedDevice`` does.
     """
-    created = ms(entry.get("createdAtMs"))
-    approved = ms(entry.get("approvedAtMs"))
+    created = int64(entry.get("createdAtMs"))
+    approved = int64(entry.get("approvedAtMs"))
     filled = created is None or approved is None
     created_at = created if created is not None else approved if approved is not None else fallback_ms
     approved_at = approved if approved is not None else created_at
@@ -304,14 +145,14 @@ def paired_row(key: str, entry: Mapping[str, Any], fallback_ms: int) -> tuple[di
         "client_id": text(entry.get("clientId")),
         "client_mode": text(entry.get("clientMode")),
         "role": text(entry.get("role")),
-        "roles_json": json_col(entry.get("roles")),
-        "scopes_json": json_col(entry.get("scopes")),
-        "approved_scopes_json": json_col(entry.get("approvedScopes")),
+        "roles_json": json_text(entry.get("roles")),
+        "scopes_json": json_text(entry.get("scopes")),
+        "approved_scopes_json": json_text(entry.get("approvedScopes")),
         "remote_ip": text(entry.get("remoteIp")),
-        "tokens_json": json_col(entry.get("tokens")),
+        "tokens_json": json_text(entry.get("tokens")),
         "created_at_ms": created_at,
         "approved_at_ms": approved_at,
-        "last_seen_at_ms": ms(entry.get("lastSeenAtMs")),
+        "last_seen_at_ms": int64(entry.get("lastSeenAtMs")),
         "last_seen_reason": text(entry.get("lastSeenReason")),
         # Columns 2026.9.6 adds to the v1 table (added here only when the file carries a value).
         "operator_label": text(entry.get("operatorLabel")),
@@ -322,7 +163,7 @@ def paired_row(key: str, entry: Mapping[str, Any], fallback_ms: int) -> tuple[di
     # carries them (newer shape) brings its own, otherwise existing ones stay.
     for field, column in (("nodeSurface", "node_surface_json"), ("pendingNodeSurface", "pending_node_surface_json")):
         if entry.get(field) is not None:
-            row[column] = json_col(entry[field])
+            row[column] = json_text(entry[field])
     return row, filled
 
 
@@ -334,7 +175,6 @@ class DevicePairingPairedReader(Reader):
     schema_name = "devices-paired"
     target_tables = ("global.device_pairing_paired",)
     action = "import"
-    order = 41
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -345,7 +185,7 @@ class DevicePairingPairedReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         store = load_object(handle, source.rel, self.schema_name)
-        conn = ctx.global_db
+        db = ctx.writer.state
         mtime = file_mtime_ms(source, ctx.now_ms)
         written: list[str] = []
         notices: list[str] = []
@@ -357,13 +197,13 @@ class DevicePairingPairedReader(Reader):
                 mismatched += 1
             if isinstance(entry.get("tokens"), dict):
                 tokens += len(entry["tokens"])
-            existing = fetch_row(conn, PAIRED_TABLE, "device_id = ?", (row["device_id"],))
+            existing = db.first_row(PAIRED_TABLE, {"device_id": row["device_id"]})
             if existing is not None and device_activity(existing.get("approved_at_ms"), existing.get("last_seen_at_ms")) > device_activity(
                 row["approved_at_ms"], row["last_seen_at_ms"]
             ):
                 kept += 1
             else:
-                write_row(conn, PAIRED_TABLE, row, ("device_id",))
+                db.upsert(PAIRED_TABLE, row, ("device_id",))
             written.append(row["device_id"])
         if kept:
             notices.append(f"kept {kept} device(s) whose database row is newer than the file")
@@ -396,8 +236,8 @@ BOOTSTRAP_FIELDS = (
 
 
 def bootstrap_row(key: str, entry: Mapping[str, Any]) -> dict[str, Any]:
-    issued = ms(entry.get("issuedAtMs"))
-    ts = ms(entry.get("ts"))
+    issued = int64(entry.get("issuedAtMs"))
+    ts = int64(entry.get("ts"))
     profile = entry.get("profile")
     if profile is None and ("roles" in entry or "scopes" in entry):
         # Oldest records carried roles/scopes at top level; OpenClaw reads them as the profile.
@@ -409,11 +249,11 @@ def bootstrap_row(key: str, entry: Mapping[str, Any]) -> dict[str, Any]:
         "ts": ts if ts is not None else issued if issued is not None else 0,
         "device_id": text(entry.get("deviceId")),
         "public_key": text(entry.get("publicKey")),
-        "profile_json": json_col(profile),
-        "redeemed_profile_json": json_col(entry.get("redeemedProfile")),
-        "pending_profile_json": json_col(entry.get("pendingProfile")),
+        "profile_json": json_text(profile),
+        "redeemed_profile_json": json_text(entry.get("redeemedProfile")),
+        "pending_profile_json": json_text(entry.get("pendingProfile")),
         "issued_at_ms": issued if issued is not None else ts if ts is not None else 0,
-        "last_used_at_ms": ms(entry.get("lastUsedAtMs")),
+        "last_used_at_ms": int64(entry.get("lastUsedAtMs")),
     }
 
 
@@ -429,7 +269,6 @@ class DeviceBootstrapReader(Reader):
     schema_name = "devices-bootstrap"
     target_tables = ("global.device_bootstrap_tokens",)
     action = "import"
-    order = 42
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -444,16 +283,16 @@ class DeviceBootstrapReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         store = self._load(source, handle)
-        conn = ctx.global_db
+        db = ctx.writer.state
         written: list[str] = []
         kept = 0
         for key, entry in store.items():
             row = bootstrap_row(key, entry)
-            existing = fetch_row(conn, BOOTSTRAP_TABLE, "token_key = ?", (key,))
+            existing = db.first_row(BOOTSTRAP_TABLE, {"token_key": key})
             if existing is not None and bootstrap_activity(existing) > bootstrap_activity(row):
                 kept += 1
             else:
-                write_row(conn, BOOTSTRAP_TABLE, row, ("token_key",))
+                db.upsert(BOOTSTRAP_TABLE, row, ("token_key",))
             written.append(key)
         result = WriteResult(records=len(written))
         if kept:

@@ -40,15 +40,17 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import math
 import re
 import uuid
 from typing import Any, BinaryIO
 
 from statekit.legacy_readers._jsjson import js_number
 
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint, json_type, validate
-from statekit.legacy_readers.devices import fetch_row, file_mtime_ms, load_json, write_row
+from statekit.documents import json_type, validate
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
+from statekit.documents import load_json
+
+from statekit.values import file_mtime_ms, finite_number
 from statekit.errors import SourceError
 
 FAMILY = "exec-approvals"
@@ -89,10 +91,6 @@ def _expect(value: Any, kind: str, path: str) -> None:
         raise _Invalid(path, f"expected {_article(kind)}, found {json_type(value)}")
 
 
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _check_policy(policy: dict[str, Any], prefix: str) -> None:
     for name in POLICY_STRINGS:
         if name in policy and policy[name] is not None:
@@ -116,7 +114,7 @@ def _check_mcp_tools(tools: Any, prefix: str) -> None:
         for name in ("addedAt", "lastUsedAt"):
             if name == "lastUsedAt" and grant.get(name) is None:
                 continue
-            if not _finite(grant.get(name)) or grant[name] < 0:
+            if finite_number(grant.get(name)) is None or grant[name] < 0:
                 raise _Invalid(f"{where}.{name}", "expected a finite number")
 
 
@@ -170,7 +168,7 @@ def check(document: Any) -> None:
             for name in ENTRY_STRINGS:
                 if entry.get(name) is not None:
                     _expect(entry[name], "string", f"{where}.{name}")
-            if "lastUsedAt" in entry and entry["lastUsedAt"] is not None and not _finite(entry["lastUsedAt"]):
+            if "lastUsedAt" in entry and entry["lastUsedAt"] is not None and finite_number(entry["lastUsedAt"]) is None:
                 raise _Invalid(f"{where}.lastUsedAt", "expected a finite number")
 
 
@@ -273,7 +271,7 @@ def convert_seconds(file: dict[str, Any]) -> int:
     for agent in file["agents"].values():
         for entry in agent.get("allowlist") or []:
             value = entry.get("lastUsedAt")
-            if _finite(value) and 0 <= value < SECONDS_LIMIT:
+            if finite_number(value) is not None and 0 <= value < SECONDS_LIMIT:
                 entry["lastUsedAt"] = int(value * 1000) if float(value * 1000).is_integer() else value * 1000
                 converted += 1
     return converted
@@ -342,7 +340,6 @@ class ExecApprovalsReader(Reader):
     schema_name = "exec-approvals"
     target_tables = ("global.exec_approvals_config",)
     action = "import"
-    order = 47
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -364,12 +361,12 @@ class ExecApprovalsReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = self._load(source, handle)
-        conn = ctx.global_db
+        db = ctx.writer.state
         mtime = file_mtime_ms(source, ctx.now_ms)
         file = openclaw_file(copy.deepcopy(document))
         converted = convert_seconds(file)
         token = file["socket"].get("token")
-        existing = fetch_row(conn, TABLE, "config_key = ?", (CONFIG_KEY,))
+        existing = db.first_row(TABLE, {"config_key": CONFIG_KEY})
         result = WriteResult(records=0)
         report: dict[str, Any] = {
             "stub": is_stub(document),
@@ -381,7 +378,7 @@ class ExecApprovalsReader(Reader):
         if report["stub"]:
             if existing is None and file["socket"]:
                 # As OpenClaw: a policy-free file with a socket is imported while SQLite has no row.
-                write_row(conn, TABLE, config_row(file, mtime), ("config_key",))
+                db.upsert(TABLE, config_row(file, mtime), ("config_key",))
                 result.records = 1
                 report["decision"] = "stub: socket imported (no database row yet)"
                 result.expect("global", TABLE, "config_key = ?", (CONFIG_KEY,), 1)
@@ -407,7 +404,7 @@ class ExecApprovalsReader(Reader):
         else:
             report["decision"] = "imported"
         row = config_row(file, mtime)
-        write_row(conn, TABLE, row, ("config_key",))
+        db.upsert(TABLE, row, ("config_key",))
         result.records = 1
         if converted:
             result.notices.append(f"{source.rel}: {converted} lastUsedAt value(s) were in seconds; converted to milliseconds")

@@ -16,7 +16,8 @@ import json
 from typing import Any, BinaryIO
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, compact_json, decode_utf8, validate
-from statekit.legacy_readers.devices import fetch_row, file_mtime_ms, write_row
+from statekit.legacy_readers._rows import fetch_row, write_row
+from statekit.values import file_mtime_ms
 from statekit.errors import SourceError
 
 FAMILY = "gateway"
@@ -47,7 +48,6 @@ class GatewayInstanceIdReader(Reader):
     schema_name = "gateway-instance-id"
     target_tables = ("global.plugin_state_entries",)
     action = "import"
-    order = 55
 
     def agent_for(self, rel: str) -> str | None:
         return None

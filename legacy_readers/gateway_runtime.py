@@ -26,7 +26,9 @@ from __future__ import annotations
 from typing import Any, BinaryIO
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
-from statekit.legacy_readers.devices import fetch_row, file_mtime_ms, json_col, load_object, ms, text, write_row
+from statekit.documents import load_object
+from statekit.legacy_readers._rows import fetch_row, write_row
+from statekit.values import file_mtime_ms, int64 as ms, json_text as json_col, text
 from statekit.errors import SourceError
 
 FAMILY = "gateway"
@@ -126,7 +128,6 @@ class RestartSentinelReader(Reader):
     schema_name = "gateway-restart-sentinel"
     target_tables = ("global.gateway_restart_sentinel",)
     action = "import"
-    order = 56
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -165,7 +166,6 @@ class RestartIntentReader(Reader):
     target_tables = ()
     action = "drop"
     reason = "runtime sidecar of a stopped gateway process (restart request by pid); no target table, meaningless after the process is gone"
-    order = 57
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -179,7 +179,6 @@ class RestartHandoffReader(Reader):
     target_tables = ()
     action = "drop"
     reason = "short-lived supervisor handoff for a gateway process that is gone; no target table, it expires on its own"
-    order = 58
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -193,7 +192,6 @@ class GatewayLockReader(Reader):
     target_tables = ()
     action = "drop"
     reason = "stale lock of a gateway that is not running (migrate refuses live ones); OpenClaw now uses state_leases rows"
-    order = 59
 
     def agent_for(self, rel: str) -> str | None:
         return None

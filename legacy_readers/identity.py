@@ -33,7 +33,9 @@ import json
 from typing import Any, BinaryIO
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
-from statekit.legacy_readers.devices import fetch_row, file_mtime_ms, json_col, load_object, ms, write_row
+from statekit.documents import load_object
+from statekit.legacy_readers._rows import fetch_row, write_row
+from statekit.values import file_mtime_ms, int64 as ms, json_text as json_col
 from statekit.errors import SourceError
 
 FAMILY = "identity"
@@ -276,7 +278,6 @@ class DeviceIdentityReader(Reader):
     schema_name = "device-identity"
     target_tables = ("global.device_identities",)
     action = "import"
-    order = 45
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -356,7 +357,7 @@ class DeviceAuthReader(Reader):
     schema_name = "device-auth"
     target_tables = ("global.device_auth_tokens",)
     action = "import"
-    order = 46
+    depends_on = ("device-identity",)  # reads the imported device identity
 
     def agent_for(self, rel: str) -> str | None:
         return None

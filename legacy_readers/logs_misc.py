@@ -29,7 +29,6 @@ class StabilityBundleReader(Reader):
         "diagnostic stability bundle: a point-in-time report for operators; OpenClaw's diagnostic_stability_bundles "
         "table is not part of statekit's schema v1, so the file stays where it is"
     )
-    order = 89
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -44,7 +43,6 @@ class DiagnosticLogReader(Reader):
     target_tables = ()
     action = "retain"
     reason = "operator-facing log: logs stay file-backed (no statekit table holds them)"
-    order = 89
 
     def agent_for(self, rel: str) -> str | None:
         return None

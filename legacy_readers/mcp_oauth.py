@@ -50,7 +50,6 @@ class McpOAuthSessionReader(Reader):
     schema_name = "mcp-oauth-session"
     target_tables = ("global.plugin_state_entries",)
     action = "import"
-    order = 80
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -83,7 +82,6 @@ class McpOAuthLockReader(Reader):
     target_tables = ()
     action = "retain"
     reason = "MCP OAuth lock (fails closed): an OAuth login may be running; delete it once none is, then rerun to import the session"
-    order = 81
 
     def agent_for(self, rel: str) -> str | None:
         return None

@@ -30,7 +30,6 @@ class MediaReader(Reader):
     exclude = ("media/outgoing/records/**",)
     action = "retain"
     reason = REASON
-    order = 62
 
     def agent_for(self, rel: str) -> str | None:
         return None

@@ -20,4 +20,3 @@ class WorkspaceAttestation(Reader):
     patterns = ("workspace-attestations/*.attested",)
     action = "retain"
     reason = "no statekit v1 table (OpenClaw 2026.9 moved them to workspace_attestations); left in place for OpenClaw"
-    order = 97

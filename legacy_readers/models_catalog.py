@@ -50,7 +50,6 @@ class ModelsJsonReader(Reader):
     patterns = ("agents/*/agent/models.json", "agent/models.json")
     action = "retain"
     reason = MODELS_JSON_REASON
-    order = 60
 
 
 def plugin_id_of(rel: str) -> str | None:
@@ -99,7 +98,6 @@ class PluginCatalogReader(Reader):
     patterns = ("agents/*/agent/plugins/*/catalog.json",)
     target_tables = ("agent.cache_entries",)
     action = "import"
-    order = 61
 
     def _read(self, source: Source, handle: BinaryIO) -> tuple[str | None, str | None]:
         plugin_id = plugin_id_of(source.rel)

@@ -27,7 +27,9 @@ from typing import Any, BinaryIO
 from statekit.legacy_readers._jsjson import js_stringify
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
-from statekit.legacy_readers.devices import fetch_row, file_mtime_ms, load_object, text, write_row
+from statekit.documents import load_object
+from statekit.legacy_readers._rows import fetch_row, write_row
+from statekit.values import file_mtime_ms, text
 from statekit.errors import SourceError
 
 FAMILY = "node-host"
@@ -82,7 +84,6 @@ class NodeHostConfigReader(Reader):
     schema_name = "node-host-config"
     target_tables = ("global.node_host_config",)
     action = "import"
-    order = 51
 
     def agent_for(self, rel: str) -> str | None:
         return None

@@ -35,9 +35,11 @@ import json
 from collections.abc import Mapping
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._later_columns import ensure_later_column
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
-from statekit.legacy_readers.devices import PAIRED_TABLE, fetch_row, file_mtime_ms, json_col, load_object, ms, text
+from statekit.documents import load_object
+
+from statekit.legacy_readers.devices import PAIRED_TABLE
+from statekit.values import file_mtime_ms, int64, json_text, text
 from statekit.errors import SourceError
 
 FAMILY = "nodes"
@@ -80,9 +82,9 @@ def node_surface(node: Mapping[str, Any], fallback_ms: int) -> dict[str, Any]:
     if isinstance(node.get("bins"), list):
         surface["bins"] = node["bins"]
     for name in ("createdAtMs", "approvedAtMs"):
-        value = ms(node.get(name))
+        value = int64(node.get(name))
         surface[name] = value if value is not None else fallback_ms
-    if ms(node.get("lastConnectedAtMs")) is not None:
+    if int64(node.get("lastConnectedAtMs")) is not None:
         surface["lastConnectedAtMs"] = node["lastConnectedAtMs"]
     return surface
 
@@ -90,7 +92,7 @@ def node_surface(node: Mapping[str, Any], fallback_ms: int) -> dict[str, Any]:
 def pending_surface(request_id: str, request: Mapping[str, Any], fallback_ms: int) -> dict[str, Any]:
     surface: dict[str, Any] = {"requestId": request_id, "revision": request_id}
     surface.update({name: request[name] for name in PENDING_SURFACE_FIELDS if request.get(name) is not None})
-    ts = ms(request.get("ts"))
+    ts = int64(request.get("ts"))
     surface["ts"] = ts if ts is not None else fallback_ms
     return surface
 
@@ -116,7 +118,7 @@ class NodePairingPairedReader(Reader):
     schema_name = "nodes-paired"
     target_tables = ("global.device_pairing_paired",)
     action = "import"
-    order = 43
+    depends_on = ("devices-paired",)  # writes the node surface of paired devices
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -126,7 +128,7 @@ class NodePairingPairedReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         store = load_object(handle, source.rel, self.schema_name)
-        conn = ctx.global_db
+        db = ctx.writer.state
         if store:
             _require_devices_imported(source, ctx)
         mtime = file_mtime_ms(source, ctx.now_ms)
@@ -137,7 +139,7 @@ class NodePairingPairedReader(Reader):
             node_id = key.strip()
             if isinstance(node.get("token"), str) and node["token"]:
                 tokens += 1
-            device = fetch_row(conn, PAIRED_TABLE, "device_id = ?", (node_id,)) if node_id else None
+            device = db.first_row(PAIRED_TABLE, {"device_id": node_id}) if node_id else None
             if device is None or not _has_node_role(device):
                 orphans.append(node_id or key)
                 continue
@@ -145,8 +147,7 @@ class NodePairingPairedReader(Reader):
             if device.get("node_surface_json") is not None:
                 kept += 1  # as OpenClaw: a device that already has a surface keeps it
                 continue
-            ensure_later_column(conn, PAIRED_TABLE, "node_surface_json")
-            conn.execute(f'UPDATE "{PAIRED_TABLE}" SET node_surface_json = ? WHERE device_id = ?', (json_col(node_surface(node, mtime)), node_id))
+            db.update(PAIRED_TABLE, {"node_surface_json": json_text(node_surface(node, mtime))}, {"device_id": node_id})  # adds the later column
         result = WriteResult(records=len(attached))
         if orphans:
             result.warnings.append(
@@ -182,7 +183,7 @@ class NodePairingPendingReader(Reader):
     schema_name = "nodes-pending"
     target_tables = ("global.device_pairing_paired",)
     action = "import"
-    order = 44
+    depends_on = ("devices-paired",)  # writes the pending node surface of paired devices
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -192,7 +193,7 @@ class NodePairingPendingReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         store = load_object(handle, source.rel, self.schema_name)
-        conn = ctx.global_db
+        db = ctx.writer.state
         if store:
             _require_devices_imported(source, ctx)
         mtime = file_mtime_ms(source, ctx.now_ms)
@@ -211,17 +212,16 @@ class NodePairingPendingReader(Reader):
         attached: list[str] = []
         kept = 0
         for node_id, surface in sorted(newest.items()):
-            device = fetch_row(conn, PAIRED_TABLE, "device_id = ?", (node_id,))
+            device = db.first_row(PAIRED_TABLE, {"device_id": node_id})
             if device is None:
                 orphans.append(node_id)
                 continue
             attached.append(node_id)
             current = _surface_of(device.get("pending_node_surface_json"))
-            if current is not None and (ms(current.get("ts")) or 0) > surface["ts"]:
+            if current is not None and (int64(current.get("ts")) or 0) > surface["ts"]:
                 kept += 1
                 continue
-            ensure_later_column(conn, PAIRED_TABLE, "pending_node_surface_json")
-            conn.execute(f'UPDATE "{PAIRED_TABLE}" SET pending_node_surface_json = ? WHERE device_id = ?', (json_col(surface), node_id))
+            db.update(PAIRED_TABLE, {"pending_node_surface_json": json_text(surface)}, {"device_id": node_id})  # adds the later column
         result = WriteResult(records=len(attached))
         if orphans:
             result.notices.append(

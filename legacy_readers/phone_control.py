@@ -26,7 +26,6 @@ class PhoneControlArmStateReader(Reader):
     schema_name = "phone-control-arm-state"
     target_tables = ("global.plugin_state_entries",)
     action = "import"
-    order = 76
 
     def agent_for(self, rel: str) -> str | None:
         return None

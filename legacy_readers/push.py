@@ -34,7 +34,9 @@ from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
-from statekit.legacy_readers.devices import expect_keys, fetch_row, file_mtime_ms, load_object, ms, text, unmapped_fields, write_row
+from statekit.documents import load_object, unmapped_fields
+from statekit.legacy_readers._rows import expect_keys
+from statekit.values import file_mtime_ms, int64, text
 from statekit.errors import SourceError
 
 FAMILY = "push"
@@ -61,7 +63,6 @@ class WebPushSubscriptionsReader(Reader):
     schema_name = "push-web-subscriptions"
     target_tables = ("global.web_push_subscriptions",)
     action = "import"
-    order = 48
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -73,7 +74,7 @@ class WebPushSubscriptionsReader(Reader):
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = load_object(handle, source.rel, self.schema_name)
         subscriptions: dict[str, Any] = document.get("subscriptionsByEndpointHash") or {}
-        conn = ctx.global_db
+        db = ctx.writer.state
         mtime = file_mtime_ms(source, ctx.now_ms)
         written: list[str] = []
         rekeyed = kept = 0
@@ -81,8 +82,8 @@ class WebPushSubscriptionsReader(Reader):
             endpoint = entry["endpoint"]
             digest = endpoint_hash(endpoint)
             rekeyed += digest != key
-            created = ms(entry.get("createdAtMs"))
-            updated = ms(entry.get("updatedAtMs"))
+            created = int64(entry.get("createdAtMs"))
+            updated = int64(entry.get("updatedAtMs"))
             row = {
                 "endpoint_hash": digest,
                 "subscription_id": entry["subscriptionId"],
@@ -92,11 +93,11 @@ class WebPushSubscriptionsReader(Reader):
                 "created_at_ms": created if created is not None else updated if updated is not None else mtime,
                 "updated_at_ms": updated if updated is not None else created if created is not None else mtime,
             }
-            existing = fetch_row(conn, SUBSCRIPTIONS_TABLE, "endpoint_hash = ?", (digest,))
+            existing = db.first_row(SUBSCRIPTIONS_TABLE, {"endpoint_hash": digest})
             if existing is not None and (existing.get("updated_at_ms") or 0) > row["updated_at_ms"]:
                 kept += 1
             else:
-                write_row(conn, SUBSCRIPTIONS_TABLE, row, ("endpoint_hash",))
+                db.upsert(SUBSCRIPTIONS_TABLE, row, ("endpoint_hash",))
             written.append(digest)
         result = WriteResult(records=len(written))
         if rekeyed:
@@ -116,7 +117,6 @@ class VapidKeysReader(Reader):
     schema_name = "push-vapid-keys"
     target_tables = ("global.web_push_vapid_keys",)
     action = "import"
-    order = 49
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -127,10 +127,10 @@ class VapidKeysReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = load_object(handle, source.rel, self.schema_name)
-        conn = ctx.global_db
+        db = ctx.writer.state
         public_key, private_key = document["publicKey"].strip(), document["privateKey"].strip()
         subject = document.get("subject") if isinstance(document.get("subject"), str) and document["subject"].strip() else DEFAULT_VAPID_SUBJECT
-        existing = fetch_row(conn, VAPID_TABLE, "key_id = ?", (VAPID_KEY_ID,))
+        existing = db.first_row(VAPID_TABLE, {"key_id": VAPID_KEY_ID})
         result = WriteResult(records=1)
         if existing is not None:
             if existing.get("public_key") != public_key or existing.get("private_key") != private_key:
@@ -139,8 +139,7 @@ class VapidKeysReader(Reader):
                 )
             decision = "same key pair already in the database"
         else:
-            write_row(
-                conn,
+            db.upsert(
                 VAPID_TABLE,
                 {
                     "key_id": VAPID_KEY_ID,
@@ -196,7 +195,7 @@ def apns_row(key: str, entry: dict[str, Any], fallback_ms: int, rel: str = "push
     environment = environment.strip().lower() if environment else None
     if transport == "direct" and environment not in ("sandbox", "production"):
         environment = "sandbox"  # OpenClaw's default for direct registrations
-    updated = ms(entry.get("updatedAtMs"))
+    updated = int64(entry.get("updatedAtMs"))
     row: dict[str, Any] = {
         "node_id": (text(entry.get("nodeId")) or key).strip(),
         "transport": transport,
@@ -245,7 +244,6 @@ class ApnsRegistrationsReader(Reader):
     schema_name = "push-apns"
     target_tables = ("global.apns_registrations",)
     action = "import"
-    order = 50
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -257,7 +255,7 @@ class ApnsRegistrationsReader(Reader):
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = load_object(handle, source.rel, self.schema_name)
         registrations: dict[str, Any] = document.get("registrationsByNodeId") or {}
-        conn = ctx.global_db
+        db = ctx.writer.state
         mtime = file_mtime_ms(source, ctx.now_ms)
         written: list[str] = []
         kept = 0
@@ -265,11 +263,11 @@ class ApnsRegistrationsReader(Reader):
             row = apns_row(key, entry, mtime, source.rel)
             if row["node_id"] in written:
                 raise SourceError(source.rel, "two registrations normalise to the same node id", json_path=f"$.registrationsByNodeId[{key!r}]")
-            existing = fetch_row(conn, APNS_TABLE, "node_id = ?", (row["node_id"],))
+            existing = db.first_row(APNS_TABLE, {"node_id": row["node_id"]})
             if existing is not None and (existing.get("updated_at_ms") or 0) > row["updated_at_ms"]:
                 kept += 1
             else:
-                write_row(conn, APNS_TABLE, row, ("node_id",))
+                db.upsert(APNS_TABLE, row, ("node_id",))
             written.append(row["node_id"])
         result = WriteResult(records=len(written))
         if kept:

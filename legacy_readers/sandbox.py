@@ -115,7 +115,6 @@ class SandboxRegistryReader(Reader):
     schema_name = "sandbox-registry"
     target_tables = ("global.sandbox_registry_entries",)
     action = "import"
-    order = 68
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -137,7 +136,7 @@ class SandboxShardReader(Reader):
     schema_name = "sandbox-registry-entry"
     target_tables = ("global.sandbox_registry_entries",)
     action = "import"
-    order = 69
+    depends_on = ("sandbox-registry",)  # shards merge into the registry rows
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -159,7 +158,6 @@ class SandboxLockReader(Reader):
     target_tables = ()
     action = "drop"
     reason = "stale registry lock of a stopped gateway; holds no state"
-    order = 69
 
     def agent_for(self, rel: str) -> str | None:
         return None

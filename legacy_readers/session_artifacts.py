@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from statekit.legacy_readers._jsjson import js_stringify
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, parse_json_line, validate
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, parse_json_line, validate
 from statekit.legacy_readers.transcripts import (
     CURRENT_VERSION,
     SESSION_ID_RE,
@@ -47,7 +47,7 @@ from statekit.legacy_readers.transcripts import (
 )
 from statekit.legacy_readers.session_family import recovered_key
 from statekit.errors import SourceError
-from statekit.fsutil import open_regular_file
+from statekit.legacy_readers.writer import DatabaseWriter, Json
 
 _DIRS = ("agents/*/sessions/", "sessions/")
 BATCH = 1000
@@ -153,7 +153,7 @@ def trajectory_session_id(rel: str) -> str:
     return session_id
 
 
-def pointer_facts(source: Source, session_id: str) -> dict[str, Any] | None:
+def pointer_facts(source: Source, session_id: str, ctx: ReadContext) -> dict[str, Any] | None:
     """Non-path facts of the sibling ``<id>.trajectory-path.json`` pointer (read-only; None when absent)."""
     pointer = source.path.with_name(session_id + POINTER_SUFFIX)
     if not pointer.exists():
@@ -161,7 +161,7 @@ def pointer_facts(source: Source, session_id: str) -> dict[str, Any] | None:
     rel = source.rel[: -len(_basename(source.rel))] + pointer.name
     facts: dict[str, Any] = {"path": rel}
     try:
-        with open_regular_file(pointer) as handle:
+        with ctx.reopen(rel) as handle:
             data = handle.read(1 << 20)
     except OSError as exc:
         facts["problem"] = f"unreadable ({exc.strerror or exc})"
@@ -194,7 +194,7 @@ class TrajectoryReader(Reader):
     schema_name = "trajectory-event"
     target_tables = ("agent.trajectory_runtime_events",)
     action = "import"
-    order = 40
+    depends_on = ("session-index", "transcript-jsonl")  # its events reference the sessions rows
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
         session_id = trajectory_session_id(source.rel)
@@ -222,11 +222,11 @@ class TrajectoryReader(Reader):
         agent_id = source.agent_id
         if agent_id is None:
             raise SourceError(source.rel, "cannot tell which agent owns this trajectory sidecar")
-        conn = ctx.agent_db(agent_id)
-        session_id = owning_session(conn, source.rel)
+        db = ctx.writer.agent(agent_id)
+        session_id = owning_session(db, source.rel)
         fallback_ms = _mtime_ms(source, ctx.now_ms)
         scan = _JsonlScan(source, handle, self.schema_name or "")
-        conn.execute("DELETE FROM trajectory_runtime_events WHERE session_id = ?", (session_id,))
+        db.delete("trajectory_runtime_events", {"session_id": session_id})  # replace what this session owns
 
         notices: list[str] = []
         runs: set[str | None] = set()
@@ -237,10 +237,8 @@ class TrajectoryReader(Reader):
         def flush() -> None:
             nonlocal pending_bytes
             if rows:
-                conn.executemany(
-                    "INSERT INTO trajectory_runtime_events(session_id, seq, run_id, event_json, created_at) VALUES (?, ?, ?, ?, ?)",
-                    rows,
-                )
+                db.insert_many("trajectory_runtime_events", ("session_id", "seq", "run_id", "event_json", "created_at"), rows,
+                               owner={"session_id": session_id})
                 rows.clear()
             pending_bytes = 0
 
@@ -272,19 +270,18 @@ class TrajectoryReader(Reader):
             result.warnings.append(
                 f"{source.rel}:{scan.torn}: torn last line (crash mid-append) not imported; the original file is kept byte-exact in the retired folder"
             )
-        result.expect("agent:" + agent_id, "trajectory_runtime_events", "session_id = ?", (session_id,), total)
         result.report.update({
             "session_id": session_id,
             "events": total,
             "runs": len(runs),
             "file_era_fields_stripped": stripped,
             "torn_line": scan.torn,
-            "pointer": pointer_facts(source, session_id),
+            "pointer": pointer_facts(source, session_id, ctx),
         })
         return result
 
 
-def owning_session(conn: Any, rel: str) -> str:
+def owning_session(db: DatabaseWriter, rel: str) -> str:
     """The imported session a trajectory sidecar belongs to; a sidecar never creates a session of its own.
 
     ``<sessionId>.trajectory.jsonl`` belongs to that session; a thread's
@@ -294,7 +291,7 @@ def owning_session(conn: Any, rel: str) -> str:
     """
     stem = trajectory_session_id(rel)
     for candidate in dict.fromkeys((stem, file_session_id(stem + ".jsonl"))):
-        if session_exists(conn, candidate):
+        if session_exists(db, candidate):
             return candidate
     raise SourceError(rel, f"left in place: no imported session {stem!r} owns this trajectory (its transcript must be imported first)")
 
@@ -307,7 +304,7 @@ class TrajectoryPointerReader(Reader):
     target_tables = ()
     action = "drop"
     reason = "file-era path pointer to the trajectory sidecar; its facts are recorded in the sidecar's receipt and no row stores a file path"
-    order = 45
+    depends_on = ("trajectory-jsonl",)  # the sidecar reads this pointer, so it is retired after it
 
 
 # --- compaction checkpoints --------------------------------------------------------
@@ -359,9 +356,16 @@ class CheckpointReader(Reader):
     description = "Pre-compaction checkpoint copy of a transcript <sessionId>.checkpoint.<uuid>.jsonl"
     patterns = _in_session_dirs("*.checkpoint.*.jsonl")
     schema_name = "transcript-event"
-    target_tables = ("agent.transcript_snapshots", "agent.transcript_events", "agent.transcript_event_identities")
+    target_tables = (
+        "agent.transcript_snapshots",
+        "agent.transcript_events",
+        "agent.transcript_event_identities",
+        "agent.sessions",  # the owning session's root, and the copy's (recovered entry and route included)
+        "agent.session_entries",
+        "agent.session_routes",
+    )
     action = "import"
-    order = 41
+    depends_on = ("session-index", "transcript-jsonl")  # compares with the imported transcript
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
         parent, checkpoint = parse_checkpoint_name(source.rel)
@@ -397,7 +401,7 @@ class CheckpointReader(Reader):
         if agent_id is None:
             raise SourceError(source.rel, "cannot tell which agent owns this checkpoint")
         parent, checkpoint = parse_checkpoint_name(source.rel)
-        conn = ctx.agent_db(agent_id)
+        db = ctx.writer.agent(agent_id)
         fallback_ms = _mtime_ms(source, ctx.now_ms)
 
         # Pass 1 (the hashed handle): compare with the owning session's imported events.
@@ -407,13 +411,13 @@ class CheckpointReader(Reader):
         prefix = True
         last_id: str | None = None
         last_ms: int | None = None
-        cursor = None
+        stored: Iterator[tuple[Any, ...]] | None = None
         for _number, seq, text, event in events.rows():
             if seq == 0:
                 owner = self._owner(source, parent, events.header)
-                cursor = conn.execute("SELECT seq, event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (owner,))
+                stored = db.query("SELECT seq, event_json FROM transcript_events WHERE session_id = ? ORDER BY seq", (owner,))
             if prefix:
-                row = cursor.fetchone() if cursor is not None else None
+                row = next(stored, None) if stored is not None else None
                 if row is None or row[0] != seq or row[1] != text:
                     prefix = False
             count += 1
@@ -426,18 +430,20 @@ class CheckpointReader(Reader):
         torn = events.scan.torn
         header_ms = parse_iso_ms(events.header.get("timestamp")) if events.header else None
         copy_id = f"{owner}.checkpoint.{checkpoint}"
-        ensure_session_row(conn, ctx, agent_id, owner, header_ms or fallback_ms, fallback_ms)
+        if stored is not None:
+            stored.close()
+        ensure_session_row(db, ctx, agent_id, owner, header_ms or fallback_ms, fallback_ms)
         # Rows a previous import of this checkpoint stored as a copy (the copy id is ours alone).
-        conn.execute("DELETE FROM transcript_event_identities WHERE session_id = ?", (copy_id,))
-        conn.execute("DELETE FROM transcript_events WHERE session_id = ?", (copy_id,))
-        conn.execute("DELETE FROM sessions WHERE session_id = ? AND session_key = ?", (copy_id, recovered_key(agent_id, copy_id)))
+        db.delete("transcript_event_identities", {"session_id": copy_id})
+        db.delete("transcript_events", {"session_id": copy_id})
+        db.delete("sessions", {"session_id": copy_id, "session_key": recovered_key(agent_id, copy_id)})
         notices: list[str] = []
         if prefix:
             storage, events_session = "prefix-of-session", owner
             notices.append(f"{source.rel}: its {count} events are a prefix of session {owner!r}; recorded as a snapshot of that session")
         else:
             storage, events_session = "copy", copy_id
-            self._store_copy(source, conn, ctx, agent_id, copy_id, header_ms or fallback_ms, notices)
+            self._store_copy(source, db, ctx, agent_id, copy_id, header_ms or fallback_ms, notices)
             notices.append(
                 f"{source.rel}: events differ from (or are missing in) session {owner!r}; stored as session {copy_id!r}"
             )
@@ -451,20 +457,19 @@ class CheckpointReader(Reader):
             "leafId": last_id,
             "tornLine": torn,
         }
-        conn.execute(
-            "INSERT INTO transcript_snapshots(session_id, snapshot_id, reason, event_count, created_at, metadata_json)"
-            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(session_id, snapshot_id) DO UPDATE SET reason = excluded.reason,"
-            " event_count = excluded.event_count, created_at = excluded.created_at, metadata_json = excluded.metadata_json",
-            (owner, checkpoint, CHECKPOINT_REASON, count, last_ms or fallback_ms, json.dumps(metadata, ensure_ascii=False, separators=(",", ":"))),
+        db.upsert(
+            "transcript_snapshots",
+            {"session_id": owner, "snapshot_id": checkpoint, "reason": CHECKPOINT_REASON, "event_count": count,
+             "created_at": last_ms or fallback_ms, "metadata_json": Json(metadata)},
+            ("session_id", "snapshot_id"),
         )
+        if prefix:  # the events are the owning session's: they must still be there
+            db.expect_rows("transcript_events", {"session_id": owner}, count)
         result = WriteResult(records=count, notices=notices)
         if torn is not None:
             result.warnings.append(
                 f"{source.rel}:{torn}: torn last line (crash mid-append) not imported; the original file is kept byte-exact in the retired folder"
             )
-        target = "agent:" + agent_id
-        result.expect(target, "transcript_snapshots", "session_id = ? AND snapshot_id = ? AND event_count = ?", (owner, checkpoint, count), 1)
-        result.expect(target, "transcript_events", "session_id = ?", (events_session,), count)
         result.report.update({
             "session_id": owner,
             "checkpoint_id": checkpoint,
@@ -487,12 +492,12 @@ class CheckpointReader(Reader):
         return parent
 
     @staticmethod
-    def _store_copy(source: Source, conn: Any, ctx: ImportContext, agent_id: str, copy_id: str, created_ms: int, notices: list[str]) -> None:
-        """Pass 2: store the checkpoint's events under their own session id (streamed again from the file)."""
-        ensure_session_row(conn, ctx, agent_id, copy_id, created_ms, created_ms)
-        rows = TranscriptRows(conn, copy_id, source.rel, notices)
+    def _store_copy(source: Source, db: DatabaseWriter, ctx: ImportContext, agent_id: str, copy_id: str, created_ms: int, notices: list[str]) -> None:
+        """Pass 2: store the checkpoint's events under their own session id (streamed again from the file, verified)."""
+        ensure_session_row(db, ctx, agent_id, copy_id, created_ms, created_ms)
+        rows = TranscriptRows(db, copy_id, source.rel, notices)
         previous_ms = created_ms
-        with open_regular_file(source.path) as handle:
+        with ctx.reopen(source.rel) as handle:
             for number, seq, text, event in _CheckpointEvents(source, handle).rows():
                 event_ms = parse_iso_ms(event.get("timestamp")) or previous_ms
                 previous_ms = event_ms
@@ -511,7 +516,6 @@ class AcpStreamReader(Reader):
         "operator-facing ACP relay log; the target schema has no acp_parent_stream_events table, "
         "so it stays in place byte for byte"
     )
-    order = 42
 
 
 class TranscriptArchiveReader(Reader):
@@ -525,7 +529,6 @@ class TranscriptArchiveReader(Reader):
         "archived history of a reset/deleted session or OpenClaw's own backup copy; importing it would resurrect "
         "it as a live session and schema v1 has no transcript-archive table, so it stays in place byte for byte"
     )
-    order = 43
 
 
 class SessionLockReader(Reader):
@@ -536,4 +539,3 @@ class SessionLockReader(Reader):
     target_tables = ()
     action = "drop"
     reason = "stale lock file (the gateway is stopped)"
-    order = 44

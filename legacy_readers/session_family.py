@@ -14,7 +14,10 @@ sessions``) use the same family.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from statekit.legacy_readers.writer import DatabaseWriter
 
 
 def recovered_key(agent_id: str, session_id: str) -> str:
@@ -59,7 +62,7 @@ def family_of(entry: Any, session_id: str | None = None) -> list[str]:
     return ids
 
 
-def lineage_owners(conn: Any) -> dict[str, str]:
+def lineage_owners(db: DatabaseWriter) -> dict[str, str]:
     """session id -> the key whose entry family lists it.
 
     Read from the agent database's ``session_entries`` (the session indexes
@@ -70,7 +73,7 @@ def lineage_owners(conn: Any) -> dict[str, str]:
     leaves such a file unimported; statekit imports it.)
     """
     owners: dict[str, str] = {}
-    for key, session_id, text in conn.execute("SELECT session_key, session_id, entry_json FROM session_entries"):
+    for key, session_id, text in db.select("session_entries", ("session_key", "session_id", "entry_json")):
         try:
             entry = json.loads(text) if isinstance(text, str) else None
         except ValueError:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import math
 import os
 from pathlib import PurePosixPath, PureWindowsPath
@@ -40,14 +39,13 @@ from statekit.legacy_readers.base import (
     Reader,
     Source,
     WriteResult,
-    compact_json,
     finite_number,
     parse_json5_document,
-    upsert,
     validate,
 )
 from statekit.legacy_readers.session_family import recovered_key
 from statekit.legacy_readers.transcripts import claim_recovered
+from statekit.legacy_readers.writer import Json
 from statekit.errors import SourceError
 
 FILE_ERA_FIELDS = ("sessionFile", "sessionFilePath", "transcriptPath", "transcriptLocator", "transcriptFile", "lockPath")
@@ -306,7 +304,6 @@ class SessionIndexReader(Reader):
         "agent.session_conversations",
     )
     action = "import"
-    order = 10
 
     def _load(self, source: Source, handle: BinaryIO) -> dict[str, Any]:
         document = parse_json5_document(handle.read(), source.rel)
@@ -324,14 +321,14 @@ class SessionIndexReader(Reader):
         store = self._load(source, handle)
         mkey = main_key(dict(ctx.config))
         chosen, notices, warnings = select_entries(store, agent_id, mkey)
-        conn = ctx.agent_db(agent_id)
+        db = ctx.writer.agent(agent_id)
         sessions_dir = source.path.parent
         try:
             file_mtime = int(os.stat(source.path).st_mtime * 1000)
         except OSError:
             file_mtime = ctx.now_ms
         from_agent_dir = source.rel.startswith("agents/")
-        newer = ">=" if from_agent_dir else ">"
+        newer = ">=" if from_agent_dir else ">"  # a per-agent index wins ties over the flat legacy one
         missing_transcripts = 0
         for key, (raw, entry) in sorted(chosen.items()):
             updated = finite_number(entry.get("updatedAt"))
@@ -352,34 +349,31 @@ class SessionIndexReader(Reader):
             session_id = row["session_id"]
             recovered = recovered_key(agent_id, session_id)
             recovered_sql = recovered.replace("'", "''")
-            upsert(
-                conn,
+            db.upsert(
                 "sessions",
                 row,
                 ("session_id",),
                 where=f"excluded.updated_at {newer} sessions.updated_at OR sessions.session_key = '{recovered_sql}'",
             )
             if key != recovered:
-                claim_recovered(conn, agent_id, session_id)
+                claim_recovered(db, agent_id, session_id)
             if conversation is not None:
-                existing = conn.execute(
+                existing = next(db.query(
                     "SELECT conversation_id FROM conversations WHERE channel = ? AND account_id = ? AND kind = ? AND peer_id = ?"
-                    " AND IFNULL(parent_conversation_id, '') = '' AND IFNULL(thread_id, '') = IFNULL(?, '')",
+                    " AND IFNULL(parent_conversation_id, '') = '' AND IFNULL(thread_id, '') = IFNULL(?, '') LIMIT 1",
                     (conversation["channel"], conversation["account_id"], conversation["kind"], conversation["peer_id"], conversation["thread_id"]),
-                ).fetchone()
+                ), None)
                 if existing:
                     conversation["conversation_id"] = existing[0]
-                    conn.execute("UPDATE sessions SET primary_conversation_id = ? WHERE session_id = ? AND session_key = ?", (existing[0], session_id, key))
-                upsert(
-                    conn,
+                    db.update("sessions", {"primary_conversation_id": existing[0]}, {"session_id": session_id, "session_key": key})
+                db.newer_wins(
                     "conversations",
                     {**conversation, "metadata_json": None, "created_at": row["created_at"], "updated_at": updated_at},
                     ("conversation_id",),
+                    "updated_at",
                     update=("updated_at",),
-                    where="excluded.updated_at > conversations.updated_at",
                 )
-                upsert(
-                    conn,
+                db.newer_wins(
                     "session_conversations",
                     {
                         "session_id": session_id,
@@ -389,27 +383,25 @@ class SessionIndexReader(Reader):
                         "last_seen_at": updated_at,
                     },
                     ("session_id", "conversation_id", "role"),
+                    "last_seen_at",
                     update=("last_seen_at",),
-                    where="excluded.last_seen_at > session_conversations.last_seen_at",
                 )
-            upsert(
-                conn,
+            db.newer_wins(
                 "session_entries",
-                {"session_key": key, "session_id": session_id, "entry_json": compact_json(normalised), "updated_at": updated_at},
+                {"session_key": key, "session_id": session_id, "entry_json": Json(normalised), "updated_at": updated_at},
                 ("session_key",),
-                where=f"excluded.updated_at {newer} session_entries.updated_at",
+                "updated_at",
+                ties=from_agent_dir,
             )
-            upsert(
-                conn,
+            db.newer_wins(
                 "session_routes",
                 {"session_key": key, "session_id": session_id, "updated_at": updated_at},
                 ("session_key",),
-                where=f"excluded.updated_at {newer} session_routes.updated_at",
+                "updated_at",
+                ties=from_agent_dir,
             )
         result = WriteResult(records=len(chosen), notices=[f"{source.rel}: {n}" for n in notices],
                              warnings=[f"{source.rel}: {w}" for w in warnings])
-        keys = json.dumps(sorted(chosen))
-        result.expect("agent:" + agent_id, "session_entries", "session_key IN (SELECT value FROM json_each(?))", (keys,), len(chosen))
         result.report.update({
             "entries": len(store),
             "canonical_keys": len(chosen),

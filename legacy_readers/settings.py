@@ -106,7 +106,6 @@ class VoiceWakeTriggersReader(Reader):
     schema_name = "voicewake-triggers"
     target_tables = ("global.voicewake_triggers",)
     action = "import"
-    order = 72
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -142,7 +141,6 @@ class VoiceWakeRoutingReader(Reader):
     schema_name = "voicewake-routing"
     target_tables = ("global.voicewake_routing_config", "global.voicewake_routing_routes")
     action = "import"
-    order = 73
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -217,7 +215,6 @@ class TtsPrefsReader(Reader):
     schema_name = "tts-prefs"
     target_tables = ("global.plugin_state_entries",)
     action = "import"
-    order = 74
 
     def agent_for(self, rel: str) -> str | None:
         return None

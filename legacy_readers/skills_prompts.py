@@ -29,4 +29,3 @@ class SkillsPromptReader(Reader):
     patterns = ("agents/*/sessions/skills-prompts/sha256/**.txt", "sessions/skills-prompts/sha256/**.txt")
     action = "retain"
     reason = REASON
-    order = 46

@@ -78,7 +78,6 @@ def with_siblings(*paths: str) -> tuple[str, ...]:
 
 class _Sidecar(Reader):
     family = "sqlite-sidecars"
-    order = 95
 
 
 # --- reading a sidecar without touching it ---------------------------------------------------
@@ -622,7 +621,7 @@ class DebugProxyBlobs(_Sidecar):
     description = "Payload blobs of the debug proxy capture database (debug-proxy/blobs/**), retired after it"
     patterns = ("debug-proxy/blobs/**",)
     action = "import"
-    order = 96
+    depends_on = ("debug-proxy-capture-sqlite",)  # waits for the capture database
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
         if not (source.state_dir / DebugProxyCapture.database).exists():
@@ -643,4 +642,4 @@ class DebugProxyFiles(_Sidecar):
     patterns = ("debug-proxy/**",)
     action = "retain"
     reason = "debug proxy CA material: the user's trust setup, left intact"
-    order = 97
+    depends_on = ("debug-proxy-capture-sqlite", "debug-proxy-capture-blobs")  # the catch-all claims what they leave

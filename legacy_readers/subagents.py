@@ -421,7 +421,6 @@ class SubagentRunsReader(Reader):
     schema_name = "subagent-runs"
     target_tables = ("global.subagent_runs",)
     action = "import"
-    order = 64
 
     def agent_for(self, rel: str) -> str | None:
         return None

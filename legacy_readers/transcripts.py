@@ -29,6 +29,7 @@ from typing import Any, BinaryIO
 
 from statekit.legacy_readers._jsjson import js_stringify
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, parse_json_line, validate
+from statekit.legacy_readers.writer import DatabaseWriter, Json
 from statekit.legacy_readers.session_family import lineage_owners, recovered_key
 from statekit.errors import SourceError
 from statekit.fsutil import iter_lines, open_regular_file
@@ -39,7 +40,7 @@ BATCH = 2000
 BATCH_BYTES = 8 << 20  # flush early when lines are big
 
 
-def ensure_session_row(conn: Any, ctx: ImportContext, agent_id: str, session_id: str, at_ms: int, updated_ms: int) -> None:
+def ensure_session_row(db: DatabaseWriter, ctx: ImportContext, agent_id: str, session_id: str, at_ms: int, updated_ms: int) -> None:
     """The ``sessions`` root of a transcript (the FK target of its rows); never overwrites an existing one.
 
     Its key is the one OpenClaw's own migration gives the same file: the key
@@ -50,38 +51,33 @@ def ensure_session_row(conn: Any, ctx: ImportContext, agent_id: str, session_id:
     OpenClaw sets it). A later import of an index that lists the session takes
     the row over (:func:`claim_recovered`).
     """
-    if session_exists(conn, session_id):
+    if session_exists(db, session_id):
         return
-    owners = ctx.run_cached(("session-lineage-owners", agent_id), lambda: lineage_owners(conn))
+    owners = ctx.run_cached(("session-lineage-owners", agent_id), lambda: lineage_owners(db))
     owner = owners.get(session_id)
     key = owner or recovered_key(agent_id, session_id)
-    conn.execute(
-        "INSERT INTO sessions(session_id, session_key, session_scope, created_at, updated_at) VALUES (?, ?, 'conversation', ?, ?)",
-        (session_id, key, at_ms, updated_ms),
+    db.insert(
+        "sessions",
+        {"session_id": session_id, "session_key": key, "session_scope": "conversation", "created_at": at_ms, "updated_at": updated_ms},
+        key=("session_id",),
     )
     if owner is not None:
         return
-    entry = js_stringify({"sessionId": session_id, "updatedAt": updated_ms, "archivedAt": updated_ms or 1})
-    conn.execute(
-        "INSERT INTO session_entries(session_key, session_id, entry_json, updated_at) VALUES (?, ?, ?, ?)"
-        " ON CONFLICT(session_key) DO NOTHING",
-        (key, session_id, entry, updated_ms),
-    )
-    conn.execute(
-        "INSERT INTO session_routes(session_key, session_id, updated_at) VALUES (?, ?, ?) ON CONFLICT(session_key) DO NOTHING",
-        (key, session_id, updated_ms),
-    )
+    entry = Json({"sessionId": session_id, "updatedAt": updated_ms, "archivedAt": updated_ms or 1})
+    db.upsert("session_entries", {"session_key": key, "session_id": session_id, "entry_json": entry, "updated_at": updated_ms},
+              ("session_key",), update=False)
+    db.upsert("session_routes", {"session_key": key, "session_id": session_id, "updated_at": updated_ms}, ("session_key",), update=False)
 
 
-def session_exists(conn: Any, session_id: str) -> bool:
-    return conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)).fetchone() is not None
+def session_exists(db: DatabaseWriter, session_id: str) -> bool:
+    return db.exists("sessions", {"session_id": session_id})
 
 
-def claim_recovered(conn: Any, agent_id: str, session_id: str) -> None:
+def claim_recovered(db: DatabaseWriter, agent_id: str, session_id: str) -> None:
     """An index now lists ``session_id``: drop the recovered entry and route an earlier import gave it."""
     key = recovered_key(agent_id, session_id)
-    conn.execute("DELETE FROM session_entries WHERE session_key = ? AND session_id = ?", (key, session_id))
-    conn.execute("DELETE FROM session_routes WHERE session_key = ? AND session_id = ?", (key, session_id))
+    db.delete("session_entries", {"session_key": key, "session_id": session_id})
+    db.delete("session_routes", {"session_key": key, "session_id": session_id})
 
 
 class TranscriptRows:
@@ -92,8 +88,11 @@ class TranscriptRows:
     column is unique per session), with a notice naming the line.
     """
 
-    def __init__(self, conn: Any, session_id: str, rel: str, notices: list[str]) -> None:
-        self.conn = conn
+    EVENT_COLUMNS = ("session_id", "seq", "event_json", "created_at")
+    IDENTITY_COLUMNS = ("session_id", "event_id", "seq", "event_type", "parent_id", "message_idempotency_key", "created_at")
+
+    def __init__(self, db: DatabaseWriter, session_id: str, rel: str, notices: list[str]) -> None:
+        self.db = db
         self.session_id = session_id
         self.rel = rel
         self.notices = notices
@@ -125,17 +124,16 @@ class TranscriptRows:
 
     def flush(self) -> None:
         self.pending_bytes = 0
+        owner = {"session_id": self.session_id}
         if self.events:
-            self.conn.executemany("INSERT INTO transcript_events(session_id, seq, event_json, created_at) VALUES (?, ?, ?, ?)", self.events)
+            self.db.insert_many("transcript_events", self.EVENT_COLUMNS, self.events, owner=owner)
             self.events.clear()
         if self.identities:
-            self.conn.executemany(
-                "INSERT INTO transcript_event_identities(session_id, event_id, seq, event_type, parent_id,"
-                " message_idempotency_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT(session_id, event_id) DO UPDATE SET seq = excluded.seq, event_type = excluded.event_type,"
+            self.db.insert_many(
+                "transcript_event_identities", self.IDENTITY_COLUMNS, self.identities, owner=owner,
+                conflict="(session_id, event_id) DO UPDATE SET seq = excluded.seq, event_type = excluded.event_type,"
                 " parent_id = excluded.parent_id,"
                 " message_idempotency_key = excluded.message_idempotency_key, created_at = excluded.created_at",
-                self.identities,
             )
             self.identities.clear()
 
@@ -305,9 +303,10 @@ class TranscriptReader(Reader):
     patterns = ("agents/*/sessions/*.jsonl", "sessions/*.jsonl")
     exclude = ("**.trajectory.jsonl", "**.acp-stream.jsonl", "**.checkpoint.*.jsonl")
     schema_name = "transcript-event"
-    target_tables = ("agent.transcript_events", "agent.transcript_event_identities")
+    # A transcript's ``sessions`` root (and, for history no index lists, its recovered entry and route).
+    target_tables = ("agent.transcript_events", "agent.transcript_event_identities", "agent.sessions", "agent.session_entries", "agent.session_routes")
     action = "import"
-    order = 20
+    depends_on = ("session-index",)  # reads and completes the session rows
 
     def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
         scan = _Scan(source, handle)
@@ -341,7 +340,7 @@ class TranscriptReader(Reader):
         agent_id = source.agent_id
         if agent_id is None:
             raise SourceError(source.rel, "cannot tell which agent owns this transcript")
-        conn = ctx.agent_db(agent_id)
+        db = ctx.writer.agent(agent_id)
         try:
             fallback_ms = os.stat(source.path).st_mtime_ns // 1_000_000  # Math.floor(mtimeMs), as OpenClaw reads it
         except OSError:
@@ -355,11 +354,11 @@ class TranscriptReader(Reader):
         v1_prefix = v1_id_prefix(os.path.abspath(source.path), session_id) if version < 2 else None
         header_ms = parse_iso_ms(header.get("timestamp")) if header else None
 
-        ensure_session_row(conn, ctx, agent_id, session_id, header_ms or fallback_ms, fallback_ms)
-        conn.execute("DELETE FROM transcript_event_identities WHERE session_id = ?", (session_id,))
-        conn.execute("DELETE FROM transcript_events WHERE session_id = ?", (session_id,))
+        ensure_session_row(db, ctx, agent_id, session_id, header_ms or fallback_ms, fallback_ms)
+        db.delete("transcript_event_identities", {"session_id": session_id})  # replace what this session owns
+        db.delete("transcript_events", {"session_id": session_id})
 
-        rows = TranscriptRows(conn, session_id, source.rel, notices)
+        rows = TranscriptRows(db, session_id, source.rel, notices)
         previous_ms = header_ms or fallback_ms
         seq = 0
         last_ms = previous_ms
@@ -382,7 +381,6 @@ class TranscriptReader(Reader):
         prefix = scan.prefix_warning(seq, planned=False)
         if prefix:
             result.warnings.append(prefix)
-        result.expect("agent:" + agent_id, "transcript_events", "session_id = ?", (session_id,), seq)
         result.report.update({
             "session_id": session_id, "header_version": version, "events": seq, "torn_line": scan.torn,
             "unreadable_line": scan.unreadable[0] if scan.unreadable else None, "lines_not_imported": (1 + scan.rest) if scan.unreadable else 0,

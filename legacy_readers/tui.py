@@ -27,7 +27,8 @@ from typing import Any, BinaryIO
 
 from statekit.legacy_readers._jsjson import js_stringify, loads_js
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
-from statekit.legacy_readers.devices import expect_keys, fetch_row, load_object, write_row
+from statekit.documents import load_object
+from statekit.legacy_readers._rows import expect_keys, fetch_row, write_row
 from statekit.errors import SourceError
 
 FAMILY = "tui"
@@ -92,7 +93,6 @@ class TuiLastSessionReader(Reader):
     schema_name = "tui-last-session"
     target_tables = ("global.config_machine_state",)
     action = "import"
-    order = 54
 
     def agent_for(self, rel: str) -> str | None:
         return None

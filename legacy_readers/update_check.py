@@ -17,7 +17,9 @@ from datetime import datetime, timezone
 from typing import Any, BinaryIO
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
-from statekit.legacy_readers.devices import fetch_row, load_object, ms, parse_iso_ms, write_row
+from statekit.documents import load_object
+from statekit.legacy_readers._rows import fetch_row, write_row
+from statekit.values import int64 as ms, iso_to_ms as parse_iso_ms
 from statekit.errors import SourceError
 
 FAMILY = "update-check"
@@ -70,7 +72,6 @@ class UpdateCheckReader(Reader):
     schema_name = "update-check"
     target_tables = ("global.update_check_state",)
     action = "import"
-    order = 52
 
     def agent_for(self, rel: str) -> str | None:
         return None

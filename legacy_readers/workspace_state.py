@@ -87,7 +87,6 @@ class WorkspaceSetupStateReader(Reader):
     schema_name = "workspace-setup-state"
     target_tables = ("global.workspace_setup_state", "global.workspace_path_aliases")
     action = "import+archive"
-    order = 77
 
     def agent_for(self, rel: str) -> str | None:
         return None

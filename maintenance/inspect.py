@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from statekit.legacy_readers.base import parse_json5_document
+from statekit.documents import parse_json5_document
 from statekit.migrate.config_openclaw96 import OPENCLAW_RELEASE, config_problems
 from statekit.db import Connection, SQLiteError, is_sqlite_file, read_only_view, table_names
 from statekit.errors import ExitCode, SourceError, StatekitError

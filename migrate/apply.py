@@ -24,7 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from statekit.legacy_readers.base import ImportContext, Source, WriteResult, forget_columns
+from statekit.legacy_readers.base import (
+    ImportContext,
+    ReceiptLookup,
+    Source,
+    SourceChanged,
+    WriteResult,
+    completed_receipt_report,
+    read_config,
+)
+from statekit.legacy_readers.writer import unguarded
 from statekit.migrate.plan import Plan, PlannedSource, build_plan, check_state_dir, ensure_not_schema_error, plan_source
 from statekit.migrate.discover import FileEntry
 from statekit.migrate.receipts import (
@@ -40,7 +49,7 @@ from statekit.migrate.receipts import (
 from statekit.migrate.retire import delete_source, retire, retired_path
 from statekit import __version__
 from statekit.errors import ExitCode, SchemaError, SourceError, StateDirError, StatekitError
-from statekit.db import Connection, OperationalError, SQLiteError, error_name, open_rw, read_only_view, table_names
+from statekit.db import Connection, OperationalError, SQLiteError, error_name, immediate, open_rw, read_only_view, table_names
 from statekit.seams import checkpoint
 from statekit.fsutil import HashingReader, open_regular_file, read_regular_file, remove_orphaned_temps, sha256_file
 from statekit.layout import STATEKIT_DIR_NAME, ResolvedStateDir, global_db_path, lock_path, relative_posix
@@ -160,11 +169,9 @@ class Migration:
 
     def close(self) -> None:
         for conn in self.agent_conns.values():
-            forget_columns(conn)
             conn.close()
         self.agent_conns.clear()
         if self.global_conn is not None:
-            forget_columns(self.global_conn)
             self.global_conn.close()
             self.global_conn = None
 
@@ -281,17 +288,23 @@ class Migration:
         assert self.global_conn is not None and planned.reader is not None and planned.sha256 is not None
         reader = planned.reader
         source = Source(self.state_dir, planned.rel, planned.agent_id)
-        ctx = ImportContext(self.state_dir, self.run_id, now_ms(), self.global_conn, self.agent_conn, self.config, self.run_cache)
+        transaction = _SourceTransaction(self.global_conn)
+        ctx = ImportContext(
+            self.state_dir, self.run_id, now_ms(), self.global_conn, transaction.agent_opener(self.agent_conn), self.config, self.run_cache,
+            planned_hashes={**planned.reopened, planned.rel: planned.sha256},
+            receipts=self._receipt_lookup(transaction),
+        )
         try:
             with open_regular_file(source.path) as raw:
                 hashing = HashingReader(raw)
-                self.global_conn.execute("BEGIN IMMEDIATE")
+                transaction.begin()
                 try:
                     checkpoint("before-write")
                     if planned.action == "drop":
                         result = WriteResult(records=0, report={"dropped": reader.reason})
                     else:
-                        result = reader.write(source, hashing, ctx)
+                        with ctx.writer.guarded(reader.kind, reader.target_tables):
+                            result = reader.write(source, hashing, ctx)
                     if hashing.finish() != planned.sha256:
                         raise _SourceChanged()
                     write_receipt(
@@ -309,14 +322,13 @@ class Migration:
                         report=self._source_report(planned, result),
                     )
                     checkpoint("before-commit")
-                    for conn in ctx.touched_agents.values():
-                        conn.execute("COMMIT")
+                    transaction.commit_agents()
                     checkpoint("between-commits")
-                    self.global_conn.execute("COMMIT")
+                    transaction.commit_global()
                 except BaseException:
-                    _rollback(self.global_conn, *ctx.touched_agents.values())
+                    transaction.rollback()
                     raise
-        except _SourceChanged:
+        except (_SourceChanged, SourceChanged):
             return self._replan(planned, outcome, retried)
         except Exception as exc:  # one source's failure never stops the run...
             if environmental(exc):  # ...but a full or failing disk is no property of the file: stop, retry it next run
@@ -326,11 +338,22 @@ class Migration:
         outcome.records = result.records
         outcome.notices.extend(result.notices)
         self.report.warnings.extend(result.warnings)
-        problem = self._validate(planned, result)
+        problem = self._validate(planned, [*result.expected, *(e.as_tuple() for e in ctx.writer.expectations())])
         if problem:
             return self._fail(planned, outcome, problem)
         outcome.status = "dropped" if planned.action == "drop" else "imported"
         return self._retire(planned, self.run_id, self._source_report(planned, result), outcome)
+
+    def _receipt_lookup(self, transaction: _SourceTransaction) -> ReceiptLookup:
+        """The receipts a reader may ask about (``ctx.dependency_pending``, ``ctx.imported_report``), read by the apply loop."""
+        conn = self.global_conn
+        assert conn is not None
+
+        def lookup(rel: str, digest: str | None) -> dict[str, Any] | None:
+            with unguarded(conn):
+                return completed_receipt_report(conn, rel, digest)
+
+        return lookup
 
     def _replan(self, planned: PlannedSource, outcome: SourceOutcome, retried: bool) -> SourceOutcome:
         if retried:
@@ -349,9 +372,10 @@ class Migration:
             return outcome
         return self._import(fresh, outcome, retried=True)
 
-    def _validate(self, planned: PlannedSource, result: WriteResult) -> str | None:
+    def _validate(self, planned: PlannedSource, expected_rows: list[tuple[str, str, str, tuple[Any, ...], int]]) -> str | None:
+        """After commit: every expectation (the reader's own and those the writer derived) holds."""
         assert self.global_conn is not None
-        for db, table, where, params, expected in result.expected:
+        for db, table, where, params, expected in expected_rows:
             if db == "global":
                 conn = self.global_conn
             else:
@@ -438,6 +462,40 @@ class Migration:
         }
 
 
+class _SourceTransaction:
+    """One source's transaction: the state database's, and each agent database's the reader opens.
+
+    Agent rows commit first, then the state database with the receipt (module docstring, step 4).
+    """
+
+    def __init__(self, global_conn: Connection) -> None:
+        self.global_conn = global_conn
+        self.agents: list[Connection] = []
+
+    def begin(self) -> None:
+        self.global_conn.execute("BEGIN IMMEDIATE")
+
+    def agent_opener(self, open_agent_conn: Callable[[str], Connection]) -> Callable[[str], Connection]:
+        def opener(agent_id: str) -> Connection:
+            with unguarded(self.global_conn):  # opening an agent registers it in the state database
+                conn = open_agent_conn(agent_id)
+            conn.execute("BEGIN IMMEDIATE")
+            self.agents.append(conn)
+            return conn
+
+        return opener
+
+    def commit_agents(self) -> None:
+        for conn in self.agents:
+            conn.execute("COMMIT")
+
+    def commit_global(self) -> None:
+        self.global_conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        _rollback(self.global_conn, *self.agents)
+
+
 def _rollback(*conns: Connection) -> None:
     for conn in conns:
         try:
@@ -479,15 +537,7 @@ def _describe(rel: str, exc: BaseException) -> str:
 
 def plan_config(plan: Plan) -> dict[str, Any]:
     """The parsed config (JSON5), or {} when it is missing or does not parse."""
-    if plan.config_path is None:
-        return {}
-    try:
-        from statekit.legacy_readers.base import parse_json5_document
-
-        data = parse_json5_document(read_regular_file(plan.config_path), plan.config_path.name)
-    except (OSError, SourceError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return read_config(plan.config_path)
 
 
 def interrupted_retirements(state_dir: Path) -> list[str]:
@@ -537,9 +587,8 @@ def _close_stale_runs(state_dir: Path, report: MigrationReport) -> None:
     except SQLiteError:
         return  # best effort: the history stays as it was
     try:
-        conn.execute("BEGIN IMMEDIATE")
-        stale = close_interrupted_runs(conn, now_ms())
-        conn.execute("COMMIT")
+        with immediate(conn):
+            stale = close_interrupted_runs(conn, now_ms())
     except SQLiteError:
         return
     finally:

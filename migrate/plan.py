@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from statekit.legacy_readers.base import Reader, Source
+from statekit.legacy_readers.base import ReadContext, Reader, Source, read_config, wall_clock_ms
 from statekit.migrate.discover import Discovery, FileEntry, discover
 from statekit.migrate.receipts import Receipt, load_receipts_readonly, source_key
 from statekit.db import read_only_view
@@ -45,6 +45,7 @@ class PlannedSource:
     details: dict[str, Any] = field(default_factory=dict)
     receipt: Receipt | None = None
     reader: Reader | None = field(default=None, repr=False, compare=False)
+    reopened: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # files the reader re-read -> sha256
 
     @property
     def needs_import(self) -> bool:
@@ -184,9 +185,17 @@ def inspect_database(state_dir: Path, entry: FileEntry) -> PlannedDatabase:
 
 
 def plan_source(
-    state_dir: Path, entry: FileEntry, reader: Reader, receipts: dict[str, Receipt], retry_failed: bool = False
+    state_dir: Path,
+    entry: FileEntry,
+    reader: Reader,
+    receipts: dict[str, Receipt],
+    retry_failed: bool = False,
+    ctx: ReadContext | None = None,
 ) -> PlannedSource:
-    """Inspect one legacy source: hash, count and decide its action (read-only)."""
+    """Inspect one legacy source: hash, count and decide its action (read-only).
+
+    ``ctx`` is the run's reader context (config, clock); one is made when none is given.
+    """
     agent_id = reader.agent_for(entry.rel)
     planned = PlannedSource(
         kind=reader.kind,
@@ -208,12 +217,15 @@ def plan_source(
         planned.reason = f"{entry.rel}: {problem}"
         return planned
     source = Source(state_dir, entry.rel, agent_id)
+    if ctx is None:
+        ctx = ReadContext.for_source(source)
+    ctx = ReadContext(state_dir, ctx.now_ms, ctx.config)  # re-opens are recorded per source
     try:
         with open_regular_file(path) as raw:
             hashing = HashingReader(raw)
             try:
                 if reader.action in ("import", "import+archive"):
-                    inspection = reader.inspect(source, hashing)
+                    inspection = reader.inspect_with(source, hashing, ctx)
                     planned.record_count = inspection.record_count
                     planned.warnings.extend(inspection.warnings)
                     planned.details.update(inspection.details)
@@ -228,6 +240,10 @@ def plan_source(
                 planned.reason = f"{entry.rel}: cannot read: unexpected {type(exc).__name__} in the {reader.kind} reader"
             planned.sha256 = hashing.finish()
             planned.size = hashing.size
+            planned.reopened = dict(ctx.reopened)
+            if planned.action != "unreadable" and ctx.reopened.get(entry.rel, planned.sha256) != planned.sha256:
+                planned.action = "unreadable"
+                planned.reason = f"{entry.rel}: changed while being planned"
     except OSError as exc:
         planned.action = "unreadable"
         detail = exc.strerror or str(exc) or type(exc).__name__
@@ -304,11 +320,12 @@ def build_plan(resolved: ResolvedStateDir | Path, env: dict[str, str] | None = N
     except Exception:  # an unreadable global DB shows up in databases[]
         receipts = {}
     databases = [inspect_database(state_dir, entry) for entry in found.databases]
-    sources = [plan_source(state_dir, entry, reader, receipts, retry_failed) for entry, reader in found.legacy]
+    cfg = config_path(state_dir, env)
+    ctx = ReadContext(state_dir, wall_clock_ms(), read_config(cfg))  # one config, one clock for every reader
+    sources = [plan_source(state_dir, entry, reader, receipts, retry_failed, ctx) for entry, reader in found.legacy]
     _resolve_conflicts(sources)
     _agent_conflicts(sources, databases)
     sources.sort(key=lambda s: (s.reader.order if s.reader else 1000, s.agent_id or "", s.rel))
-    cfg = config_path(state_dir, env)
     plan = Plan(
         state_dir=state_dir,
         origin=resolved.origin,

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from statekit.legacy_readers.base import parse_json5_document
+from statekit.documents import parse_json5_document
 from statekit.migrate.config_aliases import ConfigRewrite, rebase_paths, render, rewrite_aliases
 from statekit.migrate.config_openclaw96 import OPENCLAW_RELEASE, config_problems, rewrite_for_openclaw96
 from statekit.migrate.receipts import source_key, write_receipt

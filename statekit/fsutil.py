@@ -26,10 +26,6 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def mtime_ms(st: os.stat_result) -> int:
-    return st.st_mtime_ns // 1_000_000
-
-
 def chmod_best_effort(path: Path, mode: int, warnings: list[str] | None = None) -> None:
     """chmod, tolerating filesystems that refuse it (NFS, SMB, some Docker volumes)."""
     try:

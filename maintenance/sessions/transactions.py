@@ -25,6 +25,7 @@ from statekit.errors import StatekitError, UsageError
 from statekit.seams import checkpoint
 from statekit.schema import SCHEMA_VERSION
 from statekit.states import SessionAction, SessionReceiptStatus
+from statekit.values import js_json
 
 
 # Fields that belong to the old session and are dropped from the entry on reset.
@@ -197,7 +198,7 @@ def change_session(state_dir: Path, action: str, key: str, agent: str | None = N
                 fresh = _fresh_entry(entry, change.new_session_id, now_ms)
                 conn.execute(
                     "UPDATE session_entries SET session_id = ?, entry_json = ?, updated_at = ? WHERE session_key = ?",
-                    (change.new_session_id, json.dumps(fresh, ensure_ascii=False, separators=(",", ":")), now_ms, key),
+                    (change.new_session_id, js_json(fresh), now_ms, key),
                 )
                 if "session_routes" in tables_present:
                     conn.execute(

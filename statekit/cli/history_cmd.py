@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
+from statekit.values import ms_to_display
 from statekit.maintenance.history import History, read_history
 from statekit.cli.common import JsonOpt, QuietOpt, StateDirOpt, run_command
 from statekit.errors import ExitCode, describe_exit_codes
@@ -33,25 +33,20 @@ Example:
 """
 
 
-def _when(ms: Any) -> str:
-    if not isinstance(ms, (int, float)):
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
-
 
 def render(history: History) -> str:
     if not history.present:
         return f"No history: {history.database} does not exist yet."
     lines = ["Migration runs:"]
     if history.migration_runs:
-        rows = [(_when(r["started_at"]), r["kind"], r["status"], r["id"],
+        rows = [(ms_to_display(r["started_at"]), r["kind"], r["status"], r["id"],
                  ", ".join(f"{n} {s}" for s, n in r["counts"].items()) or "-", r["warnings"]) for r in history.migration_runs]
         lines += ["  " + line for line in table(("STARTED", "KIND", "STATUS", "RUN", "SOURCES", "WARNINGS"), rows).splitlines()]
     else:
         lines.append("  none")
     lines += ["", "Backup runs:"]
     if history.backup_runs:
-        backup_rows = [(_when(r["created_at"]), r["status"], r["id"], r["archive_path"]) for r in history.backup_runs]
+        backup_rows = [(ms_to_display(r["created_at"]), r["status"], r["id"], r["archive_path"]) for r in history.backup_runs]
         lines += ["  " + line for line in table(("CREATED", "STATUS", "RUN", "ARCHIVE"), backup_rows).splitlines()]
     else:
         lines.append("  none")

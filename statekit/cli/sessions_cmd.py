@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
+from statekit.values import ms_to_display
 from statekit.maintenance.sessions import (
     SessionChange,
     change_session,
@@ -50,11 +50,6 @@ Example:
 
 AgentOpt = Annotated[str | None, typer.Option("--agent", help="Agent id (default: from an agent:<id>: key, else main).")]
 
-
-def _when(ms: Any) -> str:
-    if not isinstance(ms, (int, float)):
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def render_change(change: SessionChange) -> str:
@@ -172,7 +167,7 @@ Example:
                            if rows else "No session archives.")
                 return ExitCode.OK
             agents = list_sessions(state, agent)
-            rows = [(a["agent_id"], s["session_key"], s["session_id"], len(s["family"]), s["transcript_events"], _when(s["updated_at"]))
+            rows = [(a["agent_id"], s["session_key"], s["session_id"], len(s["family"]), s["transcript_events"], ms_to_display(s["updated_at"]))
                     for a in agents for s in a["sessions"]]
             out.result({"agents": agents}, lambda _d: table(("AGENT", "KEY", "SESSION", "FAMILY", "EVENTS", "UPDATED"), rows)
                        if rows else "No sessions.")

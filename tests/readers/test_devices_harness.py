@@ -20,7 +20,9 @@ import pytest
 
 from helpers import FIXTURES, corpus_or_skip, global_db, make_state, open_db, write_files, named_row
 from statekit.legacy_readers.base import forget_columns, upsert
-from statekit.legacy_readers.devices import parse_iso_ms, validate_hiding_keys, write_row
+from statekit.documents import validate_hiding_keys
+from statekit.legacy_readers._rows import write_row
+from statekit.values import iso_to_ms as parse_iso_ms
 from statekit.migrate.apply import MigrateOptions, MigrationReport, migrate
 from statekit.errors import SchemaError, SourceError
 from statekit.schema import open_global

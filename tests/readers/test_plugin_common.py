@@ -1,4 +1,4 @@
-"""Plugin-state reader machinery (``legacy_readers/_plugin_state.py``) and the shared test harness.
+"""Plugin-state reader machinery (``legacy_readers/plugins/_state.py``) and the shared test harness.
 
 The harness functions below are imported by the other ``test_plugin_*`` modules:
 they copy a family's fixture tree (``fixtures/readers/<family>/``, laid out like a

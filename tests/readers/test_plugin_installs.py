@@ -10,7 +10,7 @@ import pytest
 from small_store_harness import NOW, assert_failed_in_place, assert_imported, new_state, place, query, run
 from helpers import FIXTURES
 from statekit.legacy_readers import reader_for
-from statekit.legacy_readers.plugin_installs import WARNING
+from statekit.legacy_readers.plugins.installs import WARNING
 
 FIX = FIXTURES / "readers" / "plugin-installs"
 REL = "plugins/installs.json"

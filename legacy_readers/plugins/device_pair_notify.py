@@ -23,29 +23,21 @@ import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
-from statekit.legacy_readers._plugin_state import EntryContext, PluginStateReader, StateEntry, load_document, sha_hex
+from statekit.documents import load_document
+from statekit.legacy_readers.plugins._state import EntryContext, PluginStateReader, StateEntry, sha_hex
 from statekit.legacy_readers.base import Source
+from statekit.values import finite_number, js_json, trimmed
 
 PLUGIN = "device-pair"
 NAMESPACE = "notify-subscribers"
 _INTEGER = re.compile(r"^-?\d+$")
 
 
-def _text(value: Any) -> str | None:
-    if not isinstance(value, str):
-        return None
-    return value.strip() or None
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
 
 def thread_key(thread: Any) -> str:
-    if _finite(thread):
+    if finite_number(thread) is not None:
         return str(math.trunc(thread))
-    normalized = _text(thread)
+    normalized = trimmed(thread)
     if not normalized:
         return ""
     return str(int(normalized)) if _INTEGER.match(normalized) else normalized
@@ -54,29 +46,29 @@ def thread_key(thread: Any) -> str:
 def normalize_subscriber(record: Any, now_ms: int) -> dict[str, Any] | None:
     if not isinstance(record, dict):
         return None
-    to = _text(record.get("to"))
+    to = trimmed(record.get("to"))
     if not to:
         return None
     thread_raw = record.get("messageThreadId")
     thread: Any = None
     if isinstance(thread_raw, str):
-        thread = _text(thread_raw)
-    elif _finite(thread_raw):
+        thread = trimmed(thread_raw)
+    elif finite_number(thread_raw) is not None:
         thread = math.trunc(thread_raw)
     value: dict[str, Any] = {"to": to}
-    account = _text(record.get("accountId"))
+    account = trimmed(record.get("accountId"))
     if account:
         value["accountId"] = account
     if thread is not None:
         value["messageThreadId"] = thread
     value["mode"] = "once" if record.get("mode") == "once" else "persistent"
     added = record.get("addedAtMs")
-    value["addedAtMs"] = math.trunc(added) if _finite(added) else now_ms
+    value["addedAtMs"] = math.trunc(added) if finite_number(added) is not None else now_ms
     return value
 
 
 def subscriber_key(value: dict[str, Any]) -> str:
-    return sha_hex(js_stringify([value["to"], value.get("accountId", ""), thread_key(value.get("messageThreadId"))]))
+    return sha_hex(js_json([value["to"], value.get("accountId", ""), thread_key(value.get("messageThreadId"))]))
 
 
 class DevicePairNotifyReader(PluginStateReader):

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
-from statekit.legacy_readers._small_stores import file_mtime_ms, fit_row, integer, load_document, normalize_account_id, text
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, insert_many
+from statekit.documents import load_document
+from statekit.legacy_readers._small_stores import normalize_account_id
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.values import file_mtime_ms, integer, js_json, trimmed
 
 TABLE = "plugin_binding_approvals"
 
@@ -31,7 +32,7 @@ def select_approvals(document: dict[str, Any], mtime: int) -> tuple[dict[tuple[s
     notices: list[str] = []
     warnings: list[str] = []
     for index, approval in enumerate(document["approvals"]):
-        root, plugin_id, channel = text(approval.get("pluginRoot")), text(approval.get("pluginId")), text(approval.get("channel"))
+        root, plugin_id, channel = trimmed(approval.get("pluginRoot")), trimmed(approval.get("pluginId")), trimmed(approval.get("channel"))
         if not (root and plugin_id and channel):
             warnings.append(f"approvals[{index}] lacks pluginRoot, pluginId or channel; skipped")
             continue
@@ -44,7 +45,7 @@ def select_approvals(document: dict[str, Any], mtime: int) -> tuple[dict[tuple[s
             "channel": key[1],
             "account_id": key[2],
             "plugin_id": plugin_id,
-            "plugin_name": text(approval.get("pluginName")),
+            "plugin_name": trimmed(approval.get("pluginName")),
             "approved_at": approved if approved is not None else mtime,
         }
     return chosen, notices, warnings
@@ -58,7 +59,6 @@ class PluginBindingApprovalsReader(Reader):
     schema_name = "plugin-binding-approvals"
     target_tables = ("global.plugin_binding_approvals",)
     action = "import"
-    order = 66
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -71,19 +71,19 @@ class PluginBindingApprovalsReader(Reader):
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = load_document(source, handle, self.schema_name or "")
         chosen, notices, warnings = select_approvals(document, file_mtime_ms(source, ctx.now_ms))
-        conn = ctx.global_db
+        db = ctx.writer.state
         for root, channel, account in chosen:
-            conn.execute(f"DELETE FROM {TABLE} WHERE plugin_root = ? AND channel = ? AND account_id = ?", (root, channel, account))
-        rows = [fit_row(conn, TABLE, row) for row in chosen.values()]
+            db.delete(TABLE, {"plugin_root": root, "channel": channel, "account_id": account})
+        rows = [db.fit(TABLE, row) for row in chosen.values()]
         if rows:
             columns = list(rows[0])
-            insert_many(conn, TABLE, columns, [[row[c] for c in columns] for row in rows])
+            db.insert_many(TABLE, columns, [[row[c] for c in columns] for row in rows])
         result = WriteResult(
             records=len(rows),
             notices=[f"{source.rel}: {n}" for n in notices],
             warnings=[f"{source.rel}: {w}" for w in warnings],
         )
-        keys = js_stringify([[r["plugin_root"], r["channel"], r["account_id"], r["plugin_id"]] for r in rows])
+        keys = js_json([[r["plugin_root"], r["channel"], r["account_id"], r["plugin_id"]] for r in rows])
         result.expect(
             "global",
             TABLE,

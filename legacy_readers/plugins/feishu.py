@@ -1,10 +1,10 @@
 """Feishu plugin files: kept in place for the plugin's own doctor (OpenClaw 2026.9.6 does not bundle it;
-why and how: :class:`legacy_readers._plugin_state.RetainedPluginFile`).
+why and how: :class:`legacy_readers.plugins._state.RetainedPluginFile`).
 """
 
 from __future__ import annotations
 
-from statekit.legacy_readers._plugin_state import NotImportedReader, RetainedPluginFile, external_plugin_reason
+from statekit.legacy_readers.plugins._state import NotImportedReader, RetainedPluginFile, external_plugin_reason
 
 PLUGIN = "feishu"
 REASON = external_plugin_reason("feishu")
@@ -18,4 +18,3 @@ class FeishuDedupe(NotImportedReader):
     plugin_id = PLUGIN
     action = "drop"
     reason = "replay-protection dedupe cache; rebuilt after the upgrade, so OpenClaw does not import it"
-    order = 310

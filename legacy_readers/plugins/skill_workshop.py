@@ -9,7 +9,7 @@ them in place (``retain``) for it.
 
 from __future__ import annotations
 
-from statekit.legacy_readers._plugin_state import RetainedPluginFile
+from statekit.legacy_readers.plugins._state import RetainedPluginFile
 
 PLUGIN = "skill-workshop"
 SKILL_WORKSHOP_REASON = (
@@ -24,7 +24,6 @@ class SkillWorkshopManifestReader(RetainedPluginFile):
     patterns = ("skill-workshop/proposals.json",)
     plugin_id = PLUGIN
     reason = SKILL_WORKSHOP_REASON
-    order = 300
 
 
 class SkillWorkshopStoreReader(RetainedPluginFile):
@@ -35,7 +34,6 @@ class SkillWorkshopStoreReader(RetainedPluginFile):
     exclude = ("skill-workshop/proposals.json", "skill-workshop/skill-workshop-review-*.json")
     plugin_id = PLUGIN
     reason = SKILL_WORKSHOP_REASON
-    order = 300
 
 
 class SkillWorkshopReviewSidecar(RetainedPluginFile):
@@ -45,4 +43,3 @@ class SkillWorkshopReviewSidecar(RetainedPluginFile):
     patterns = ("skill-workshop/skill-workshop-review-*.json",)
     plugin_id = PLUGIN
     reason = SKILL_WORKSHOP_REASON
-    order = 310

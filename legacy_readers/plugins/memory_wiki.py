@@ -9,7 +9,7 @@ cache ``drop``.
 
 from __future__ import annotations
 
-from statekit.legacy_readers._plugin_state import NotImportedReader, RetainedPluginFile
+from statekit.legacy_readers.plugins._state import NotImportedReader, RetainedPluginFile
 
 PLUGIN = "memory-wiki"
 MEMORY_WIKI_REASON = (
@@ -24,7 +24,6 @@ class MemoryWikiActivityLogReader(RetainedPluginFile):
     patterns = ("wiki/*/.openclaw-wiki/log.jsonl",)
     plugin_id = PLUGIN
     reason = MEMORY_WIKI_REASON
-    order = 300
 
 
 class MemoryWikiSourceSyncReader(RetainedPluginFile):
@@ -34,7 +33,6 @@ class MemoryWikiSourceSyncReader(RetainedPluginFile):
     patterns = ("wiki/*/.openclaw-wiki/source-sync.json",)
     plugin_id = PLUGIN
     reason = MEMORY_WIKI_REASON
-    order = 300
 
 
 class MemoryWikiImportRunReader(RetainedPluginFile):
@@ -44,7 +42,6 @@ class MemoryWikiImportRunReader(RetainedPluginFile):
     patterns = ("wiki/*/.openclaw-wiki/import-runs/*.json",)
     plugin_id = PLUGIN
     reason = MEMORY_WIKI_REASON
-    order = 300
 
 
 class MemoryWikiCompiledCache(NotImportedReader):
@@ -55,7 +52,6 @@ class MemoryWikiCompiledCache(NotImportedReader):
     plugin_id = PLUGIN
     action = "drop"
     reason = "compiled cache, rebuilt from the vault; OpenClaw deletes it without importing"
-    order = 310
 
 
 class MemoryWikiRetiredMetadata(RetainedPluginFile):
@@ -65,4 +61,3 @@ class MemoryWikiRetiredMetadata(RetainedPluginFile):
     patterns = ("wiki/*/.openclaw-wiki/state.json", "wiki/*/.openclaw-wiki/locks/**")
     plugin_id = PLUGIN
     reason = MEMORY_WIKI_REASON
-    order = 310

@@ -27,9 +27,9 @@ from __future__ import annotations
 import json
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
-from statekit.legacy_readers._small_stores import load_document
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number, upsert
+from statekit.documents import load_document
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.values import finite_number, js_json
 from statekit.errors import SourceError
 
 TABLE = "installed_plugin_index"
@@ -133,9 +133,9 @@ def index_row(document: dict[str, Any], now_ms: int) -> dict[str, Any] | None:
             "policy_hash": document["policyHash"],
             "generated_at_ms": int(document["generatedAtMs"]),
             "refresh_reason": document.get("refreshReason") or None,
-            "install_records_json": js_stringify(records or {}),
-            "plugins_json": js_stringify(document["plugins"]),
-            "diagnostics_json": js_stringify(document["diagnostics"]),
+            "install_records_json": js_json(records or {}),
+            "plugins_json": js_json(document["plugins"]),
+            "diagnostics_json": js_json(document["diagnostics"]),
             "warning": WARNING,
             "updated_at_ms": now_ms,
         }
@@ -150,7 +150,7 @@ def index_row(document: dict[str, Any], now_ms: int) -> dict[str, Any] | None:
         "policy_hash": LEGACY,
         "generated_at_ms": 0,
         "refresh_reason": None,
-        "install_records_json": js_stringify(records),
+        "install_records_json": js_json(records),
         "plugins_json": "[]",
         "diagnostics_json": "[]",
         "warning": WARNING,
@@ -173,7 +173,6 @@ class InstalledPluginIndexReader(Reader):
     schema_name = "installed-plugin-index"
     target_tables = ("global.installed_plugin_index",)
     action = "import"
-    order = 71
 
     def agent_for(self, rel: str) -> str | None:
         return None
@@ -187,16 +186,14 @@ class InstalledPluginIndexReader(Reader):
         document = load_document(source, handle, self.schema_name or "")
         row = _row_or_error(source, document, ctx.now_ms)
         result = WriteResult(records=1)
-        current = ctx.global_db.execute(f"SELECT install_records_json FROM {TABLE} WHERE index_key = ?", (INDEX_KEY,)).fetchone()
+        db = ctx.writer.state
+        current = db.first(TABLE, ("install_records_json",), {"index_key": INDEX_KEY})
         if current is None:
-            upsert(ctx.global_db, TABLE, row, ("index_key",))
+            db.upsert(TABLE, row, ("index_key",))
         else:
             merged, added, conflicts = merge_records(current[0], js_records(row))
             if added:
-                ctx.global_db.execute(
-                    f"UPDATE {TABLE} SET install_records_json = ?, warning = ?, updated_at_ms = ? WHERE index_key = ?",
-                    (js_stringify(merged), WARNING, ctx.now_ms, INDEX_KEY),
-                )
+                db.update(TABLE, {"install_records_json": js_json(merged), "warning": WARNING, "updated_at_ms": ctx.now_ms}, {"index_key": INDEX_KEY})
             result.notices.append(f"{source.rel}: merged into the existing index: {added} install record(s) added")
             if conflicts:
                 result.notices.append(f"{source.rel}: kept the database's install record for {', '.join(conflicts)}")

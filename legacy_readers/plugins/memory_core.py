@@ -11,7 +11,7 @@ are (``retain``) for 9.6's doctor; the promotion lock is still dropped.
 
 from __future__ import annotations
 
-from statekit.legacy_readers._plugin_state import NotImportedReader, RetainedPluginFile
+from statekit.legacy_readers.plugins._state import NotImportedReader, RetainedPluginFile
 
 PLUGIN = "memory-core"
 MEMORY_CORE_REASON = (
@@ -27,7 +27,6 @@ class MemoryCoreDreamsStateReader(RetainedPluginFile):
     patterns = ("workspace/memory/.dreams/daily-ingestion.json", "workspace/memory/.dreams/session-ingestion.json", "workspace/memory/.dreams/short-term-recall.json", "workspace/memory/.dreams/phase-signals.json", "workspace-*/memory/.dreams/daily-ingestion.json", "workspace-*/memory/.dreams/session-ingestion.json", "workspace-*/memory/.dreams/short-term-recall.json", "workspace-*/memory/.dreams/phase-signals.json", "agents/*/workspace/memory/.dreams/daily-ingestion.json", "agents/*/workspace/memory/.dreams/session-ingestion.json", "agents/*/workspace/memory/.dreams/short-term-recall.json", "agents/*/workspace/memory/.dreams/phase-signals.json")
     plugin_id = PLUGIN
     reason = MEMORY_CORE_REASON
-    order = 300
 
 
 class MemoryCoreEventsReader(RetainedPluginFile):
@@ -38,7 +37,6 @@ class MemoryCoreEventsReader(RetainedPluginFile):
     patterns = ("workspace/memory/.dreams/events.jsonl", "workspace-*/memory/.dreams/events.jsonl", "agents/*/workspace/memory/.dreams/events.jsonl")
     plugin_id = PLUGIN
     reason = MEMORY_CORE_REASON
-    order = 300
 
 
 class MemoryCoreSessionCorpusReader(RetainedPluginFile):
@@ -49,7 +47,6 @@ class MemoryCoreSessionCorpusReader(RetainedPluginFile):
     patterns = ("workspace/memory/.dreams/session-corpus/*", "workspace-*/memory/.dreams/session-corpus/*", "agents/*/workspace/memory/.dreams/session-corpus/*")
     plugin_id = PLUGIN
     reason = MEMORY_CORE_REASON
-    order = 300
 
 
 class MemoryCorePromotionLock(NotImportedReader):
@@ -61,4 +58,3 @@ class MemoryCorePromotionLock(NotImportedReader):
     plugin_id = PLUGIN
     action = "drop"
     reason = "stale lock file of a finished promotion run; locks now live in SQLite leases"
-    order = 310

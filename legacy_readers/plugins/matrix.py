@@ -1,10 +1,10 @@
 """Matrix plugin files: kept in place for the plugin's own doctor (OpenClaw 2026.9.6 does not bundle it;
-why and how: :class:`legacy_readers._plugin_state.RetainedPluginFile`).
+why and how: :class:`legacy_readers.plugins._state.RetainedPluginFile`).
 """
 
 from __future__ import annotations
 
-from statekit.legacy_readers._plugin_state import NotImportedReader, RetainedPluginFile, external_plugin_reason
+from statekit.legacy_readers.plugins._state import NotImportedReader, RetainedPluginFile, external_plugin_reason
 
 PLUGIN = "matrix"
 REASON = external_plugin_reason("matrix")
@@ -17,7 +17,6 @@ class MatrixStorageMetaReader(RetainedPluginFile):
     patterns = ("matrix/**/storage-meta.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class MatrixThreadBindingsReader(RetainedPluginFile):
@@ -27,7 +26,6 @@ class MatrixThreadBindingsReader(RetainedPluginFile):
     patterns = ("matrix/**/thread-bindings.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class MatrixInboundDedupeReader(RetainedPluginFile):
@@ -37,7 +35,6 @@ class MatrixInboundDedupeReader(RetainedPluginFile):
     patterns = ("matrix/**/inbound-dedupe.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class MatrixStartupVerificationReader(RetainedPluginFile):
@@ -47,7 +44,6 @@ class MatrixStartupVerificationReader(RetainedPluginFile):
     patterns = ("matrix/**/startup-verification.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class MatrixRecoveryKeyReader(RetainedPluginFile):
@@ -57,7 +53,6 @@ class MatrixRecoveryKeyReader(RetainedPluginFile):
     patterns = ("matrix/**/recovery-key.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class MatrixSyncStoreReader(RetainedPluginFile):
@@ -67,7 +62,6 @@ class MatrixSyncStoreReader(RetainedPluginFile):
     patterns = ("matrix/**/bot-storage.json", "matrix/**/sync-store.json")
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class MatrixIdbSnapshotReader(RetainedPluginFile):
@@ -77,7 +71,6 @@ class MatrixIdbSnapshotReader(RetainedPluginFile):
     patterns = ("matrix/**/crypto-idb-snapshot.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class MatrixCredentialsReader(RetainedPluginFile):
@@ -87,7 +80,6 @@ class MatrixCredentialsReader(RetainedPluginFile):
     patterns = ("credentials/matrix/credentials.json", "credentials/matrix/credentials-*.json", "credentials/matrix/*/credentials.json")
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class MatrixLegacyCryptoMigration(NotImportedReader):
@@ -98,7 +90,6 @@ class MatrixLegacyCryptoMigration(NotImportedReader):
     plugin_id = PLUGIN
     action = "retain"
     reason = "the Matrix plugin's own crypto-store migration marker, read by OpenClaw's Matrix doctor; not part of the file-to-SQLite move"
-    order = 310
 
 
 class MatrixCryptoStore(NotImportedReader):
@@ -109,7 +100,6 @@ class MatrixCryptoStore(NotImportedReader):
     plugin_id = PLUGIN
     action = "retain"
     reason = "encrypted device keys owned by the Matrix SDK's crypto store; they stay on disk (losing them loses encrypted history)"
-    order = 310
 
 
 class MatrixRootDatabase(NotImportedReader):
@@ -120,4 +110,3 @@ class MatrixRootDatabase(NotImportedReader):
     plugin_id = PLUGIN
     action = "retain"
     reason = "shipped per-account Matrix database; OpenClaw's Matrix doctor moves its inbound-dedupe rows itself"
-    order = 310

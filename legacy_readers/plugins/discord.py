@@ -1,10 +1,10 @@
 """Discord plugin files: kept in place for the plugin's own doctor (OpenClaw 2026.9.6 does not bundle it;
-why and how: :class:`legacy_readers._plugin_state.RetainedPluginFile`).
+why and how: :class:`legacy_readers.plugins._state.RetainedPluginFile`).
 """
 
 from __future__ import annotations
 
-from statekit.legacy_readers._plugin_state import NotImportedReader, RetainedPluginFile, external_plugin_reason
+from statekit.legacy_readers.plugins._state import NotImportedReader, RetainedPluginFile, external_plugin_reason
 
 PLUGIN = "discord"
 REASON = external_plugin_reason("discord")
@@ -17,7 +17,6 @@ class DiscordModelPickerPreferencesReader(RetainedPluginFile):
     patterns = ("discord/model-picker-preferences.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class DiscordThreadBindingsReader(RetainedPluginFile):
@@ -27,7 +26,6 @@ class DiscordThreadBindingsReader(RetainedPluginFile):
     patterns = ("discord/thread-bindings.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class DiscordCommandDeployCache(NotImportedReader):
@@ -38,4 +36,3 @@ class DiscordCommandDeployCache(NotImportedReader):
     plugin_id = PLUGIN
     action = "drop"
     reason = "rebuildable cache of deployed slash-command hashes; the next start re-deploys and records fresh hashes"
-    order = 310

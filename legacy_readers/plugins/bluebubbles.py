@@ -1,10 +1,10 @@
 """BlueBubbles plugin files: kept in place for the plugin's own doctor (OpenClaw 2026.9.6 does not bundle it;
-why and how: :class:`legacy_readers._plugin_state.RetainedPluginFile`).
+why and how: :class:`legacy_readers.plugins._state.RetainedPluginFile`).
 """
 
 from __future__ import annotations
 
-from statekit.legacy_readers._plugin_state import RetainedPluginFile, external_plugin_reason
+from statekit.legacy_readers.plugins._state import RetainedPluginFile, external_plugin_reason
 
 PLUGIN = "bluebubbles"
 REASON = external_plugin_reason("bluebubbles")
@@ -17,7 +17,6 @@ class BlueBubblesCatchupCursorReader(RetainedPluginFile):
     patterns = ("bluebubbles/catchup/*.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class BlueBubblesInboundDedupeReader(RetainedPluginFile):
@@ -27,4 +26,3 @@ class BlueBubblesInboundDedupeReader(RetainedPluginFile):
     patterns = ("bluebubbles/inbound-dedupe/*.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300

@@ -19,8 +19,9 @@ import math
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._plugin_state import EntryContext, PluginStateReader, StateEntry, load_document, sha_hex
-from statekit.legacy_readers.base import Inspection, Source
+from statekit.documents import load_document
+from statekit.legacy_readers.plugins._state import EntryContext, PluginStateReader, StateEntry, sha_hex
+from statekit.legacy_readers.base import Inspection, ReadContext, Source
 
 PLUGIN = "active-memory"
 NAMESPACE = "session-toggles"
@@ -50,8 +51,8 @@ class ActiveMemorySessionTogglesReader(PluginStateReader):
     plugin_id = PLUGIN
     namespaces = (NAMESPACE,)
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
-        inspection = super().inspect(source, handle)
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
+        inspection = super().inspect(source, handle, ctx)
         if inspection.record_count == 0:
             return Inspection(record_count=0, action="retain", reason=NOTHING_REASON)
         return inspection

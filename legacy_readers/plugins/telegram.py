@@ -32,30 +32,27 @@ import time unless said otherwise, a key already in the database is kept:
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_number
-from statekit.legacy_readers._plugin_state import (
+from statekit.documents import load_document, read_text
+from statekit.legacy_readers.plugins._state import (
     EntryContext,
     NotImportedReader,
     PluginStateReader,
     StateEntry,
-    as_ms,
     file_stem,
     in_session_dirs,
-    load_document,
     sha_hex,
     short_hash,
-    text_of,
 )
 from statekit.legacy_readers.base import Source
 from statekit.errors import SourceError
 from statekit.layout import DEFAULT_AGENT_ID
+from statekit.values import finite_number, js_number, ms
 
 PLUGIN = "telegram"
 SENT_MESSAGE_TTL_MS = 24 * 60 * 60 * 1000
@@ -196,9 +193,6 @@ def message_cache_values(text: str) -> list[Any]:
     return values
 
 
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
 
 def thread_id_text(value: Any) -> str | None:
     """parseTelegramMessageThreadId then String(): an integer thread id, else None."""
@@ -220,10 +214,9 @@ class TelegramMessageCacheReader(PluginStateReader):
     patterns = in_session_dirs("*.telegram-messages.json")
     plugin_id = PLUGIN
     namespaces = (NS_MESSAGES,)
-    order = 290  # before any catch-all of the sessions directory
 
     def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry]:
-        text = text_of(handle, source.rel)
+        text = read_text(handle, source.rel)
         if not text.strip():
             raise SourceError(source.rel, "file is empty")
         scope = sha_hex(owner_store_path(source, ".telegram-messages.json") + ".telegram-messages.json", 24)
@@ -233,7 +226,7 @@ class TelegramMessageCacheReader(PluginStateReader):
             node = item.get("node") if isinstance(item, dict) else None
             message = node.get("sourceMessage") if isinstance(node, dict) else None
             if (not isinstance(key, str) or not key.strip() or ":" not in key or not isinstance(message, dict)
-                    or not _finite(message.get("message_id")) or not _finite(message.get("date"))):
+                    or finite_number(message.get("message_id")) is None or finite_number(message.get("date")) is None):
                 ectx.skipped_invalid += 1
                 continue
             message = {k: v for k, v in message.items() if k != "openclaw_prompt_context_projection"}
@@ -260,7 +253,6 @@ class TelegramSentMessagesReader(PluginStateReader):
     schema_name = "plugin-telegram-sent-messages"
     plugin_id = PLUGIN
     namespaces = (NS_SENT,)
-    order = 290
 
     def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry]:
         document = load_document(source, handle, self.schema_name)
@@ -269,7 +261,7 @@ class TelegramSentMessagesReader(PluginStateReader):
             if not isinstance(messages, dict):
                 continue
             for message_id, timestamp in messages.items():
-                if not _finite(timestamp):
+                if finite_number(timestamp) is None:
                     ectx.skipped_invalid += 1
                     continue
                 value = {"scopeKey": scope, "chatId": chat_id, "messageId": message_id, "timestamp": timestamp}
@@ -285,13 +277,12 @@ class TelegramTopicNamesReader(PluginStateReader):
     schema_name = "plugin-json-object"
     plugin_id = PLUGIN
     namespaces = (NS_TOPICS_PREFIX + "<sha256(store)[:16]>",)
-    order = 290
 
     def entries(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> Iterator[StateEntry]:
         document = load_document(source, handle, self.schema_name)
         namespace = NS_TOPICS_PREFIX + sha_hex(owner_store_path(source, ".telegram-topic-names.json"), 16)
         topics = [(k, v) for k, v in document.items()
-                  if isinstance(v, dict) and isinstance(v.get("name"), str) and v["name"] and _finite(v.get("updatedAt"))]
+                  if isinstance(v, dict) and isinstance(v.get("name"), str) and v["name"] and finite_number(v.get("updatedAt")) is not None]
         ectx.skipped_invalid += len(document) - len(topics)
         topics.sort(key=lambda item: -item[1]["updatedAt"])  # stable, newest first, as 9.6 sorts
         for key, entry in topics[:TOPIC_NAMES_MAX]:
@@ -317,17 +308,17 @@ class TelegramThreadBindingsReader(PluginStateReader):
             if not conversation or not target:
                 ectx.skipped_invalid += 1
                 continue
-            bound_at = as_ms(entry.get("boundAt")) or ectx.mtime_ms
+            bound_at = ms(entry.get("boundAt")) or ectx.mtime_ms
             record: dict[str, Any] = {
                 "accountId": account,
                 "conversationId": conversation,
                 "targetSessionKey": target,
                 "targetKind": "subagent" if entry.get("targetKind") == "subagent" else "acp",
                 "boundAt": bound_at,
-                "lastActivityAt": as_ms(entry.get("lastActivityAt")) or bound_at,
+                "lastActivityAt": ms(entry.get("lastActivityAt")) or bound_at,
             }
             for name in ("idleTimeoutMs", "maxAgeMs"):
-                number = as_ms(entry.get(name))
+                number = ms(entry.get(name))
                 if number is not None:
                     record[name] = max(0, number)
             for name in ("agentId", "label", "boundBy"):
@@ -358,7 +349,6 @@ class TelegramMessageDispatchCache(NotImportedReader):
     plugin_id = PLUGIN
     action = "drop"
     reason = "short-lived inbound dispatch dedupe cache; rebuilt by the running gateway"
-    order = 290
 
 
 class TelegramAtomicWriteLeftover(NotImportedReader):

@@ -1,4 +1,4 @@
-"""Shared machinery for the channel/plugin readers (``plugin_*.py``).
+"""Shared machinery for the channel/plugin readers (``plugins/*.py``).
 
 Every plugin family turns one legacy file into rows of the global
 ``plugin_state_entries`` (small JSON values) or ``plugin_blob_entries``
@@ -22,28 +22,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO, ClassVar
 
-from statekit.legacy_readers._jsjson import js_stringify
-from statekit.legacy_readers.base import (
-    ImportContext,
-    Inspection,
-    Reader,
-    Source,
-    WriteResult,
-    decode_utf8,
-    fingerprint,
-    parse_json_document,
-    parse_json_line,
-    upsert,
-    validate,
-)
+from statekit.documents import parse_json_line, validate
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, fingerprint
+from statekit.legacy_readers.writer import DatabaseWriter
 from statekit.errors import SourceError
+from statekit.values import file_mtime_ms, js_json
 
 STATE_TABLE = "plugin_state_entries"
 BLOB_TABLE = "plugin_blob_entries"
@@ -106,33 +94,6 @@ def short_hash(*parts: Any, length: int = 32) -> str:
     return sha_hex("\0".join(str(p) for p in parts), length)
 
 
-def iso_to_ms(value: Any) -> int | None:
-    from statekit.legacy_readers.transcripts import parse_iso_ms
-
-    return parse_iso_ms(value)
-
-
-def as_ms(value: Any) -> int | None:
-    """A finite epoch-ms number (or ISO string) as int, else None."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        if value != value or value in (float("inf"), float("-inf")):
-            return None
-        return int(value)
-    if isinstance(value, str):
-        return iso_to_ms(value)
-    return None
-
-
-def ms_to_iso(ms: int) -> str:
-    """Epoch ms as JavaScript's ``Date.prototype.toISOString`` writes it."""
-    from datetime import datetime, timezone
-
-    moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
-
-
 def file_stem(rel: str, prefix: str = "", suffix: str = ".json") -> str:
     """The part of the file name between ``prefix`` and ``suffix`` (e.g. the account id)."""
     name = PurePosixPath(rel).name
@@ -149,14 +110,6 @@ def check_key(key: str, rel: str, where: str) -> str:
     if len(key.encode("utf-8")) > MAX_KEY_BYTES:
         raise SourceError(rel, f"entry key is longer than {MAX_KEY_BYTES} bytes", json_path=where)
     return key
-
-
-def load_document(source: Source, handle: BinaryIO, schema_name: str | None) -> Any:
-    """Strict JSON document (writers emitted plain JSON) validated against the reader schema."""
-    document = parse_json_document(handle.read(), source.rel)
-    if schema_name:
-        validate(document, schema_name, source.rel)
-    return document
 
 
 def iter_jsonl(source: Source, handle: BinaryIO, schema_name: str | None, ectx: EntryContext) -> Iterator[tuple[int, bytes, Any]]:
@@ -198,10 +151,6 @@ def iter_jsonl(source: Source, handle: BinaryIO, schema_name: str | None, ectx: 
             ectx.warnings.append(f"{source.rel}:{pending[0]}: torn last line (crash mid-append) not imported; the original is kept byte-exact in the retired folder")
 
 
-def text_of(handle: BinaryIO, rel: str) -> str:
-    return decode_utf8(handle.read(), rel)
-
-
 # --- the reader base ------------------------------------------------------------------
 
 
@@ -216,7 +165,6 @@ class PluginStateReader(Reader):
     namespaces: ClassVar[tuple[str, ...]] = ()
     target_tables = ("global.plugin_state_entries",)
     action = "import"
-    order = 300
     # Secret-bearing sources: reports carry only counts and fingerprints.
     secret: ClassVar[bool] = False
 
@@ -240,11 +188,7 @@ class PluginStateReader(Reader):
     # -- plan -------------------------------------------------------------------------
 
     def _context(self, source: Source, now_ms: int, config: Any = None) -> EntryContext:
-        try:
-            mtime = int(os.stat(source.path).st_mtime * 1000)
-        except OSError:
-            mtime = now_ms
-        return EntryContext(source=source, now_ms=now_ms, mtime_ms=mtime, config=dict(config or {}))
+        return EntryContext(source=source, now_ms=now_ms, mtime_ms=file_mtime_ms(source, now_ms), config=dict(config or {}))
 
     def _collect(self, source: Source, handle: BinaryIO, ectx: EntryContext) -> dict[tuple[str, str, str, str], StateEntry | BlobEntry]:
         """Entries by (table, plugin, namespace, key); a later duplicate key replaces an earlier one."""
@@ -265,34 +209,34 @@ class PluginStateReader(Reader):
             ectx.notices.append(f"{source.rel}: {duplicates} duplicate entry key(s); the last one in the file was kept")
         return chosen
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
-        ectx = self._context(source, int(time.time() * 1000), load_config(source.state_dir))
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
+        ctx = ctx or ReadContext.for_source(source)  # the run's config and clock, as the apply step gets them
+        ectx = self._context(source, ctx.now_ms, ctx.config)
         chosen = self._collect(source, handle, ectx)
         return Inspection(record_count=len(chosen), warnings=list(ectx.warnings))
 
     # -- apply ------------------------------------------------------------------------
 
-    def _replaces(self, conn: Any, plugin_id: str, namespace: str, key: str, entry: StateEntry) -> bool:
-        held = _held_value(conn, plugin_id, namespace, key)
+    def _replaces(self, db: DatabaseWriter, plugin_id: str, namespace: str, key: str, entry: StateEntry) -> bool:
+        held = _held_value(db, plugin_id, namespace, key)
         return held is not None and self.should_replace(held, entry.value)
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         ectx = self._context(source, ctx.now_ms, ctx.config)
         chosen = self._collect(source, handle, ectx)
-        conn = ctx.global_db
+        db = ctx.writer.state
         kept_existing = 0
         counts: dict[str, int] = {}
         keys_by_group: dict[tuple[str, str, str], list[str]] = {}
         fingerprints: list[str] = []
         for (table, plugin_id, namespace, key), entry in chosen.items():
             created = entry.created_at if entry.created_at is not None else ectx.now_ms
-            before = conn.total_changes
             if isinstance(entry, BlobEntry):
                 row = {
                     "plugin_id": plugin_id,
                     "namespace": namespace,
                     "entry_key": key,
-                    "metadata_json": js_stringify(entry.metadata),
+                    "metadata_json": js_json(entry.metadata),
                     "blob": sqlite_blob(entry.blob),
                     "created_at": created,
                     "expires_at": entry.expires_at,
@@ -302,17 +246,15 @@ class PluginStateReader(Reader):
                     "plugin_id": plugin_id,
                     "namespace": namespace,
                     "entry_key": key,
-                    "value_json": js_stringify(entry.value),
+                    "value_json": js_json(entry.value),
                     "created_at": created,
                     "expires_at": entry.expires_at,
                 }
-            upsert(conn, table, row, ("plugin_id", "namespace", "entry_key"), update=False)
-            if conn.total_changes == before and isinstance(entry, StateEntry) and self._replaces(conn, plugin_id, namespace, key, entry):
-                conn.execute(
-                    f"UPDATE {STATE_TABLE} SET value_json = ?, created_at = ?, expires_at = ? WHERE plugin_id = ? AND namespace = ? AND entry_key = ?",
-                    (row["value_json"], created, entry.expires_at, plugin_id, namespace, key),
-                )
-            if conn.total_changes == before:
+            changed = db.upsert(table, row, ("plugin_id", "namespace", "entry_key"), update=False)
+            if not changed and isinstance(entry, StateEntry) and self._replaces(db, plugin_id, namespace, key, entry):
+                ident = {"plugin_id": plugin_id, "namespace": namespace, "entry_key": key}
+                changed = db.update(STATE_TABLE, {"value_json": row["value_json"], "created_at": created, "expires_at": entry.expires_at}, ident)
+            if not changed:
                 kept_existing += 1
             counts[f"{plugin_id}/{namespace}"] = counts.get(f"{plugin_id}/{namespace}", 0) + 1
             keys_by_group.setdefault((table, plugin_id, namespace), []).append(key)
@@ -345,33 +287,12 @@ class PluginStateReader(Reader):
         return result
 
 
-def _held_value(conn: Any, plugin_id: str, namespace: str, key: str) -> Any:
-    row = conn.execute(
-        f"SELECT value_json FROM {STATE_TABLE} WHERE plugin_id = ? AND namespace = ? AND entry_key = ?", (plugin_id, namespace, key)
-    ).fetchone()
+def _held_value(db: DatabaseWriter, plugin_id: str, namespace: str, key: str) -> Any:
+    row = db.first(STATE_TABLE, ("value_json",), {"plugin_id": plugin_id, "namespace": namespace, "entry_key": key})
     try:
         return json.loads(row[0]) if row else None
     except ValueError:
         return None
-
-
-def load_config(state_dir: Any) -> dict[str, Any]:
-    """The state dir's config (JSON5), best effort: {} when missing or unreadable (the plan has no parsed config)."""
-    from statekit.legacy_readers.base import parse_json5_document
-    from statekit.fsutil import read_regular_file
-
-    for name in ("openclaw.json", "clawdbot.json", "moldbot.json", "moltbot.json"):
-        path = state_dir / name
-        try:
-            data = read_regular_file(path)
-        except OSError:
-            continue
-        try:
-            parsed = parse_json5_document(data, name)
-        except SourceError:
-            return {}
-        return parsed if isinstance(parsed, dict) else {}
-    return {}
 
 
 def sqlite_blob(data: bytes) -> Any:
@@ -383,7 +304,6 @@ class NotImportedReader(Reader):
 
     plugin_id: ClassVar[str] = ""
     namespaces: ClassVar[tuple[str, ...]] = ()
-    order = 310
 
     def describe(self) -> dict[str, Any]:
         described = super().describe()
@@ -417,19 +337,14 @@ __all__ = [
     "RetainedPluginFile",
     "PluginStateReader",
     "StateEntry",
-    "as_ms",
     "external_plugin_reason",
     "check_key",
     "file_stem",
     "in_session_dirs",
     "in_workspaces",
-    "iso_to_ms",
     "iter_jsonl",
-    "load_document",
-    "ms_to_iso",
     "sha_hex",
     "short_hash",
-    "text_of",
     "workspace_key",
 ]
 

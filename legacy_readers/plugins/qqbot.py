@@ -1,10 +1,10 @@
 """QQ Bot plugin files: kept in place for the plugin's own doctor (OpenClaw 2026.9.6 does not bundle it;
-why and how: :class:`legacy_readers._plugin_state.RetainedPluginFile`).
+why and how: :class:`legacy_readers.plugins._state.RetainedPluginFile`).
 """
 
 from __future__ import annotations
 
-from statekit.legacy_readers._plugin_state import NotImportedReader, RetainedPluginFile, external_plugin_reason
+from statekit.legacy_readers.plugins._state import NotImportedReader, RetainedPluginFile, external_plugin_reason
 
 PLUGIN = "qqbot"
 REASON = external_plugin_reason("qqbot")
@@ -18,7 +18,6 @@ class QQBotGatewaySessions(NotImportedReader):
     plugin_id = PLUGIN
     action = "drop"
     reason = "gateway resume cache; QQBot opens a fresh gateway session (caches are not migrated)"
-    order = 310
 
 
 class QQBotKnownUsers(NotImportedReader):
@@ -29,7 +28,6 @@ class QQBotKnownUsers(NotImportedReader):
     plugin_id = PLUGIN
     action = "drop"
     reason = "cache of users seen by the bot, refilled as they write again (caches are not migrated)"
-    order = 310
 
 
 class QQBotRefIndex(NotImportedReader):
@@ -40,4 +38,3 @@ class QQBotRefIndex(NotImportedReader):
     plugin_id = PLUGIN
     action = "drop"
     reason = "quote lookup cache of recent messages (caches are not migrated)"
-    order = 310

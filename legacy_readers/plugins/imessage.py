@@ -1,10 +1,10 @@
 """iMessage plugin files: kept in place for the plugin's own doctor (OpenClaw 2026.9.6 does not bundle it;
-why and how: :class:`legacy_readers._plugin_state.RetainedPluginFile`).
+why and how: :class:`legacy_readers.plugins._state.RetainedPluginFile`).
 """
 
 from __future__ import annotations
 
-from statekit.legacy_readers._plugin_state import RetainedPluginFile, external_plugin_reason
+from statekit.legacy_readers.plugins._state import RetainedPluginFile, external_plugin_reason
 
 PLUGIN = "imessage"
 REASON = external_plugin_reason("imessage")
@@ -17,7 +17,6 @@ class IMessageCatchupCursorReader(RetainedPluginFile):
     patterns = ("imessage/catchup/*.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class IMessageReplyCacheReader(RetainedPluginFile):
@@ -27,7 +26,6 @@ class IMessageReplyCacheReader(RetainedPluginFile):
     patterns = ("imessage/reply-cache.jsonl",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class IMessageSentEchoesReader(RetainedPluginFile):
@@ -37,4 +35,3 @@ class IMessageSentEchoesReader(RetainedPluginFile):
     patterns = ("imessage/sent-echoes.jsonl",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300

@@ -1,10 +1,10 @@
 """Microsoft Teams plugin files: kept in place for the plugin's own doctor (OpenClaw 2026.9.6 does not bundle it;
-why and how: :class:`legacy_readers._plugin_state.RetainedPluginFile`).
+why and how: :class:`legacy_readers.plugins._state.RetainedPluginFile`).
 """
 
 from __future__ import annotations
 
-from statekit.legacy_readers._plugin_state import NotImportedReader, RetainedPluginFile, external_plugin_reason
+from statekit.legacy_readers.plugins._state import NotImportedReader, RetainedPluginFile, external_plugin_reason
 
 PLUGIN = "msteams"
 REASON = external_plugin_reason("msteams")
@@ -17,7 +17,6 @@ class MSTeamsConversationsReader(RetainedPluginFile):
     patterns = ("msteams-conversations.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class MSTeamsPollsReader(RetainedPluginFile):
@@ -27,7 +26,6 @@ class MSTeamsPollsReader(RetainedPluginFile):
     patterns = ("msteams-polls.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class MSTeamsSsoTokensReader(RetainedPluginFile):
@@ -37,7 +35,6 @@ class MSTeamsSsoTokensReader(RetainedPluginFile):
     patterns = ("msteams-sso-tokens.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class MSTeamsDelegatedTokensReader(RetainedPluginFile):
@@ -47,7 +44,6 @@ class MSTeamsDelegatedTokensReader(RetainedPluginFile):
     patterns = ("msteams-delegated.json",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
 
 
 class MSTeamsFeedbackLearningsReader(RetainedPluginFile):
@@ -57,7 +53,6 @@ class MSTeamsFeedbackLearningsReader(RetainedPluginFile):
     patterns = ("agents/*/sessions/*.learnings.json", "sessions/*.learnings.json")
     plugin_id = PLUGIN
     reason = REASON
-    order = 290
 
 
 class MSTeamsPendingUploads(NotImportedReader):
@@ -68,4 +63,3 @@ class MSTeamsPendingUploads(NotImportedReader):
     plugin_id = PLUGIN
     action = "drop"
     reason = "short-lived upload cache (minutes); OpenClaw keeps new ones as plugin blobs and does not migrate old JSON caches"
-    order = 310

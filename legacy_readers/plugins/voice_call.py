@@ -1,10 +1,10 @@
 """Voice Call plugin files: kept in place for the plugin's own doctor (OpenClaw 2026.9.6 does not bundle it;
-why and how: :class:`legacy_readers._plugin_state.RetainedPluginFile`).
+why and how: :class:`legacy_readers.plugins._state.RetainedPluginFile`).
 """
 
 from __future__ import annotations
 
-from statekit.legacy_readers._plugin_state import RetainedPluginFile, external_plugin_reason
+from statekit.legacy_readers.plugins._state import RetainedPluginFile, external_plugin_reason
 
 PLUGIN = "voice-call"
 REASON = external_plugin_reason("voice-call")
@@ -17,4 +17,3 @@ class VoiceCallCallsReader(RetainedPluginFile):
     patterns = ("voice-calls/calls.jsonl",)
     plugin_id = PLUGIN
     reason = REASON
-    order = 300
