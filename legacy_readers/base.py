@@ -287,10 +287,11 @@ def completed_receipt_report(conn: Connection, rel: str, digest: str | None) -> 
 # --- SQL helpers (for readers not yet converted to ctx.writer) ------------------------------
 
 
-def _db_writer(conn: Connection) -> Any:
-    from statekit.legacy_readers.writer import DatabaseWriter
+def _db_writer(conn: Any) -> Any:
+    """A :class:`~statekit.legacy_readers.writer.DatabaseWriter` given as such, or over a raw connection."""
+    from statekit.legacy_readers.writer import as_database_writer
 
-    return DatabaseWriter(conn, "global")
+    return as_database_writer(conn)
 
 
 def require_columns(conn: Connection, table: str, columns: Iterable[str]) -> None:

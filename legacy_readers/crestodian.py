@@ -49,8 +49,7 @@ class CrestodianRescuePendingReader(Reader):
         document = load_document(source, handle, self.schema_name or "")
         key = entry_key_of(source.rel)
         created = iso_to_ms(document["createdAt"])
-        put_plugin_state(ctx.global_db, PLUGIN_ID, NAMESPACE, key, document, created if created is not None else file_mtime_ms(source, ctx.now_ms))
+        put_plugin_state(ctx.writer.state, PLUGIN_ID, NAMESPACE, key, document, created if created is not None else file_mtime_ms(source, ctx.now_ms))
         result = WriteResult(records=1)
-        result.expect("global", "plugin_state_entries", "plugin_id = ? AND namespace = ? AND entry_key = ?", (PLUGIN_ID, NAMESPACE, key), 1)
         result.report.update({"plugin_id": PLUGIN_ID, "namespace": NAMESPACE, "entry_key": key})
         return result

@@ -28,7 +28,8 @@ import json
 from typing import Any, BinaryIO
 
 from statekit.documents import load_document
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, upsert
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.writer import Json
 from statekit.values import finite_number, js_json
 from statekit.errors import SourceError
 
@@ -187,20 +188,18 @@ class InstalledPluginIndexReader(Reader):
         document = load_document(source, handle, self.schema_name or "")
         row = _row_or_error(source, document, ctx.now_ms)
         result = WriteResult(records=1)
-        current = ctx.global_db.execute(f"SELECT install_records_json FROM {TABLE} WHERE index_key = ?", (INDEX_KEY,)).fetchone()
+        db = ctx.writer.state
+        current = db.first(TABLE, ("install_records_json",), {"index_key": INDEX_KEY})
         if current is None:
-            upsert(ctx.global_db, TABLE, row, ("index_key",))
+            db.upsert(TABLE, row, ("index_key",))
         else:
             merged, added, conflicts = merge_records(current[0], js_records(row))
             if added:
-                ctx.global_db.execute(
-                    f"UPDATE {TABLE} SET install_records_json = ?, warning = ?, updated_at_ms = ? WHERE index_key = ?",
-                    (js_json(merged), WARNING, ctx.now_ms, INDEX_KEY),
-                )
+                db.update(TABLE, {"install_records_json": Json(merged), "warning": WARNING, "updated_at_ms": ctx.now_ms}, {"index_key": INDEX_KEY})
             result.notices.append(f"{source.rel}: merged into the existing index: {added} install record(s) added")
             if conflicts:
                 result.notices.append(f"{source.rel}: kept the database's install record for {', '.join(conflicts)}")
-        result.expect("global", TABLE, "index_key = ?", (INDEX_KEY,), 1)
+        db.expect_rows(TABLE, {"index_key": INDEX_KEY}, 1)
         result.report.update(
             {
                 "install_records": len(js_records(row)),

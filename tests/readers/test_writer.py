@@ -187,14 +187,12 @@ def test_a_write_outside_the_targets_fails_the_source_in_a_run(tmp_path: Path, m
 
 # Modules still writing through raw connections (they go as they are converted to ctx.writer).
 NOT_YET_CONVERTED = {
-    "_later_columns", "_plugin_state", "_small_stores", "acp_ledger", "audit_logs", "channel_pairing",
-    "clawhub", "config_health", "cron", "devices", "nodes", "plugin_binding_approvals", "plugin_installs", "settings",
-    "sqlite_sidecars", "workspace_state",
+    "_plugin_state", "_rows", "_small_stores", "cron", "nodes", "plugin_binding_approvals", "sqlite_sidecars",
 }
 # Modules that still hand a raw connection (``ctx.global_db`` / ``ctx.agent_db``) to a helper.
 STILL_HOLDING_A_CONNECTION = NOT_YET_CONVERTED | {
-    "bindings", "commitments", "crestodian", "delivery_queue", "exec_approvals", "gateway_instance", "gateway_runtime",
-    "identity", "mcp_oauth", "models_catalog", "node_host", "phone_control", "push", "sandbox", "subagents", "tui", "update_check",
+    "bindings", "commitments", "delivery_queue", "devices", "exec_approvals", "gateway_instance", "gateway_runtime",
+    "identity", "models_catalog", "node_host", "push", "sandbox", "subagents", "tui", "update_check",
 }
 RAW_DELETE = re.compile(r"\bDELETE\s+FROM\b", re.IGNORECASE)
 
