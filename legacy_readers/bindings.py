@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 
 from statekit.legacy_readers._jsjson import js_stringify
 from statekit.legacy_readers._small_stores import agent_id_of_session_key, file_mtime_ms, load_document, normalize_account_id, text
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number, upsert
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number
 
 TABLE = "current_conversation_bindings"
 SEP = "\u241f"
@@ -152,14 +152,12 @@ class CurrentConversationBindingsReader(Reader):
         document = load_document(source, handle, self.schema_name or "")
         mtime = file_mtime_ms(source, ctx.now_ms)
         chosen, notices, warnings = select_bindings(document, mtime)
-        conn = ctx.global_db
         for key, record in chosen.items():
-            upsert(conn, TABLE, binding_row(key, record, mtime), ("binding_key",))
+            ctx.writer.state.upsert(TABLE, binding_row(key, record, mtime), ("binding_key",))
         result = WriteResult(
             records=len(chosen),
             notices=[f"{source.rel}: {n}" for n in notices],
             warnings=[f"{source.rel}: {w}" for w in warnings],
         )
-        result.expect("global", TABLE, "binding_key IN (SELECT value FROM json_each(?))", (js_stringify(sorted(chosen)),), len(chosen))
         result.report.update({"bindings": len(document["bindings"]), "imported": len(chosen), "skipped": len(warnings)})
         return result

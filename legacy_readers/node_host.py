@@ -28,7 +28,6 @@ from statekit.legacy_readers._jsjson import js_stringify
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
 from statekit.documents import load_object
-from statekit.legacy_readers._rows import fetch_row, write_row
 from statekit.values import file_mtime_ms, text
 from statekit.errors import SourceError
 
@@ -95,9 +94,9 @@ class NodeHostConfigReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = load_object(handle, source.rel, self.schema_name)
-        conn = ctx.global_db
+        db = ctx.writer.state
         row = config_row(document, file_mtime_ms(source, ctx.now_ms))
-        existing = fetch_row(conn, TABLE, "config_key = ?", (CONFIG_KEY,))
+        existing = db.first_row(TABLE, {"config_key": CONFIG_KEY})
         result = WriteResult(records=1)
         decision = "imported"
         if existing is not None:
@@ -113,11 +112,11 @@ class NodeHostConfigReader(Reader):
             else:
                 decision = "replaced older database row" if existing_at < row["updated_at_ms"] else "identical"
         if decision != "kept newer database row":
-            write_row(conn, TABLE, row, ("config_key",))
+            db.upsert(TABLE, row, ("config_key",))
         extra = unmapped(document)
         if extra:
             result.notices.append(f"{source.rel}: field(s) without a column kept only in the retired copy: {', '.join(extra)}")
-        result.expect("global", TABLE, "config_key = ? AND node_id = ?", (CONFIG_KEY, row["node_id"]), 1)
+        db.expect_rows(TABLE, {"config_key": CONFIG_KEY, "node_id": row["node_id"]}, 1)
         result.report.update({
             "node_id": row["node_id"],
             "decision": decision,

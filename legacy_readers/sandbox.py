@@ -34,7 +34,7 @@ from typing import Any, BinaryIO
 
 from statekit.legacy_readers._jsjson import js_stringify
 from statekit.legacy_readers._small_stores import file_mtime_ms, integer, load_document, text
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, upsert
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 
 TABLE = "sandbox_registry_entries"
 KIND_OF_NAME = {"containers": "container", "browsers": "browser"}
@@ -92,17 +92,13 @@ def registry_row(kind: str, entry: dict[str, Any], mtime: int) -> dict[str, Any]
 
 def _write_entries(source: Source, ctx: ImportContext, kind: str, entries: list[dict[str, Any]]) -> WriteResult:
     mtime = file_mtime_ms(source, ctx.now_ms)
-    conn = ctx.global_db
     names: dict[str, None] = {}
     for entry in entries:
-        upsert(conn, TABLE, registry_row(kind, entry, mtime), ("registry_kind", "container_name"))
+        ctx.writer.state.upsert(TABLE, registry_row(kind, entry, mtime), ("registry_kind", "container_name"))
         names[entry["containerName"]] = None
     result = WriteResult(records=len(entries))
     if len(names) < len(entries):
         result.notices.append(f"{source.rel}: {len(entries) - len(names)} repeated container name(s); the later entry wins")
-    result.expect(
-        "global", TABLE, "registry_kind = ? AND container_name IN (SELECT value FROM json_each(?))", (kind, js_stringify(sorted(names))), len(names)
-    )
     result.report.update({"registry_kind": kind, "entries": len(entries), "containers": len(names)})
     return result
 

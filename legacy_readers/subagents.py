@@ -42,7 +42,7 @@ from typing import Any, BinaryIO
 
 from statekit.legacy_readers._jsjson import js_stringify
 from statekit.legacy_readers._small_stores import file_mtime_ms, load_document, normalize_account_id
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, upsert
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 
 TABLE = "subagent_runs"
 LEGACY_V1_FIELDS = ("announceCompletedAt", "announceHandled", "requesterChannel", "requesterAccountId")
@@ -435,14 +435,8 @@ class SubagentRunsReader(Reader):
         document = load_document(source, handle, self.schema_name or "")
         runs, skipped = select_runs(document)
         fallback = file_mtime_ms(source, ctx.now_ms)
-        conn = ctx.global_db
-        run_ids = []
         for loaded in runs:
-            row = run_row(loaded, fallback)
-            upsert(conn, TABLE, row, ("run_id",))
-            run_ids.append(row["run_id"])
+            ctx.writer.state.upsert(TABLE, run_row(loaded, fallback), ("run_id",))
         result = WriteResult(records=len(runs), warnings=[f"{source.rel}: {w}" for w in skipped])
-        ids = js_stringify(sorted(run_ids))
-        result.expect("global", TABLE, "run_id IN (SELECT value FROM json_each(?))", (ids,), len(runs))
         result.report.update({"runs": len(document["runs"]), "imported": len(runs), "skipped": len(skipped), "version": document["version"]})
         return result

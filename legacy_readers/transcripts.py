@@ -20,7 +20,6 @@ The file is streamed line by line; memory does not grow with its size.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from collections.abc import Iterator
@@ -32,7 +31,7 @@ from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Sour
 from statekit.legacy_readers.writer import DatabaseWriter, Json
 from statekit.legacy_readers.session_family import lineage_owners, recovered_key
 from statekit.errors import SourceError
-from statekit.fsutil import iter_lines, open_regular_file
+from statekit.fsutil import iter_lines
 
 CURRENT_VERSION = 3
 SESSION_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$", re.I)
