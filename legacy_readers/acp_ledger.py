@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
+from statekit.values import js_json
 from statekit.legacy_readers._small_stores import load_document
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, validate
 from statekit.errors import SourceError
@@ -128,7 +128,7 @@ class AcpEventLedgerReader(Reader):
             ]], owner={"session_id": session_id})  # fmt: skip
             rows = [
                 [session_id, e["seq"], _number(e["at"]), e["sessionKey"], e["runId"] if isinstance(e.get("runId"), str) and e["runId"] else None,
-                 js_stringify(e["update"])]
+                 js_json(e["update"])]
                 for e in session["events"]
             ]  # fmt: skip
             if rows:

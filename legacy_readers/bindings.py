@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
+from statekit.values import js_json
 from statekit.legacy_readers._small_stores import agent_id_of_session_key, file_mtime_ms, load_document, normalize_account_id, text
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number
 
@@ -105,8 +105,8 @@ def binding_row(key: str, record: dict[str, Any], mtime: int) -> dict[str, Any]:
         "status": record["status"],
         "bound_at": record["boundAt"],
         "expires_at": record.get("expiresAt"),
-        "metadata_json": None if metadata is None else js_stringify(metadata),
-        "record_json": js_stringify(record),
+        "metadata_json": None if metadata is None else js_json(metadata),
+        "record_json": js_json(record),
         "updated_at": mtime,
     }
 

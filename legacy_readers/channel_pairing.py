@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
+from statekit.values import js_json
 from statekit.legacy_readers._small_stores import file_mtime_ms, iso_to_ms, load_document, normalize_account_id, text
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 from statekit.errors import SourceError
@@ -192,7 +192,7 @@ class ChannelPairingRequestsReader(Reader):
         columns = ("channel_key", "account_id", "request_id", "code", "created_at", "last_seen_at", "meta_json")
         rows = [
             (channel, account, request_id, request["code"], request["createdAt"], request["lastSeenAt"],
-             js_stringify(request["meta"]) if request["meta"] else None)
+             js_json(request["meta"]) if request["meta"] else None)
             for (account, request_id), request in sorted(chosen.items())
         ]  # fmt: skip
         ctx.writer.state.replace_owned(REQUESTS, {"channel_key": channel}, columns, rows)

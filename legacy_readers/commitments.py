@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
+from statekit.values import js_json
 from statekit.legacy_readers._small_stores import integer, load_document, record, text
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number
 
@@ -77,7 +77,7 @@ def commitment_row(raw: dict[str, Any]) -> dict[str, Any]:
         "dismissed_at_ms": integer(raw.get("dismissedAtMs")),
         "snoozed_until_ms": integer(raw.get("snoozedUntilMs")),
         "expired_at_ms": integer(raw.get("expiredAtMs")),
-        "record_json": js_stringify(cleaned),
+        "record_json": js_json(cleaned),
     }
 
 

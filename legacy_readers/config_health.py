@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, BinaryIO
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
-from statekit.legacy_readers._jsjson import js_stringify
+from statekit.values import js_json
 from statekit.documents import load_object, unmapped_fields
 
 FAMILY = "config-health"
@@ -27,7 +27,7 @@ ENTRY_FIELDS = ("lastKnownGood", "lastPromotedGood", "lastObservedSuspiciousSign
 
 
 def _snapshot(value: Any) -> str | None:
-    return js_stringify(value) if isinstance(value, dict) else None
+    return js_json(value) if isinstance(value, dict) else None
 
 
 def entry_row(path: str, entry: dict[str, Any], now_ms: int) -> dict[str, Any] | None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
+from statekit.values import js_json
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
 from statekit.documents import load_object
@@ -62,7 +62,7 @@ def config_row(document: dict[str, Any], updated_at: int) -> dict[str, Any]:
         "updated_at_ms": updated_at,
         # Columns 2026.9.6's upgrade reads when present (added only for a value).
         "gateway_context_path": _clean(gateway.get("contextPath")),
-        "gateway_cloudflare_access_json": js_stringify(cloud) if isinstance(cloud := gateway.get("cloudflareAccess"), dict) else None,
+        "gateway_cloudflare_access_json": js_json(cloud) if isinstance(cloud := gateway.get("cloudflareAccess"), dict) else None,
         "installed_apps_sharing": None if not isinstance(sharing := document.get("installedAppsSharing"), bool) else int(sharing),
     }
 

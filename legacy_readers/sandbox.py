@@ -32,7 +32,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
+from statekit.values import js_json
 from statekit.legacy_readers._small_stores import file_mtime_ms, integer, load_document, text
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 
@@ -85,7 +85,7 @@ def registry_row(kind: str, entry: dict[str, Any], mtime: int) -> dict[str, Any]
         "config_hash": text(completed.get("configHash")),
         "cdp_port": None if container else integer(completed["cdpPort"]),
         "no_vnc_port": None if container else integer(completed.get("noVncPort")),
-        "entry_json": js_stringify(completed),
+        "entry_json": js_json(completed),
         "updated_at": mtime,
     }
 

@@ -40,7 +40,7 @@ import copy
 import math
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
+from statekit.values import js_json
 from statekit.legacy_readers._small_stores import file_mtime_ms, load_document, normalize_account_id
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 
@@ -122,7 +122,7 @@ def _defined(value: Any) -> Any:
 
 
 def _stringify(value: Any) -> str:
-    return js_stringify(_defined(value))
+    return js_json(_defined(value))
 
 
 def _string(value: Any) -> str | None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify, loads_js
+from statekit.values import js_json, js_loads
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 from statekit.documents import load_object
 from statekit.legacy_readers.writer import Json
@@ -63,7 +63,7 @@ def _safe_integer(value: Any) -> int | None:
 def parse_pointers(store: dict[str, Any], rel: str) -> list[Pointer]:
     pointers = []
     for scope_key, record in store.items():
-        where = f"$[{js_stringify(scope_key)}]"
+        where = f"$[{js_json(scope_key)}]"
         if not scope_key or scope_key.strip() != scope_key:
             raise SourceError(rel, "scope key is empty or has surrounding whitespace (OpenClaw refuses the file)", json_path=where)
         if not isinstance(record, dict):
@@ -137,6 +137,6 @@ class TuiLastSessionReader(Reader):
 
 def _held_key(row: dict[str, Any]) -> Any:
     try:
-        return loads_js(row["value_json"])
+        return js_loads(row["value_json"])
     except ValueError:
         return None
