@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any, BinaryIO
 
 from statekit.values import js_json
-from statekit.legacy_readers._small_stores import load_document
+from statekit.documents import load_document
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, validate
 from statekit.errors import SourceError
 

@@ -34,7 +34,10 @@ import math
 from typing import Any, BinaryIO
 
 from statekit.values import js_json
-from statekit.legacy_readers._small_stores import agent_id_of_session_key, file_mtime_ms, load_document, normalize_account_id, text
+from statekit.legacy_readers._small_stores import agent_id_of_session_key, normalize_account_id
+from statekit.documents import load_document
+from statekit.values import file_mtime_ms
+from statekit.values import trimmed as text  # the trimmed non-empty string
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number
 
 TABLE = "current_conversation_bindings"

@@ -34,7 +34,9 @@ import json
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._small_stores import PLUGIN_STATE, file_mtime_ms, integer, load_document, put_plugin_state, workspace_path
+from statekit.legacy_readers._small_stores import PLUGIN_STATE, put_plugin_state, workspace_path
+from statekit.documents import load_document
+from statekit.values import file_mtime_ms, integer
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 
 PLUGIN_ID, NAMESPACE = "core:clawhub-skills", "skill-installs"

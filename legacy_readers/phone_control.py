@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
-from statekit.legacy_readers._small_stores import file_mtime_ms, load_document, put_plugin_state
+from statekit.legacy_readers._small_stores import put_plugin_state
+from statekit.documents import load_document
+from statekit.values import file_mtime_ms
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 
 PLUGIN_ID, NAMESPACE, ENTRY_KEY = "phone-control", "arm-state", "current"

@@ -33,7 +33,9 @@ from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
 from statekit.values import js_json
-from statekit.legacy_readers._small_stores import file_mtime_ms, integer, load_document, text
+from statekit.documents import load_document
+from statekit.values import file_mtime_ms, integer
+from statekit.values import trimmed as text  # the trimmed non-empty string
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 
 TABLE = "sandbox_registry_entries"

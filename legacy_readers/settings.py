@@ -31,7 +31,10 @@ import re
 import unicodedata
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._small_stores import file_mtime_ms, load_document, put_plugin_state, text
+from statekit.legacy_readers._small_stores import put_plugin_state
+from statekit.documents import load_document
+from statekit.values import file_mtime_ms
+from statekit.values import trimmed as text  # the trimmed non-empty string
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 
 CONFIG_KEY = "default"

@@ -33,7 +33,8 @@ import os
 import unicodedata
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._small_stores import iso_to_ms, load_document, ms_to_iso
+from statekit.documents import load_document
+from statekit.values import iso_to_ms, ms_to_iso
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 from statekit.errors import SourceError
 
