@@ -45,7 +45,7 @@ from statekit.legacy_readers._small_stores import normalize_account_id
 from statekit.documents import load_document
 from statekit.values import file_mtime_ms, iso_to_ms
 from statekit.values import trimmed as text  # the trimmed non-empty string
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.errors import SourceError
 
 ALLOW = "channel_pairing_allow_entries"
@@ -114,9 +114,10 @@ class ChannelAllowFromReader(Reader):
         values = document if isinstance(document, list) else document["allowFrom"]
         return normalize_entries(values)
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
-        if split_allow_name(PurePosixPath(source.rel).name[: -len(ALLOW_SUFFIX)])[0] in ("", "_"):
+        ctx = ctx or ReadContext.for_source(source)  # the config the apply step splits the name with
+        if split_allow_name(PurePosixPath(source.rel).name[: -len(ALLOW_SUFFIX)], configured_channels(ctx.config))[0] in ("", "_"):
             raise SourceError(source.rel, "the file name names no channel")
         entries, _dropped = self._entries(document)
         return Inspection(record_count=len(entries))
