@@ -8,12 +8,16 @@ tables it writes (``target_tables``) and what happens to the file
 * :meth:`Reader.inspect` (plan, read-only): count records and notice
   problems cheaply; raise :class:`SourceError` for an unreadable source.
 * :meth:`Reader.write` (apply): parse, validate, transform and write rows
-  through the :class:`ImportContext`; return what was written so the apply
-  loop can validate the rows after commit.
+  through ``ctx.writer`` (:mod:`statekit.legacy_readers.writer`); the writer
+  remembers what was written, so the apply loop validates the rows after
+  commit.
 
-The apply loop owns transactions, receipts and retirement: a reader never
-commits, never writes another family's tables and never touches a file it
-does not claim.
+Both steps get a context with the same config, clock and verified re-open
+(:class:`ReadContext`; :class:`ImportContext` adds the writer). The apply
+loop owns transactions, receipts and retirement: a reader never commits,
+never writes a table outside its ``target_tables`` (an SQLite authorizer
+refuses it), never reads statekit's bookkeeping tables and never opens a
+file except through its handle or the context.
 """
 
 from __future__ import annotations
