@@ -39,9 +39,8 @@ import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from statekit.values import js_json
+from statekit.values import file_mtime_ms, iso_to_ms, js_json
 from statekit.legacy_readers._small_stores import PLUGIN_STATE, line_key
-from statekit.values import file_mtime_ms, iso_to_ms
 from statekit.legacy_readers.base import (
     ImportContext,
     Inspection,

@@ -33,10 +33,9 @@ from __future__ import annotations
 import math
 from typing import Any, BinaryIO
 
-from statekit.values import js_json
+from statekit.values import file_mtime_ms, js_json
 from statekit.legacy_readers._small_stores import agent_id_of_session_key, normalize_account_id
 from statekit.documents import load_document
-from statekit.values import file_mtime_ms
 from statekit.values import trimmed as text  # the trimmed non-empty string
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number
 

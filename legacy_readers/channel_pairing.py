@@ -40,10 +40,9 @@ from collections.abc import Iterable
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
-from statekit.values import js_json
+from statekit.values import file_mtime_ms, iso_to_ms, js_json
 from statekit.legacy_readers._small_stores import normalize_account_id
 from statekit.documents import load_document
-from statekit.values import file_mtime_ms, iso_to_ms
 from statekit.values import trimmed as text  # the trimmed non-empty string
 from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.errors import SourceError

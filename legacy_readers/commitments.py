@@ -21,9 +21,8 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from statekit.values import js_json
+from statekit.values import integer, js_json, record
 from statekit.documents import load_document
-from statekit.values import integer, record
 from statekit.values import trimmed as text  # the trimmed non-empty string
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number
 

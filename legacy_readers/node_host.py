@@ -24,11 +24,10 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from statekit.values import js_json
+from statekit.values import file_mtime_ms, js_json, text
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
 from statekit.documents import load_object
-from statekit.values import file_mtime_ms, text
 from statekit.errors import SourceError
 
 FAMILY = "node-host"

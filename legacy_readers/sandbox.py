@@ -32,9 +32,8 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
-from statekit.values import js_json
+from statekit.values import file_mtime_ms, integer, js_json
 from statekit.documents import load_document
-from statekit.values import file_mtime_ms, integer
 from statekit.values import trimmed as text  # the trimmed non-empty string
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 

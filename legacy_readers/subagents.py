@@ -40,10 +40,9 @@ import copy
 import math
 from typing import Any, BinaryIO
 
-from statekit.values import js_json
+from statekit.values import file_mtime_ms, js_json
 from statekit.legacy_readers._small_stores import normalize_account_id
 from statekit.documents import load_document
-from statekit.values import file_mtime_ms
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 
 TABLE = "subagent_runs"

@@ -228,13 +228,14 @@ def tables_of(targets: Iterable[str], level: str) -> frozenset[str]:
 class Guard:
     """An SQLite authorizer: the reader ``reader`` may write only ``targets`` and never read bookkeeping tables."""
 
-    def __init__(self, reader: str, targets: Iterable[str], cascades: Iterable[str] = ()) -> None:
+    def __init__(self, reader: str, targets: Iterable[str], cascades: Iterable[str] = (), declared: Iterable[str] | None = None) -> None:
         self.reader = reader
-        self.targets = frozenset(targets)
+        self.targets = frozenset(targets)  # the tables of this database level
         self.cascades = frozenset(cascades) - self.targets
+        self.declared = tuple(declared) if declared is not None else tuple(sorted(self.targets))  # as the reader wrote them
 
     def refuse(self, what: str, table: str) -> SchemaError:
-        declared = ", ".join(sorted(self.targets)) or "none"
+        declared = ", ".join(self.declared) or "none"
         return SchemaError(f"reader {self.reader} tried to {what} table {table}, which is not among its target_tables ({declared})")
 
     def __call__(self, op: int, p1: str | None, p2: str | None, db_name: str | None, trigger: str | None) -> int:
@@ -600,7 +601,7 @@ class Writer:
     @staticmethod
     def _install(conn: Connection, guard: Guard, level: str) -> None:
         tables = tables_of(guard.targets, level)
-        conn.authorizer = Guard(guard.reader, tables, cascade_children(conn, tables))
+        conn.authorizer = Guard(guard.reader, tables, cascade_children(conn, tables), declared=guard.declared)
 
     @contextmanager
     def guarded(self, reader: str, targets: Iterable[str]) -> Iterator[None]:
