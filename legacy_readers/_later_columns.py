@@ -45,37 +45,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from statekit.legacy_readers.base import forget_columns
-from statekit.db import Connection, table_columns
+from statekit.legacy_readers.writer import DatabaseWriter, as_database_writer
+from statekit.db import Connection
 from statekit.schema import LATER_COLUMNS
+
 
 def later_columns_of(table: str) -> list[str]:
     return [column for (name, column) in LATER_COLUMNS if name == table]
 
 
-def ensure_later_column(conn: Connection, table: str, column: str) -> bool:
-    """Add one registered later column to ``table`` if it lacks it; True when it was added."""
-    declared = LATER_COLUMNS.get((table, column))
-    if declared is None:
-        raise KeyError(f"{table}.{column} is not a column OpenClaw adds to a version-1 table")
-    if column in table_columns(conn, table):
-        return False
-    conn.execute(f'ALTER TABLE "{table}" ADD COLUMN {column} {declared}')
-    forget_columns(conn)  # require_columns caches a table's columns per connection
-    return True
+def ensure_later_column(db: DatabaseWriter | Connection, table: str, column: str) -> bool:
+    """Add one registered later column to ``table`` if it lacks it; True when it was added (``DatabaseWriter.add_later_column``)."""
+    return as_database_writer(db).add_later_column(table, column)
 
 
-def fit_later_columns(conn: Connection, table: str, row: Mapping[str, Any]) -> dict[str, Any]:
-    """``row`` ready for ``table``: a later column with a value is added to the table, one without a value is left out."""
-    later = set(later_columns_of(table))
-    if not later.intersection(row):
-        return dict(row)
-    have = set(table_columns(conn, table))
-    fitted: dict[str, Any] = {}
-    for name, value in row.items():
-        if name in later and name not in have:
-            if value is None:
-                continue
-            ensure_later_column(conn, table, name)
-        fitted[name] = value
-    return fitted
+def fit_later_columns(db: DatabaseWriter | Connection, table: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    """``row`` ready for ``table``: a later column with a value is added to the table, one without a value is left out.
+
+    The writer fits every row this way (``DatabaseWriter.fit``); this is for the callers that fit by hand.
+    """
+    return as_database_writer(db).fit_later(table, row)

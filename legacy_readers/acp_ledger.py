@@ -29,9 +29,9 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
-from statekit.legacy_readers._small_stores import load_document
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, insert_many, validate
+from statekit.values import js_json
+from statekit.documents import load_document
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, validate
 from statekit.errors import SourceError
 
 SESSIONS = "acp_replay_sessions"
@@ -108,15 +108,15 @@ class AcpEventLedgerReader(Reader):
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = load_document(source, handle, self.schema_name or "")
         selected, notices, warnings = select_sessions(source, document)
-        conn = ctx.global_db
+        db = ctx.writer.state
         imported: list[str] = []
         total_events = 0
         for session in selected:
             session_id = session["sessionId"]
-            if conn.execute(f"SELECT 1 FROM {SESSIONS} WHERE session_id = ?", (session_id,)).fetchone():
+            if db.exists(SESSIONS, {"session_id": session_id}):
                 notices.append(f"session {session_id!r} is already in the database; kept as it is")
                 continue
-            insert_many(conn, SESSIONS, SESSION_COLUMNS, [[
+            db.insert_many(SESSIONS, SESSION_COLUMNS, [[
                 session_id,
                 session["sessionKey"],
                 session["cwd"],
@@ -124,14 +124,14 @@ class AcpEventLedgerReader(Reader):
                 _number(session["createdAt"]),
                 _number(session["updatedAt"]),
                 session["nextSeq"],
-            ]])  # fmt: skip
+            ]], owner={"session_id": session_id})  # fmt: skip
             rows = [
                 [session_id, e["seq"], _number(e["at"]), e["sessionKey"], e["runId"] if isinstance(e.get("runId"), str) and e["runId"] else None,
-                 js_stringify(e["update"])]
+                 js_json(e["update"])]
                 for e in session["events"]
             ]  # fmt: skip
             if rows:
-                insert_many(conn, EVENTS, EVENT_COLUMNS, rows)
+                db.insert_many(EVENTS, EVENT_COLUMNS, rows, owner={"session_id": session_id})
             imported.append(session_id)
             total_events += len(rows)
         result = WriteResult(
@@ -139,8 +139,5 @@ class AcpEventLedgerReader(Reader):
             notices=[f"{source.rel}: {n}" for n in notices],
             warnings=[f"{source.rel}: {w}" for w in warnings],
         )
-        ids = js_stringify(sorted(imported))
-        result.expect("global", SESSIONS, "session_id IN (SELECT value FROM json_each(?))", (ids,), len(imported))
-        result.expect("global", EVENTS, "session_id IN (SELECT value FROM json_each(?))", (ids,), total_events)
         result.report.update({"ledger_sessions": len(document["sessions"]), "imported_sessions": len(imported), "events": total_events})
         return result

@@ -39,8 +39,8 @@ import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
-from statekit.legacy_readers._small_stores import PLUGIN_STATE, file_mtime_ms, iso_to_ms, line_key
+from statekit.values import file_mtime_ms, iso_to_ms, js_json
+from statekit.legacy_readers._small_stores import PLUGIN_STATE, line_key
 from statekit.legacy_readers.base import (
     ImportContext,
     Inspection,
@@ -48,7 +48,6 @@ from statekit.legacy_readers.base import (
     Source,
     WriteResult,
     parse_json_line,
-    require_columns,
     validate,
 )
 from statekit.errors import SourceError
@@ -191,17 +190,14 @@ class AuditLogReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         plugin_id, namespace, time_field, mask = LOGS[source.rel]
-        conn = ctx.global_db
+        db = ctx.writer.state
         columns = ("plugin_id", "namespace", "entry_key", "value_json", "created_at", "expires_at")
-        require_columns(conn, PLUGIN_STATE, columns)
+        db.require_columns(PLUGIN_STATE, columns)
         fallback = file_mtime_ms(source, ctx.now_ms)
-        conn.execute(
-            f"DELETE FROM {PLUGIN_STATE} WHERE plugin_id = ? AND namespace = ? AND entry_key LIKE 'legacy:%'",
-            (plugin_id, namespace),
-        )
-        sql = (
-            f"INSERT INTO {PLUGIN_STATE} ({', '.join(columns)}) VALUES (?, ?, ?, ?, ?, NULL)"
-            " ON CONFLICT(plugin_id, namespace, entry_key) DO UPDATE SET value_json = excluded.value_json,"
+        owner = {"plugin_id": plugin_id, "namespace": namespace}
+        db.delete_where(PLUGIN_STATE, owner, "entry_key LIKE 'legacy:%'")  # the lines an earlier import of this log wrote
+        conflict = (
+            "(plugin_id, namespace, entry_key) DO UPDATE SET value_json = excluded.value_json,"
             " created_at = excluded.created_at, expires_at = excluded.expires_at"
         )
         batch: list[tuple[Any, ...]] = []
@@ -211,17 +207,15 @@ class AuditLogReader(Reader):
                 record, masked = mask_record(record)
                 masked_total += masked
             created = iso_to_ms(record.get(time_field)) if isinstance(record.get(time_field), str) else None
-            batch.append((plugin_id, namespace, line_key(number, line), js_stringify(record), created if created is not None else fallback))
+            batch.append((plugin_id, namespace, line_key(number, line), js_json(record), created if created is not None else fallback, None))
             count += 1
             if len(batch) >= BATCH:
-                conn.executemany(sql, batch)
+                db.insert_many(PLUGIN_STATE, columns, batch, conflict=conflict)
                 batch.clear()
         if batch:
-            conn.executemany(sql, batch)
+            db.insert_many(PLUGIN_STATE, columns, batch, conflict=conflict)
+        db.expect_rows(PLUGIN_STATE, owner, count)
         result = WriteResult(records=count)
-        result.expect(
-            "global", PLUGIN_STATE, "plugin_id = ? AND namespace = ? AND entry_key LIKE 'legacy:%'", (plugin_id, namespace), count
-        )
         result.report.update({"plugin_id": plugin_id, "namespace": namespace, "records": count, "masked_argv_values": masked_total})
         if masked_total:
             result.notices.append(f"{source.rel}: masked {masked_total} credential-looking argv value(s) in the imported audit records")

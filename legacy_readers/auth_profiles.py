@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections.abc import Callable
 from pathlib import PurePosixPath
@@ -70,6 +69,7 @@ from statekit.legacy_readers.base import (
     validate,
 )
 from statekit.legacy_readers.writer import DatabaseWriter, Json, as_database_writer
+from statekit.values import file_mtime_ms
 from statekit.errors import SourceError
 from statekit.layout import DEFAULT_AGENT_ID, agent_db_path, is_valid_agent_id, normalize_agent_id
 from statekit.db import Connection, immediate
@@ -495,13 +495,6 @@ OWNERSHIP_KEY = "auth.sharedStore"
 STATE_DB_OWNERSHIP = {"location": "state-db"}
 
 
-def _mtime_ms(source: Source, fallback: int) -> int:
-    try:
-        return int(os.stat(source.path).st_mtime * 1000)
-    except OSError:
-        return fallback
-
-
 class Target:
     """One agent's two auth rows: in its own database (``primary``), or OpenClaw's shared store (``main``)."""
 
@@ -761,7 +754,7 @@ def _fingerprint_map(profiles: dict[str, dict[str, Any]]) -> dict[str, dict[str,
 def _import_store(
     source: Source, ctx: ImportContext, agent: str, parsed: Parsed, authoritative: bool, fill_note: str, *, first: bool = False
 ) -> WriteResult:
-    updated = _mtime_ms(source, ctx.now_ms)
+    updated = file_mtime_ms(source, ctx.now_ms)
     target = target_for(ctx, agent, updated)
     counts = merge_store(target, parsed.profiles, updated, authoritative, source.rel, first=first)
     if parsed.state:
@@ -825,7 +818,7 @@ class AuthStateReader(Reader):
         document = _load(source, handle, self.schema_name or "")
         state = normalize_state(document)
         authoritative = source.rel.startswith("agents/")
-        updated = _mtime_ms(source, ctx.now_ms)
+        updated = file_mtime_ms(source, ctx.now_ms)
         result = WriteResult(records=1 if state else 0)
         target = target_for(ctx, agent, updated)
         if state:

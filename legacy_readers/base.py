@@ -8,12 +8,16 @@ tables it writes (``target_tables``) and what happens to the file
 * :meth:`Reader.inspect` (plan, read-only): count records and notice
   problems cheaply; raise :class:`SourceError` for an unreadable source.
 * :meth:`Reader.write` (apply): parse, validate, transform and write rows
-  through the :class:`ImportContext`; return what was written so the apply
-  loop can validate the rows after commit.
+  through ``ctx.writer`` (:mod:`statekit.legacy_readers.writer`); the writer
+  remembers what was written, so the apply loop validates the rows after
+  commit.
 
-The apply loop owns transactions, receipts and retirement: a reader never
-commits, never writes another family's tables and never touches a file it
-does not claim.
+Both steps get a context with the same config, clock and verified re-open
+(:class:`ReadContext`; :class:`ImportContext` adds the writer). The apply
+loop owns transactions, receipts and retirement: a reader never commits,
+never writes a table outside its ``target_tables`` (an SQLite authorizer
+refuses it), never reads statekit's bookkeeping tables and never opens a
+file except through its handle or the context.
 """
 
 from __future__ import annotations
@@ -288,10 +292,11 @@ def completed_receipt_report(conn: Connection, rel: str, digest: str | None) -> 
 # --- SQL helpers (for readers not yet converted to ctx.writer) ------------------------------
 
 
-def _db_writer(conn: Connection) -> Any:
-    from statekit.legacy_readers.writer import DatabaseWriter
+def _db_writer(conn: Any) -> Any:
+    """A :class:`~statekit.legacy_readers.writer.DatabaseWriter` given as such, or over a raw connection."""
+    from statekit.legacy_readers.writer import as_database_writer
 
-    return DatabaseWriter(conn, "global")
+    return as_database_writer(conn)
 
 
 def require_columns(conn: Connection, table: str, columns: Iterable[str]) -> None:

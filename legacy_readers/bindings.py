@@ -33,9 +33,11 @@ from __future__ import annotations
 import math
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
-from statekit.legacy_readers._small_stores import agent_id_of_session_key, file_mtime_ms, load_document, normalize_account_id, text
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number, upsert
+from statekit.values import file_mtime_ms, js_json
+from statekit.legacy_readers._small_stores import agent_id_of_session_key, normalize_account_id
+from statekit.documents import load_document
+from statekit.values import trimmed as text  # the trimmed non-empty string
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number
 
 TABLE = "current_conversation_bindings"
 SEP = "\u241f"
@@ -105,8 +107,8 @@ def binding_row(key: str, record: dict[str, Any], mtime: int) -> dict[str, Any]:
         "status": record["status"],
         "bound_at": record["boundAt"],
         "expires_at": record.get("expiresAt"),
-        "metadata_json": None if metadata is None else js_stringify(metadata),
-        "record_json": js_stringify(record),
+        "metadata_json": None if metadata is None else js_json(metadata),
+        "record_json": js_json(record),
         "updated_at": mtime,
     }
 
@@ -151,14 +153,12 @@ class CurrentConversationBindingsReader(Reader):
         document = load_document(source, handle, self.schema_name or "")
         mtime = file_mtime_ms(source, ctx.now_ms)
         chosen, notices, warnings = select_bindings(document, mtime)
-        conn = ctx.global_db
         for key, record in chosen.items():
-            upsert(conn, TABLE, binding_row(key, record, mtime), ("binding_key",))
+            ctx.writer.state.upsert(TABLE, binding_row(key, record, mtime), ("binding_key",))
         result = WriteResult(
             records=len(chosen),
             notices=[f"{source.rel}: {n}" for n in notices],
             warnings=[f"{source.rel}: {w}" for w in warnings],
         )
-        result.expect("global", TABLE, "binding_key IN (SELECT value FROM json_each(?))", (js_stringify(sorted(chosen)),), len(chosen))
         result.report.update({"bindings": len(document["bindings"]), "imported": len(chosen), "skipped": len(warnings)})
         return result

@@ -40,9 +40,11 @@ from collections.abc import Iterable
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
-from statekit.legacy_readers._small_stores import file_mtime_ms, iso_to_ms, load_document, normalize_account_id, text
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, insert_many, require_columns
+from statekit.values import file_mtime_ms, iso_to_ms, js_json
+from statekit.legacy_readers._small_stores import normalize_account_id
+from statekit.documents import load_document
+from statekit.values import trimmed as text  # the trimmed non-empty string
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.errors import SourceError
 
 ALLOW = "channel_pairing_allow_entries"
@@ -110,9 +112,10 @@ class ChannelAllowFromReader(Reader):
         values = document if isinstance(document, list) else document["allowFrom"]
         return normalize_entries(values)
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
-        if split_allow_name(PurePosixPath(source.rel).name[: -len(ALLOW_SUFFIX)])[0] in ("", "_"):
+        ctx = ctx or ReadContext.for_source(source)  # the config the apply step splits the name with
+        if split_allow_name(PurePosixPath(source.rel).name[: -len(ALLOW_SUFFIX)], configured_channels(ctx.config))[0] in ("", "_"):
             raise SourceError(source.rel, "the file name names no channel")
         entries, _dropped = self._entries(document)
         return Inspection(record_count=len(entries))
@@ -125,23 +128,17 @@ class ChannelAllowFromReader(Reader):
         if not channel or channel == "_":
             raise SourceError(source.rel, "the file name names no channel")
         mtime = file_mtime_ms(source, ctx.now_ms)
-        conn = ctx.global_db
+        db = ctx.writer.state
         columns = ("channel_key", "account_id", "entry", "sort_order", "updated_at")
-        require_columns(conn, ALLOW, columns)
-        existing = {row[0]: row[1] for row in conn.execute(f"SELECT entry, sort_order FROM {ALLOW} WHERE channel_key = ? AND account_id = ?", (channel, account))}
+        db.require_columns(ALLOW, columns)
+        existing = dict(db.select(ALLOW, ("entry", "sort_order"), {"channel_key": channel, "account_id": account}))
         next_order = max(existing.values(), default=-1) + 1
         new = [e for e in entries if e not in existing]
-        insert_many(conn, ALLOW, columns, [(channel, account, entry, next_order + i, mtime) for i, entry in enumerate(new)])
+        db.insert_many(ALLOW, columns, [(channel, account, entry, next_order + i, mtime) for i, entry in enumerate(new)])
         result = WriteResult(records=len(entries))
         if dropped:
             result.notices.append(f"{source.rel}: {dropped} empty, wildcard or duplicate entr{'y' if dropped == 1 else 'ies'} dropped")
-        result.expect(
-            "global",
-            ALLOW,
-            "channel_key = ? AND account_id = ? AND entry IN (SELECT value FROM json_each(?))",
-            (channel, account, js_stringify(entries)),
-            len(entries),
-        )
+        db.expect_rows(ALLOW, {"channel_key": channel, "account_id": account, "entry": entries}, len(entries))  # the kept ones too
         result.report.update({"channel_key": channel, "account_id": account, "entries": len(entries), "new_entries": len(new), "dropped": dropped})
         return result
 
@@ -193,16 +190,13 @@ class ChannelPairingRequestsReader(Reader):
         channel = safe_channel_key(PurePosixPath(source.rel).name[: -len(PAIRING_SUFFIX)])
         if not channel or channel == "_":
             raise SourceError(source.rel, "the file name names no channel")
-        conn = ctx.global_db
-        conn.execute(f"DELETE FROM {REQUESTS} WHERE channel_key = ?", (channel,))
         columns = ("channel_key", "account_id", "request_id", "code", "created_at", "last_seen_at", "meta_json")
         rows = [
             (channel, account, request_id, request["code"], request["createdAt"], request["lastSeenAt"],
-             js_stringify(request["meta"]) if request["meta"] else None)
+             js_json(request["meta"]) if request["meta"] else None)
             for (account, request_id), request in sorted(chosen.items())
         ]  # fmt: skip
-        insert_many(conn, REQUESTS, columns, rows)
+        ctx.writer.state.replace_owned(REQUESTS, {"channel_key": channel}, columns, rows)
         result = WriteResult(records=len(rows), warnings=[f"{source.rel}: {w}" for w in warnings])
-        result.expect("global", REQUESTS, "channel_key = ?", (channel,), len(rows))
         result.report.update({"channel_key": channel, "requests": len(document["requests"]), "imported": len(rows), "skipped": len(warnings)})
         return result

@@ -34,7 +34,9 @@ import json
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._small_stores import PLUGIN_STATE, file_mtime_ms, integer, load_document, put_plugin_state, workspace_path
+from statekit.legacy_readers._small_stores import PLUGIN_STATE, put_plugin_state, workspace_path
+from statekit.documents import load_document
+from statekit.values import file_mtime_ms, integer
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 
 PLUGIN_ID, NAMESPACE = "core:clawhub-skills", "skill-installs"
@@ -77,13 +79,11 @@ def _merge(existing: dict[str, Any] | None, incoming: dict[str, Any], incoming_w
 
 
 def _write_records(source: Source, ctx: ImportContext, records: list[dict[str, Any]], incoming_wins: bool) -> WriteResult:
-    conn = ctx.global_db
+    db = ctx.writer.state
     keys = []
     for record in records:
         key = entry_key(record["workspaceDir"], record["slug"])
-        row = conn.execute(
-            f"SELECT value_json FROM {PLUGIN_STATE} WHERE plugin_id = ? AND namespace = ? AND entry_key = ?", (PLUGIN_ID, NAMESPACE, key)
-        ).fetchone()
+        row = db.first(PLUGIN_STATE, ("value_json",), {"plugin_id": PLUGIN_ID, "namespace": NAMESPACE, "entry_key": key})
         existing = None
         if row is not None:
             try:
@@ -93,16 +93,9 @@ def _write_records(source: Source, ctx: ImportContext, records: list[dict[str, A
                 existing = None
         merged = _merge(existing, record, incoming_wins)
         created = integer(merged.get("installedAt"))
-        put_plugin_state(conn, PLUGIN_ID, NAMESPACE, key, merged, created if created is not None else merged["updatedAt"])
+        put_plugin_state(db, PLUGIN_ID, NAMESPACE, key, merged, created if created is not None else merged["updatedAt"])
         keys.append(key)
     result = WriteResult(records=len(records))
-    result.expect(
-        "global",
-        PLUGIN_STATE,
-        "plugin_id = ? AND namespace = ? AND entry_key IN (SELECT value FROM json_each(?))",
-        (PLUGIN_ID, NAMESPACE, json.dumps(sorted(keys))),
-        len(set(keys)),
-    )
     result.report.update({"workspace": workspace_rel_of(source.rel), "skills": sorted(r["slug"] for r in records)})
     return result
 

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
-from statekit.legacy_readers._small_stores import fit_row, integer, load_document, record, text
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number, upsert
+from statekit.values import integer, js_json, record
+from statekit.documents import load_document
+from statekit.values import trimmed as text  # the trimmed non-empty string
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number
 
 TABLE = "commitments"
 REQUIRED_TEXT = ("id", "agentId", "sessionKey", "channel", "kind", "sensitivity", "source", "status", "reason", "suggestedText", "dedupeKey")
@@ -77,7 +78,7 @@ def commitment_row(raw: dict[str, Any]) -> dict[str, Any]:
         "dismissed_at_ms": integer(raw.get("dismissedAtMs")),
         "snoozed_until_ms": integer(raw.get("snoozedUntilMs")),
         "expired_at_ms": integer(raw.get("expiredAtMs")),
-        "record_json": js_stringify(cleaned),
+        "record_json": js_json(cleaned),
     }
 
 
@@ -116,12 +117,10 @@ class CommitmentsReader(Reader):
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = load_document(source, handle, self.schema_name or "")
         chosen, warnings, stripped = select_commitments(document)
-        conn = ctx.global_db
         for raw in chosen.values():
-            upsert(conn, TABLE, fit_row(conn, TABLE, commitment_row(raw)), ("id",))
+            ctx.writer.state.upsert(TABLE, commitment_row(raw), ("id",))
         result = WriteResult(records=len(chosen), warnings=[f"{source.rel}: {w}" for w in warnings])
         if stripped:
             result.notices.append(f"{source.rel}: dropped the legacy raw conversation text of {stripped} commitment(s)")
-        result.expect("global", TABLE, "id IN (SELECT value FROM json_each(?))", (js_stringify(sorted(chosen)),), len(chosen))
         result.report.update({"commitments": len(document["commitments"]), "imported": len(chosen), "skipped": len(warnings)})
         return result

@@ -18,9 +18,8 @@ from __future__ import annotations
 from typing import Any, BinaryIO
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
-from statekit.legacy_readers._jsjson import js_stringify
+from statekit.values import js_json
 from statekit.documents import load_object, unmapped_fields
-from statekit.legacy_readers._rows import expect_keys, fetch_row, write_row
 
 FAMILY = "config-health"
 TABLE = "config_health_entries"
@@ -28,7 +27,7 @@ ENTRY_FIELDS = ("lastKnownGood", "lastPromotedGood", "lastObservedSuspiciousSign
 
 
 def _snapshot(value: Any) -> str | None:
-    return js_stringify(value) if isinstance(value, dict) else None
+    return js_json(value) if isinstance(value, dict) else None
 
 
 def entry_row(path: str, entry: dict[str, Any], now_ms: int) -> dict[str, Any] | None:
@@ -65,7 +64,7 @@ class ConfigHealthReader(Reader):
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = load_object(handle, source.rel, self.schema_name)
         entries: dict[str, Any] = document.get("entries") or {}
-        conn = ctx.global_db
+        db = ctx.writer.state
         kept = skipped = 0
         imported: dict[str, Any] = {}
         for path, entry in entries.items():
@@ -74,17 +73,14 @@ class ConfigHealthReader(Reader):
                 skipped += 1
                 continue
             imported[path] = entry
-            existing = fetch_row(conn, TABLE, "config_path = ?", (path,))
+            existing = db.first_row(TABLE, {"config_path": path})
             if existing is None:
-                write_row(conn, TABLE, row, ("config_path",))
+                db.upsert(TABLE, row, ("config_path",))
                 continue
             kept += 1
             filled = {c: existing[c] if existing[c] is not None else row[c] for c in ("last_known_good_json", "last_promoted_good_json")}
             if any(filled[c] != existing[c] for c in filled):
-                conn.execute(
-                    f"UPDATE {TABLE} SET last_known_good_json = ?, last_promoted_good_json = ?, updated_at_ms = ? WHERE config_path = ?",
-                    (filled["last_known_good_json"], filled["last_promoted_good_json"], ctx.now_ms, path),
-                )
+                db.update(TABLE, {**filled, "updated_at_ms": ctx.now_ms}, {"config_path": path})
         result = WriteResult(records=len(imported))
         if kept:
             result.notices.append(f"{source.rel}: kept {kept} entr(y/ies) already in the database (missing snapshots filled in)")
@@ -93,6 +89,6 @@ class ConfigHealthReader(Reader):
         extra = unmapped_fields(entries.values(), ENTRY_FIELDS) + sorted(f"$.{k}" for k in document if k != "entries")
         if extra:
             result.notices.append(f"{source.rel}: field(s) without a column kept only in the retired copy: {', '.join(extra)}")
-        expect_keys(result, TABLE, "config_path", imported)
+        db.expect_rows(TABLE, {"config_path": sorted(imported)}, len(imported))  # the kept rows too
         result.report.update({"entries": len(entries), "kept_database_rows": kept, "skipped": skipped, "fields_without_column": extra})
         return result

@@ -17,7 +17,9 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import BinaryIO
 
-from statekit.legacy_readers._small_stores import file_mtime_ms, iso_to_ms, load_document, put_plugin_state
+from statekit.legacy_readers._small_stores import put_plugin_state
+from statekit.documents import load_document
+from statekit.values import file_mtime_ms, iso_to_ms
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 
 PLUGIN_ID, NAMESPACE = "core:crestodian", "rescue-pending"
@@ -48,8 +50,7 @@ class CrestodianRescuePendingReader(Reader):
         document = load_document(source, handle, self.schema_name or "")
         key = entry_key_of(source.rel)
         created = iso_to_ms(document["createdAt"])
-        put_plugin_state(ctx.global_db, PLUGIN_ID, NAMESPACE, key, document, created if created is not None else file_mtime_ms(source, ctx.now_ms))
+        put_plugin_state(ctx.writer.state, PLUGIN_ID, NAMESPACE, key, document, created if created is not None else file_mtime_ms(source, ctx.now_ms))
         result = WriteResult(records=1)
-        result.expect("global", "plugin_state_entries", "plugin_id = ? AND namespace = ? AND entry_key = ?", (PLUGIN_ID, NAMESPACE, key), 1)
         result.report.update({"plugin_id": PLUGIN_ID, "namespace": NAMESPACE, "entry_key": key})
         return result

@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, compact_json, decode_utf8, validate
-from statekit.legacy_readers._rows import fetch_row, write_row
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, decode_utf8, validate
+from statekit.legacy_readers.writer import Json
 from statekit.values import file_mtime_ms
 from statekit.errors import SourceError
 
@@ -25,8 +25,7 @@ TABLE = "plugin_state_entries"
 PLUGIN_ID = "acpx"
 NAMESPACE = "gateway-instance"
 ENTRY_KEY = "current"
-KEY_WHERE = "plugin_id = ? AND namespace = ? AND entry_key = ?"
-KEY = (PLUGIN_ID, NAMESPACE, ENTRY_KEY)
+ENTRY = {"plugin_id": PLUGIN_ID, "namespace": NAMESPACE, "entry_key": ENTRY_KEY}  # the row's key
 
 
 def read_instance_id(handle: BinaryIO, rel: str, schema_name: str) -> str:
@@ -58,9 +57,9 @@ class GatewayInstanceIdReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         instance_id = read_instance_id(handle, source.rel, self.schema_name or "")
-        conn = ctx.global_db
+        db = ctx.writer.state
         created = file_mtime_ms(source, ctx.now_ms)
-        existing = fetch_row(conn, TABLE, KEY_WHERE, KEY)
+        existing = db.first_row(TABLE, ENTRY)
         result = WriteResult(records=1)
         decision = "imported"
         if existing is not None:
@@ -78,13 +77,11 @@ class GatewayInstanceIdReader(Reader):
                 decision = "replaced older database row"
         if decision in ("imported", "replaced older database row"):
             value = {"instanceId": instance_id, "createdAt": created}
-            write_row(
-                conn,
+            db.upsert(
                 TABLE,
-                {"plugin_id": PLUGIN_ID, "namespace": NAMESPACE, "entry_key": ENTRY_KEY, "value_json": compact_json(value),
-                 "created_at": created, "expires_at": None},
-                ("plugin_id", "namespace", "entry_key"),
+                {**ENTRY, "value_json": Json(value), "created_at": created, "expires_at": None},
+                tuple(ENTRY),
             )
-        result.expect("global", TABLE, KEY_WHERE, KEY, 1)
+        db.expect_rows(TABLE, ENTRY, 1)
         result.report.update({"instance_id": instance_id, "decision": decision})
         return result

@@ -27,7 +27,6 @@ from typing import Any, BinaryIO
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 from statekit.documents import load_object
-from statekit.legacy_readers._rows import fetch_row, write_row
 from statekit.values import file_mtime_ms, int64 as ms, json_text as json_col, text
 from statekit.errors import SourceError
 
@@ -138,22 +137,22 @@ class RestartSentinelReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = load_object(handle, source.rel, self.schema_name)
-        conn = ctx.global_db
+        db = ctx.writer.state
         if document.get("version", 1) != 1:
             raise SourceError(source.rel, "unsupported version (expected 1)", json_path="$.version")
         row = sentinel_row(document, file_mtime_ms(source, ctx.now_ms), source.rel)
-        existing = fetch_row(conn, SENTINEL_TABLE, "sentinel_key = ?", (SENTINEL_KEY,))
+        existing = db.first_row(SENTINEL_TABLE, {"sentinel_key": SENTINEL_KEY})
         result = WriteResult(records=1)
         if existing is not None and (existing.get("ts") or 0) > row["ts"]:
             decision = "kept newer database row"
             result.notices.append(f"{source.rel}: the database holds a newer restart sentinel; kept it, file retired")
         else:
-            write_row(conn, SENTINEL_TABLE, row, ("sentinel_key",))
+            db.upsert(SENTINEL_TABLE, row, ("sentinel_key",))
             decision = "imported"
         extra = sorted(set(document["payload"]) - set(PAYLOAD_FIELDS))
         if extra:
             result.notices.append(f"{source.rel}: payload field(s) OpenClaw does not keep, kept only in the retired copy: {', '.join(extra)}")
-        result.expect("global", SENTINEL_TABLE, "sentinel_key = ?", (SENTINEL_KEY,), 1)
+        db.expect_rows(SENTINEL_TABLE, {"sentinel_key": SENTINEL_KEY}, 1)
         result.report.update({"kind": row["kind"], "status": row["status"], "ts": row["ts"], "decision": decision})
         return result
 

@@ -29,12 +29,10 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import json
 from typing import Any, BinaryIO
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
 from statekit.documents import load_object
-from statekit.legacy_readers._rows import fetch_row, write_row
 from statekit.values import file_mtime_ms, int64 as ms, json_text as json_col
 from statekit.errors import SourceError
 
@@ -288,14 +286,14 @@ class DeviceIdentityReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         identity = parse_identity(load_object(handle, source.rel, self.schema_name), source.rel)
-        conn = ctx.global_db
+        db = ctx.writer.state
         mtime = file_mtime_ms(source, ctx.now_ms)
         created_at = identity["created_at"] if identity["created_at"] is not None else mtime
         notices: list[str] = []
         derived_id = hashlib.sha256(identity["raw_public"]).hexdigest()
         if derived_id != identity["device_id"]:
             notices.append("deviceId is not the sha256 of the public key; imported as recorded")
-        existing = fetch_row(conn, IDENTITY_TABLE, "identity_key = ?", (IDENTITY_KEY,))
+        existing = db.first_row(IDENTITY_TABLE, {"identity_key": IDENTITY_KEY})
         decision = "imported"
         if existing is not None:
             try:
@@ -309,8 +307,7 @@ class DeviceIdentityReader(Reader):
                 )
             decision = "already-in-database"
         else:
-            write_row(
-                conn,
+            db.upsert(
                 IDENTITY_TABLE,
                 {
                     "identity_key": IDENTITY_KEY,
@@ -325,7 +322,7 @@ class DeviceIdentityReader(Reader):
         if identity["shape"] == "raw":
             notices.append("raw base64url keys (macOS shape) converted to SPKI/PKCS#8 PEM")
         result = WriteResult(records=1, notices=[f"{source.rel}: {n}" for n in notices])
-        result.expect("global", IDENTITY_TABLE, "identity_key = ? AND device_id = ?", (IDENTITY_KEY, identity["device_id"]), 1)
+        db.expect_rows(IDENTITY_TABLE, {"identity_key": IDENTITY_KEY, "device_id": identity["device_id"]}, 1)
         result.report.update({
             "device_id": identity["device_id"],
             "shape": identity["shape"],
@@ -368,7 +365,7 @@ class DeviceAuthReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = load_object(handle, source.rel, self.schema_name)
-        conn = ctx.global_db
+        db = ctx.writer.state
         mtime = file_mtime_ms(source, ctx.now_ms)
         device_id = document["deviceId"].strip()
         tokens: dict[str, Any] = document.get("tokens") or {}
@@ -384,21 +381,19 @@ class DeviceAuthReader(Reader):
                 "scopes_json": json_col(normalize_scopes(entry.get("scopes"))),
                 "updated_at_ms": mtime if updated is None else updated,
             }
-            existing = fetch_row(conn, AUTH_TABLE, "device_id = ? AND role = ?", (device_id, role))
+            existing = db.first_row(AUTH_TABLE, {"device_id": device_id, "role": role})
             if existing is not None and (existing.get("updated_at_ms") or 0) > row["updated_at_ms"]:
                 kept += 1
             else:
-                write_row(conn, AUTH_TABLE, row, ("device_id", "role"))
+                db.upsert(AUTH_TABLE, row, ("device_id", "role"))
             roles.append(role)
         result = WriteResult(records=len(roles))
-        identity = fetch_row(conn, IDENTITY_TABLE, "identity_key = ?", (IDENTITY_KEY,))
+        identity = db.first_row(IDENTITY_TABLE, {"identity_key": IDENTITY_KEY})
         if identity is not None and identity.get("device_id") != device_id:
             result.notices.append(f"{source.rel}: tokens belong to a device id other than the primary identity's; imported as recorded")
         if kept:
             result.notices.append(f"{source.rel}: kept {kept} newer token row(s) already in the database")
-        result.expect(
-            "global", AUTH_TABLE, "device_id = ? AND role IN (SELECT value FROM json_each(?))", (device_id, json.dumps(sorted(set(roles)))), len(set(roles))
-        )
+        db.expect_rows(AUTH_TABLE, {"device_id": device_id, "role": sorted(set(roles))}, len(set(roles)))  # kept newer rows too
         result.report.update({
             "device_id": device_id,
             "roles": sorted(set(roles)),

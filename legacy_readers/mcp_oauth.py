@@ -23,7 +23,9 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import BinaryIO
 
-from statekit.legacy_readers._small_stores import file_mtime_ms, load_document, put_plugin_state
+from statekit.legacy_readers._small_stores import put_plugin_state
+from statekit.documents import load_document
+from statekit.values import file_mtime_ms
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 from statekit.errors import SourceError
 
@@ -64,12 +66,11 @@ class McpOAuthSessionReader(Reader):
         document = load_document(source, handle, self.schema_name or "")
         value = {k: v for k, v in document.items() if k not in DROPPED_FIELDS}
         key = session_key_of(source.rel)
-        put_plugin_state(ctx.global_db, PLUGIN_ID, NAMESPACE, key, value, file_mtime_ms(source, ctx.now_ms))
+        put_plugin_state(ctx.writer.state, PLUGIN_ID, NAMESPACE, key, value, file_mtime_ms(source, ctx.now_ms))
         result = WriteResult(records=1)
         dropped = [k for k in DROPPED_FIELDS if k in document]
         if dropped:
             result.notices.append(f"{source.rel}: dropped the persisted OAuth {', '.join(dropped)} (single-use)")
-        result.expect("global", "plugin_state_entries", "plugin_id = ? AND namespace = ? AND entry_key = ?", (PLUGIN_ID, NAMESPACE, key), 1)
         result.report.update({"plugin_id": PLUGIN_ID, "namespace": NAMESPACE, "entry_key": key, "fields": sorted(value), "dropped": dropped})
         return result
 

@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 from urllib.parse import unquote
 
 from statekit.legacy_readers.auth_profiles import owner_agent
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, decode_utf8, upsert
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, decode_utf8
 from statekit.errors import SourceError
 
 CACHE_SCOPE = "plugin-model-catalog-v1"
@@ -115,13 +115,11 @@ class PluginCatalogReader(Reader):
         if plugin_id is None or text is None:
             raise SourceError(source.rel, NOT_GENERATED_REASON)
         agent = owner_agent(source, dict(ctx.config))
-        upsert(
-            ctx.agent_db(agent),
+        ctx.writer.agent(agent).upsert(
             "cache_entries",
             {"scope": CACHE_SCOPE, "key": plugin_id, "value_json": text, "blob": None, "expires_at": None, "updated_at": ctx.now_ms},
             ("scope", "key"),
         )
         result = WriteResult(records=1)
-        result.expect(f"agent:{agent}", "cache_entries", "scope = ? AND key = ? AND value_json = ?", (CACHE_SCOPE, plugin_id, text), 1)
         result.report.update({"scope": CACHE_SCOPE, "key": plugin_id, "agent_id": agent, "bytes": len(text.encode("utf-8"))})
         return result

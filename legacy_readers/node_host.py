@@ -24,12 +24,10 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
+from statekit.values import file_mtime_ms, js_json, text
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
 from statekit.documents import load_object
-from statekit.legacy_readers._rows import fetch_row, write_row
-from statekit.values import file_mtime_ms, text
 from statekit.errors import SourceError
 
 FAMILY = "node-host"
@@ -63,7 +61,7 @@ def config_row(document: dict[str, Any], updated_at: int) -> dict[str, Any]:
         "updated_at_ms": updated_at,
         # Columns 2026.9.6's upgrade reads when present (added only for a value).
         "gateway_context_path": _clean(gateway.get("contextPath")),
-        "gateway_cloudflare_access_json": js_stringify(cloud) if isinstance(cloud := gateway.get("cloudflareAccess"), dict) else None,
+        "gateway_cloudflare_access_json": js_json(cloud) if isinstance(cloud := gateway.get("cloudflareAccess"), dict) else None,
         "installed_apps_sharing": None if not isinstance(sharing := document.get("installedAppsSharing"), bool) else int(sharing),
     }
 
@@ -94,9 +92,9 @@ class NodeHostConfigReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = load_object(handle, source.rel, self.schema_name)
-        conn = ctx.global_db
+        db = ctx.writer.state
         row = config_row(document, file_mtime_ms(source, ctx.now_ms))
-        existing = fetch_row(conn, TABLE, "config_key = ?", (CONFIG_KEY,))
+        existing = db.first_row(TABLE, {"config_key": CONFIG_KEY})
         result = WriteResult(records=1)
         decision = "imported"
         if existing is not None:
@@ -112,11 +110,11 @@ class NodeHostConfigReader(Reader):
             else:
                 decision = "replaced older database row" if existing_at < row["updated_at_ms"] else "identical"
         if decision != "kept newer database row":
-            write_row(conn, TABLE, row, ("config_key",))
+            db.upsert(TABLE, row, ("config_key",))
         extra = unmapped(document)
         if extra:
             result.notices.append(f"{source.rel}: field(s) without a column kept only in the retired copy: {', '.join(extra)}")
-        result.expect("global", TABLE, "config_key = ? AND node_id = ?", (CONFIG_KEY, row["node_id"]), 1)
+        db.expect_rows(TABLE, {"config_key": CONFIG_KEY, "node_id": row["node_id"]}, 1)
         result.report.update({
             "node_id": row["node_id"],
             "decision": decision,

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
-from statekit.legacy_readers._small_stores import file_mtime_ms, load_document, put_plugin_state
+from statekit.legacy_readers._small_stores import put_plugin_state
+from statekit.documents import load_document
+from statekit.values import file_mtime_ms
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 
 PLUGIN_ID, NAMESPACE, ENTRY_KEY = "phone-control", "arm-state", "current"
@@ -36,8 +38,7 @@ class PhoneControlArmStateReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = load_document(source, handle, self.schema_name or "")
-        put_plugin_state(ctx.global_db, PLUGIN_ID, NAMESPACE, ENTRY_KEY, document, file_mtime_ms(source, ctx.now_ms))
+        put_plugin_state(ctx.writer.state, PLUGIN_ID, NAMESPACE, ENTRY_KEY, document, file_mtime_ms(source, ctx.now_ms))
         result = WriteResult(records=1)
-        result.expect("global", "plugin_state_entries", "plugin_id = ? AND namespace = ? AND entry_key = ?", (PLUGIN_ID, NAMESPACE, ENTRY_KEY), 1)
         result.report.update({"plugin_id": PLUGIN_ID, "namespace": NAMESPACE, "version": document["version"]})
         return result

@@ -32,9 +32,10 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
-from statekit.legacy_readers._small_stores import file_mtime_ms, integer, load_document, text
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, upsert
+from statekit.values import file_mtime_ms, integer, js_json
+from statekit.documents import load_document
+from statekit.values import trimmed as text  # the trimmed non-empty string
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 
 TABLE = "sandbox_registry_entries"
 KIND_OF_NAME = {"containers": "container", "browsers": "browser"}
@@ -85,24 +86,20 @@ def registry_row(kind: str, entry: dict[str, Any], mtime: int) -> dict[str, Any]
         "config_hash": text(completed.get("configHash")),
         "cdp_port": None if container else integer(completed["cdpPort"]),
         "no_vnc_port": None if container else integer(completed.get("noVncPort")),
-        "entry_json": js_stringify(completed),
+        "entry_json": js_json(completed),
         "updated_at": mtime,
     }
 
 
 def _write_entries(source: Source, ctx: ImportContext, kind: str, entries: list[dict[str, Any]]) -> WriteResult:
     mtime = file_mtime_ms(source, ctx.now_ms)
-    conn = ctx.global_db
     names: dict[str, None] = {}
     for entry in entries:
-        upsert(conn, TABLE, registry_row(kind, entry, mtime), ("registry_kind", "container_name"))
+        ctx.writer.state.upsert(TABLE, registry_row(kind, entry, mtime), ("registry_kind", "container_name"))
         names[entry["containerName"]] = None
     result = WriteResult(records=len(entries))
     if len(names) < len(entries):
         result.notices.append(f"{source.rel}: {len(entries) - len(names)} repeated container name(s); the later entry wins")
-    result.expect(
-        "global", TABLE, "registry_kind = ? AND container_name IN (SELECT value FROM json_each(?))", (kind, js_stringify(sorted(names))), len(names)
-    )
     result.report.update({"registry_kind": kind, "entries": len(entries), "containers": len(names)})
     return result
 

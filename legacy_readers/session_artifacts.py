@@ -31,7 +31,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
+from statekit.values import file_mtime_ms, js_json
 from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, parse_json_line, validate
 from statekit.legacy_readers.transcripts import (
     CURRENT_VERSION,
@@ -68,13 +68,6 @@ def _in_session_dirs(*names: str) -> tuple[str, ...]:
 
 def _basename(rel: str) -> str:
     return rel.rsplit("/", 1)[-1]
-
-
-def _mtime_ms(source: Source, fallback: int) -> int:
-    try:
-        return int(os.stat(source.path).st_mtime * 1000)
-    except OSError:
-        return fallback
 
 
 class _JsonlScan:
@@ -224,7 +217,7 @@ class TrajectoryReader(Reader):
             raise SourceError(source.rel, "cannot tell which agent owns this trajectory sidecar")
         db = ctx.writer.agent(agent_id)
         session_id = owning_session(db, source.rel)
-        fallback_ms = _mtime_ms(source, ctx.now_ms)
+        fallback_ms = file_mtime_ms(source, ctx.now_ms)
         scan = _JsonlScan(source, handle, self.schema_name or "")
         db.delete("trajectory_runtime_events", {"session_id": session_id})  # replace what this session owns
 
@@ -250,7 +243,7 @@ class TrajectoryReader(Reader):
                 other_session += 1
             removed = strip_file_era(event)
             stripped += removed
-            text = js_stringify(event) if removed else line.decode("utf-8")
+            text = js_json(event) if removed else line.decode("utf-8")
             event_ms = parse_iso_ms(event.get("ts")) or previous_ms
             previous_ms = event_ms
             total += 1
@@ -346,7 +339,7 @@ class _CheckpointEvents:
                 changed = TranscriptReader._upgrade(
                     event, seq, self.header is not None and seq == 0, self.version, self.v1_prefix, self.header is not None
                 )
-            yield number, seq, (js_stringify(event) if changed else line.decode("utf-8")), event
+            yield number, seq, (js_json(event) if changed else line.decode("utf-8")), event
             seq += 1
 
 
@@ -402,7 +395,7 @@ class CheckpointReader(Reader):
             raise SourceError(source.rel, "cannot tell which agent owns this checkpoint")
         parent, checkpoint = parse_checkpoint_name(source.rel)
         db = ctx.writer.agent(agent_id)
-        fallback_ms = _mtime_ms(source, ctx.now_ms)
+        fallback_ms = file_mtime_ms(source, ctx.now_ms)
 
         # Pass 1 (the hashed handle): compare with the owning session's imported events.
         events = _CheckpointEvents(source, handle)

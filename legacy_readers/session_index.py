@@ -29,7 +29,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import math
-import os
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, BinaryIO
 
@@ -46,6 +45,7 @@ from statekit.legacy_readers.base import (
 from statekit.legacy_readers.session_family import recovered_key
 from statekit.legacy_readers.transcripts import claim_recovered
 from statekit.legacy_readers.writer import Json
+from statekit.values import file_mtime_ms
 from statekit.errors import SourceError
 
 FILE_ERA_FIELDS = ("sessionFile", "sessionFilePath", "transcriptPath", "transcriptLocator", "transcriptFile", "lockPath")
@@ -323,10 +323,7 @@ class SessionIndexReader(Reader):
         chosen, notices, warnings = select_entries(store, agent_id, mkey)
         db = ctx.writer.agent(agent_id)
         sessions_dir = source.path.parent
-        try:
-            file_mtime = int(os.stat(source.path).st_mtime * 1000)
-        except OSError:
-            file_mtime = ctx.now_ms
+        file_mtime = file_mtime_ms(source, ctx.now_ms)
         from_agent_dir = source.rel.startswith("agents/")
         newer = ">=" if from_agent_dir else ">"  # a per-agent index wins ties over the flat legacy one
         missing_transcripts = 0

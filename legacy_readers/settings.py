@@ -31,8 +31,11 @@ import re
 import unicodedata
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._small_stores import file_mtime_ms, load_document, put_plugin_state, text
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, insert_many, upsert
+from statekit.legacy_readers._small_stores import put_plugin_state
+from statekit.documents import load_document
+from statekit.values import file_mtime_ms
+from statekit.values import trimmed as text  # the trimmed non-empty string
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 
 CONFIG_KEY = "default"
 MAX_TRIGGERS = 32
@@ -118,17 +121,14 @@ class VoiceWakeTriggersReader(Reader):
         document = load_document(source, handle, self.schema_name or "")
         triggers = normalize_triggers(document["triggers"])
         updated = _updated_at(document, source, ctx)
-        conn = ctx.global_db
-        conn.execute(f"DELETE FROM {TRIGGERS} WHERE config_key = ?", (CONFIG_KEY,))
-        insert_many(conn, TRIGGERS, ("config_key", "position", "trigger", "updated_at_ms"),
-                    [(CONFIG_KEY, position, trigger, updated) for position, trigger in enumerate(triggers)])  # fmt: skip
+        ctx.writer.state.replace_owned(TRIGGERS, {"config_key": CONFIG_KEY}, ("config_key", "position", "trigger", "updated_at_ms"),
+                                       [(CONFIG_KEY, position, trigger, updated) for position, trigger in enumerate(triggers)])  # fmt: skip
         result = WriteResult(records=len(triggers))
         dropped = len(document["triggers"]) - len(triggers)
         if dropped:
             result.notices.append(f"{source.rel}: {dropped} empty, non-string or surplus trigger(s) dropped")
         if not triggers:
             result.notices.append(f"{source.rel}: no usable trigger; OpenClaw will use its built-in defaults")
-        result.expect("global", TRIGGERS, "config_key = ?", (CONFIG_KEY,), len(triggers))
         result.report.update({"triggers": len(triggers), "dropped": dropped})
         return result
 
@@ -175,9 +175,8 @@ class VoiceWakeRoutingReader(Reader):
             notices.append("defaultTarget is not a valid target; the default target is 'current'")
         updated = _updated_at(document, source, ctx)
         mode, agent, session = target_columns(default)
-        conn = ctx.global_db
-        upsert(
-            conn,
+        db = ctx.writer.state
+        db.upsert(
             ROUTING,
             {
                 "config_key": CONFIG_KEY,
@@ -189,10 +188,9 @@ class VoiceWakeRoutingReader(Reader):
             },
             ("config_key",),
         )
-        conn.execute(f"DELETE FROM {ROUTES} WHERE config_key = ?", (CONFIG_KEY,))
-        insert_many(
-            conn,
+        db.replace_owned(
             ROUTES,
+            {"config_key": CONFIG_KEY},
             ("config_key", "position", "trigger", "target_mode", "target_agent_id", "target_session_key", "updated_at_ms"),
             [(CONFIG_KEY, position, trigger, *target_columns(target), updated) for position, (trigger, target) in enumerate(routes)],
         )
@@ -201,8 +199,6 @@ class VoiceWakeRoutingReader(Reader):
             notices=[f"{source.rel}: {n}" for n in notices],
             warnings=[f"{source.rel}: {w}" for w in warnings],
         )
-        result.expect("global", ROUTING, "config_key = ?", (CONFIG_KEY,), 1)
-        result.expect("global", ROUTES, "config_key = ?", (CONFIG_KEY,), len(routes))
         result.report.update({"default_target_mode": mode, "routes": len(routes), "skipped_routes": len(warnings)})
         return result
 
@@ -226,8 +222,7 @@ class TtsPrefsReader(Reader):
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = load_document(source, handle, self.schema_name or "")
         value = document if isinstance(document, dict) else {}
-        put_plugin_state(ctx.global_db, TTS_PLUGIN, TTS_NAMESPACE, TTS_KEY, value, file_mtime_ms(source, ctx.now_ms))
+        put_plugin_state(ctx.writer.state, TTS_PLUGIN, TTS_NAMESPACE, TTS_KEY, value, file_mtime_ms(source, ctx.now_ms))
         result = WriteResult(records=1)
-        result.expect("global", "plugin_state_entries", "plugin_id = ? AND namespace = ? AND entry_key = ?", (TTS_PLUGIN, TTS_NAMESPACE, TTS_KEY), 1)
         result.report.update({"plugin_id": TTS_PLUGIN, "namespace": TTS_NAMESPACE, "keys": sorted(value.get("tts", {}) or {}) if isinstance(value.get("tts"), dict) else []})
         return result

@@ -55,18 +55,17 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import shutil
-import tempfile
 import zlib
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, require_columns
+from statekit.legacy_readers._sqlite_source import columns_of, count_rows as _count, open_sidecar_copy, select_rows
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
+from statekit.legacy_readers.writer import DatabaseWriter
 from statekit.errors import SourceError
 from statekit.fsutil import open_regular_file
-from statekit.db import Connection, SQLiteError, connect
+from statekit.db import Connection
 
 SIDECAR_SUFFIXES = ("", "-wal", "-shm", "-journal")
 COPIED_SUFFIXES = ("-wal", "-journal")  # what SQLite needs besides the database to see every committed row
@@ -78,59 +77,6 @@ def with_siblings(*paths: str) -> tuple[str, ...]:
 
 class _Sidecar(Reader):
     family = "sqlite-sidecars"
-
-
-# --- reading a sidecar without touching it ---------------------------------------------------
-
-
-@contextmanager
-def open_sidecar_copy(source: Source, handle: BinaryIO) -> Iterator[Connection]:
-    """A private copy of the database (and its WAL / hot journal) opened with sqlite3; the original is never opened by SQLite."""
-    with tempfile.TemporaryDirectory(prefix="statekit-sidecar-") as tmp:
-        copy = Path(tmp) / "sidecar.sqlite"
-        with copy.open("wb") as out:
-            shutil.copyfileobj(handle, out)
-        for suffix in COPIED_SUFFIXES:
-            sibling = source.path.with_name(source.path.name + suffix)
-            if not sibling.exists():
-                continue
-            try:
-                with open_regular_file(sibling) as src, open(str(copy) + suffix, "wb") as out:
-                    shutil.copyfileobj(src, out)
-            except OSError as exc:
-                raise SourceError(source.rel, f"cannot read {sibling.name} to see its committed rows ({exc.strerror or exc}); left in place") from None
-        try:
-            conn = connect(copy)
-        except SQLiteError as exc:
-            raise SourceError(source.rel, f"not a readable SQLite database ({exc})") from None
-        try:
-            try:
-                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            except SQLiteError as exc:
-                raise SourceError(source.rel, f"not a readable SQLite database ({exc})") from None
-            yield conn
-        finally:
-            conn.close()
-
-
-def columns_of(conn: Connection, table: str) -> set[str]:
-    return {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}
-
-
-def select_rows(conn: Connection, rel: str, table: str, wanted: Sequence[str], required: Sequence[str], order_by: str) -> list[dict[str, Any]]:
-    """Rows of ``table`` with the ``wanted`` columns (a missing optional column reads NULL, ``revision`` 0); none when the table is absent."""
-    have = columns_of(conn, table)
-    if not have:
-        return []
-    missing = [name for name in required if name not in have]
-    if missing:
-        raise SourceError(rel, f"table {table} lacks column(s) {', '.join(missing)}")
-    parts = [f'"{name}"' if name in have else f"{'0' if name == 'revision' else 'NULL'} AS \"{name}\"" for name in wanted]
-    try:
-        cursor = conn.execute(f'SELECT {", ".join(parts)} FROM "{table}" ORDER BY {order_by}')
-        return [dict(zip(wanted, row)) for row in cursor]
-    except SQLiteError as exc:
-        raise SourceError(rel, f"cannot read table {table} ({exc})") from None
 
 
 # --- OpenClaw's value rules ---------------------------------------------------------------
@@ -249,14 +195,8 @@ def flow_run_row(row: dict[str, Any]) -> dict[str, Any]:
 # --- writing ----------------------------------------------------------------------------------
 
 
-def _insert(conn: Connection, table: str, row: dict[str, Any]) -> None:
-    require_columns(conn, table, row)
-    names = list(row)
-    conn.execute(f'INSERT INTO "{table}" ({", ".join(names)}) VALUES ({", ".join("?" for _ in names)})', [row[n] for n in names])
-
-
-def _stored(conn: Connection, table: str, key_column: str, key: Any, columns: Sequence[str]) -> dict[str, Any] | None:
-    found = conn.execute(f'SELECT {", ".join(columns)} FROM "{table}" WHERE {key_column} = ?', (key,)).fetchone()
+def _stored(db: DatabaseWriter, table: str, key_column: str, key: Any, columns: Sequence[str]) -> dict[str, Any] | None:
+    found = db.first(table, columns, {key_column: key})
     return None if found is None else dict(zip(columns, found))
 
 
@@ -267,63 +207,63 @@ def _conflict(rel: str, what: str, keys: list[str]) -> SourceError:
     )
 
 
-def import_task_runs(conn: Connection, sidecar: Connection, rel: str) -> dict[str, Any]:
+def import_task_runs(db: DatabaseWriter, sidecar: Connection, rel: str) -> dict[str, Any]:
     tasks = [task_run_row(r) for r in select_rows(sidecar, rel, "task_runs", TASK_COLUMNS, TASK_REQUIRED, "created_at ASC, task_id ASC")]
     deliveries = select_rows(sidecar, rel, "task_delivery_state", DELIVERY_COLUMNS, ("task_id",), "task_id ASC")
     compared = [c for c in TASK_COLUMNS if c != "task_id"]
     conflicts: list[str] = []
     inserted: list[str] = []
     for task in tasks:
-        existing = _stored(conn, "task_runs", "task_id", task["task_id"], compared)
+        existing = _stored(db, "task_runs", "task_id", task["task_id"], compared)
         if existing is not None:
             if {**existing, "run_id": _trimmed_or_none(existing["run_id"])} != {c: task[c] for c in compared}:
                 conflicts.append(str(task["task_id"]))
             continue
-        _insert(conn, "task_runs", task)
+        db.insert("task_runs", task, key=("task_id",))
         inserted.append(task["task_id"])
     delivered, orphans = [], []
     for row in deliveries:
-        existing = _stored(conn, "task_delivery_state", "task_id", row["task_id"], DELIVERY_COLUMNS[1:])
+        existing = _stored(db, "task_delivery_state", "task_id", row["task_id"], DELIVERY_COLUMNS[1:])
         if existing is not None:
             if existing != {c: row[c] for c in DELIVERY_COLUMNS[1:]}:
                 conflicts.append(f"{row['task_id']}/delivery")
             continue
-        if conn.execute("SELECT 1 FROM task_runs WHERE task_id = ?", (row["task_id"],)).fetchone() is None:
+        if not db.exists("task_runs", {"task_id": row["task_id"]}):
             orphans.append(str(row["task_id"]))
             continue
-        _insert(conn, "task_delivery_state", row)
+        db.insert("task_delivery_state", row, key=("task_id",))
         delivered.append(row["task_id"])
     if conflicts:
         raise _conflict(rel, "task registry", conflicts)
     return {"tasks": tasks, "inserted": inserted, "delivered": delivered, "orphans": orphans}
 
 
-def import_flow_runs(conn: Connection, sidecar: Connection, rel: str) -> dict[str, Any]:
+def import_flow_runs(db: DatabaseWriter, sidecar: Connection, rel: str) -> dict[str, Any]:
     flows = [flow_run_row(r) for r in select_rows(sidecar, rel, "flow_runs", FLOW_COLUMNS, FLOW_REQUIRED, "created_at ASC, flow_id ASC")]
     compared = [c for c in FLOW_COLUMNS if c not in ("flow_id", "owner_session_key")]
     conflicts, inserted = [], []
     for flow in flows:
-        existing = _stored(conn, "flow_runs", "flow_id", flow["flow_id"], compared)
+        existing = _stored(db, "flow_runs", "flow_id", flow["flow_id"], compared)
         if existing is not None:
             if existing != {c: flow[c] for c in compared}:
                 conflicts.append(str(flow["flow_id"]))
             continue
-        _insert(conn, "flow_runs", flow)
+        db.insert("flow_runs", flow, key=("flow_id",))
         inserted.append(flow["flow_id"])
     if conflicts:
         raise _conflict(rel, "task flow", conflicts)
     return {"flows": flows, "inserted": inserted}
 
 
-def import_plugin_state(conn: Connection, sidecar: Connection, rel: str, now_ms: int) -> dict[str, Any]:
+def import_plugin_state(db: DatabaseWriter, sidecar: Connection, rel: str, now_ms: int) -> dict[str, Any]:
     entries = select_rows(sidecar, rel, "plugin_state_entries", PLUGIN_STATE_COLUMNS, PLUGIN_STATE_COLUMNS[:4], "plugin_id ASC, namespace ASC, entry_key ASC")
     key = ("plugin_id", "namespace", "entry_key")
-    where = "plugin_id = ? AND namespace = ? AND entry_key = ?"
     conflicts, inserted, expired, kept_newer = [], [], 0, 0
     for entry in entries:
         params = tuple(entry[k] for k in key)
-        conn.execute(f"DELETE FROM plugin_state_entries WHERE {where} AND expires_at IS NOT NULL AND expires_at <= ?", (*params, now_ms))
-        found = conn.execute(f"SELECT value_json, created_at, expires_at FROM plugin_state_entries WHERE {where}", params).fetchone()
+        where = dict(zip(key, params))
+        db.delete_where("plugin_state_entries", where, "expires_at IS NOT NULL AND expires_at <= ?", (now_ms,))  # expired: as if absent
+        found = db.first("plugin_state_entries", ("value_json", "created_at", "expires_at"), where)
         is_expired = entry["expires_at"] is not None and entry["expires_at"] <= now_ms
         if found is not None:
             if tuple(found) != (entry["value_json"], entry["created_at"], entry["expires_at"]):
@@ -337,7 +277,7 @@ def import_plugin_state(conn: Connection, sidecar: Connection, rel: str, now_ms:
         if is_expired:
             expired += 1
             continue
-        _insert(conn, "plugin_state_entries", {**entry, "created_at": entry["created_at"] or 0})
+        db.insert("plugin_state_entries", {**entry, "created_at": entry["created_at"] or 0}, key=key)
         inserted.append(params)
     if conflicts:
         raise _conflict(rel, "plugin-state", conflicts)
@@ -416,26 +356,26 @@ def capture_rows(source: Source, sidecar: Connection) -> dict[str, list[dict[str
     return {"sessions": sessions, "events": events, "blobs": blobs}
 
 
-def import_capture(conn: Connection, found: dict[str, list[dict[str, Any]]], rel: str) -> dict[str, int]:
+def import_capture(db: DatabaseWriter, found: dict[str, list[dict[str, Any]]], rel: str) -> dict[str, int]:
     counts = {"blobs": 0, "sessions": 0, "events": 0}
     for blob in found["blobs"]:
-        stored = _stored(conn, "capture_blobs", "blob_id", blob["blob_id"], ("encoding", "size_bytes", "sha256", "data"))
+        stored = _stored(db, "capture_blobs", "blob_id", blob["blob_id"], ("encoding", "size_bytes", "sha256", "data"))
         if stored is not None:
             if (stored["encoding"], stored["size_bytes"], stored["sha256"], bytes(stored["data"] or b"")) != (
                 blob["encoding"], blob["size_bytes"], blob["sha256"], blob["data"]
             ):
                 raise SourceError(rel, f"left in place: capture blob {blob['blob_id']} already exists with different data")
             continue
-        _insert(conn, "capture_blobs", blob)
+        db.insert("capture_blobs", blob)
         counts["blobs"] += 1
     session_columns = ("started_at", "ended_at", "mode", "source_scope", "source_process", "proxy_url")
     for session in found["sessions"]:
-        stored = _stored(conn, "capture_sessions", "id", session["id"], session_columns)
+        stored = _stored(db, "capture_sessions", "id", session["id"], session_columns)
         if stored is not None:
             if stored != {c: session[c] for c in session_columns}:
                 raise SourceError(rel, f"left in place: capture session {session['id']} already exists with different data")
             continue
-        _insert(conn, "capture_sessions", {"id": session["id"], **{c: session[c] for c in session_columns}})
+        db.insert("capture_sessions", {"id": session["id"], **{c: session[c] for c in session_columns}})
         counts["sessions"] += 1
     match = " AND ".join(f"{c} IS ?" for c in CAPTURE_EVENT_COLUMNS)
     stored_counts: dict[tuple[Any, ...], int] = {}
@@ -444,9 +384,9 @@ def import_capture(conn: Connection, found: dict[str, list[dict[str, Any]]], rel
         values = tuple(event[c] for c in CAPTURE_EVENT_COLUMNS)
         seen[values] = seen.get(values, 0) + 1
         if values not in stored_counts:
-            stored_counts[values] = int(conn.execute(f"SELECT count(*) FROM capture_events WHERE {match}", values).fetchone()[0])
+            stored_counts[values] = int(next(db.query(f"SELECT count(*) FROM capture_events WHERE {match}", values))[0])
         if seen[values] > stored_counts[values]:
-            _insert(conn, "capture_events", dict(event))
+            db.insert("capture_events", dict(event))
             counts["events"] += 1
     return counts
 
@@ -469,10 +409,10 @@ class _ImportedSidecar(_Sidecar):
     def apply(self, ctx: ImportContext, sidecar: Connection, source: Source) -> WriteResult:
         raise NotImplementedError
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         if not self._is_database(source):
             return Inspection(record_count=0, details={"sibling_of": self.database})
-        with open_sidecar_copy(source, handle) as sidecar:
+        with open_sidecar_copy(source, handle, ctx) as sidecar:
             return Inspection(record_count=self.count(sidecar, source))
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
@@ -482,14 +422,8 @@ class _ImportedSidecar(_Sidecar):
             result = WriteResult(records=0)
             result.report["disposition"] = f"sibling of {self.database}, whose rows were imported (read together with it); retired after it"
             return result
-        with open_sidecar_copy(source, handle) as sidecar:
+        with open_sidecar_copy(source, handle, ctx) as sidecar:
             return self.apply(ctx, sidecar, source)
-
-
-def _count(sidecar: Connection, table: str) -> int:
-    if not columns_of(sidecar, table):
-        return 0
-    return int(sidecar.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
 
 
 class TaskRunsSidecar(_ImportedSidecar):
@@ -503,7 +437,8 @@ class TaskRunsSidecar(_ImportedSidecar):
         return _count(sidecar, "task_runs")
 
     def apply(self, ctx: ImportContext, sidecar: Connection, source: Source) -> WriteResult:
-        done = import_task_runs(ctx.global_db, sidecar, source.rel)
+        db = ctx.writer.state
+        done = import_task_runs(db, sidecar, source.rel)
         tasks = done["tasks"]
         result = WriteResult(records=len(tasks))
         if done["orphans"]:
@@ -514,10 +449,8 @@ class TaskRunsSidecar(_ImportedSidecar):
         skipped = len(tasks) - len(done["inserted"])
         if skipped:
             result.notices.append(f"{source.rel}: {skipped} task run(s) were already stored with the same values")
-        for task in tasks:
-            result.expect("global", "task_runs", "task_id = ?", (task["task_id"],), 1)
-        for task_id in done["delivered"]:
-            result.expect("global", "task_delivery_state", "task_id = ?", (task_id,), 1)
+        ids = {task["task_id"] for task in tasks}
+        db.expect_rows("task_runs", {"task_id": sorted(ids, key=str)}, len(ids))  # the ones already stored too
         result.report.update({
             "task_runs": len(tasks),
             "task_runs_inserted": len(done["inserted"]),
@@ -539,14 +472,15 @@ class FlowRunsSidecar(_ImportedSidecar):
         return _count(sidecar, "flow_runs")
 
     def apply(self, ctx: ImportContext, sidecar: Connection, source: Source) -> WriteResult:
-        done = import_flow_runs(ctx.global_db, sidecar, source.rel)
+        db = ctx.writer.state
+        done = import_flow_runs(db, sidecar, source.rel)
         flows = done["flows"]
         result = WriteResult(records=len(flows))
         skipped = len(flows) - len(done["inserted"])
         if skipped:
             result.notices.append(f"{source.rel}: {skipped} flow run(s) were already stored with the same values")
-        for flow in flows:
-            result.expect("global", "flow_runs", "flow_id = ?", (flow["flow_id"],), 1)
+        ids = {flow["flow_id"] for flow in flows}
+        db.expect_rows("flow_runs", {"flow_id": sorted(ids, key=str)}, len(ids))  # the ones already stored too
         result.report.update({"flow_runs": len(flows), "flow_runs_inserted": len(done["inserted"]), "flow_ids": [f["flow_id"] for f in flows]})
         return result
 
@@ -562,7 +496,7 @@ class PluginStateSidecar(_ImportedSidecar):
         return _count(sidecar, "plugin_state_entries")
 
     def apply(self, ctx: ImportContext, sidecar: Connection, source: Source) -> WriteResult:
-        done = import_plugin_state(ctx.global_db, sidecar, source.rel, ctx.now_ms)
+        done = import_plugin_state(ctx.writer.state, sidecar, source.rel, ctx.now_ms)
         result = WriteResult(records=done["inserted"])
         if done["expired"]:
             result.notices.append(f"{source.rel}: {done['expired']} expired plugin-state entr(y/ies) dropped, as OpenClaw does")
@@ -601,12 +535,13 @@ class DebugProxyCapture(_ImportedSidecar):
 
     def apply(self, ctx: ImportContext, sidecar: Connection, source: Source) -> WriteResult:
         found = capture_rows(source, sidecar)
-        counts = import_capture(ctx.global_db, found, source.rel)
+        db = ctx.writer.state
+        counts = import_capture(db, found, source.rel)
         result = WriteResult(records=len(found["events"]))
-        for session in found["sessions"]:
-            result.expect("global", "capture_sessions", "id = ?", (session["id"],), 1)
-        for blob in found["blobs"]:
-            result.expect("global", "capture_blobs", "blob_id = ?", (blob["blob_id"],), 1)
+        sessions = {session["id"] for session in found["sessions"]}
+        blobs = {blob["blob_id"] for blob in found["blobs"]}
+        db.expect_rows("capture_sessions", {"id": sorted(sessions, key=str)}, len(sessions))
+        db.expect_rows("capture_blobs", {"blob_id": sorted(blobs, key=str)}, len(blobs))
         result.report.update({
             "capture_sessions": len(found["sessions"]),
             "capture_events": len(found["events"]),

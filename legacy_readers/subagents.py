@@ -40,9 +40,10 @@ import copy
 import math
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
-from statekit.legacy_readers._small_stores import file_mtime_ms, load_document, normalize_account_id
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, upsert
+from statekit.values import file_mtime_ms, js_json
+from statekit.legacy_readers._small_stores import normalize_account_id
+from statekit.documents import load_document
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 
 TABLE = "subagent_runs"
 LEGACY_V1_FIELDS = ("announceCompletedAt", "announceHandled", "requesterChannel", "requesterAccountId")
@@ -122,7 +123,7 @@ def _defined(value: Any) -> Any:
 
 
 def _stringify(value: Any) -> str:
-    return js_stringify(_defined(value))
+    return js_json(_defined(value))
 
 
 def _string(value: Any) -> str | None:
@@ -434,14 +435,8 @@ class SubagentRunsReader(Reader):
         document = load_document(source, handle, self.schema_name or "")
         runs, skipped = select_runs(document)
         fallback = file_mtime_ms(source, ctx.now_ms)
-        conn = ctx.global_db
-        run_ids = []
         for loaded in runs:
-            row = run_row(loaded, fallback)
-            upsert(conn, TABLE, row, ("run_id",))
-            run_ids.append(row["run_id"])
+            ctx.writer.state.upsert(TABLE, run_row(loaded, fallback), ("run_id",))
         result = WriteResult(records=len(runs), warnings=[f"{source.rel}: {w}" for w in skipped])
-        ids = js_stringify(sorted(run_ids))
-        result.expect("global", TABLE, "run_id IN (SELECT value FROM json_each(?))", (ids,), len(runs))
         result.report.update({"runs": len(document["runs"]), "imported": len(runs), "skipped": len(skipped), "version": document["version"]})
         return result

@@ -20,19 +20,17 @@ The file is streamed line by line; memory does not grow with its size.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from collections.abc import Iterator
-from datetime import datetime
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
+from statekit.values import file_mtime_ms, iso_to_ms, js_json
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, parse_json_line, validate
 from statekit.legacy_readers.writer import DatabaseWriter, Json
 from statekit.legacy_readers.session_family import lineage_owners, recovered_key
 from statekit.errors import SourceError
-from statekit.fsutil import iter_lines, open_regular_file
+from statekit.fsutil import iter_lines
 
 CURRENT_VERSION = 3
 SESSION_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$", re.I)
@@ -139,24 +137,12 @@ class TranscriptRows:
 
 
 def parse_iso_ms(value: Any) -> int | None:
+    """Epoch ms of an event's time: a finite number as is, an ISO-8601 string through ``statekit.values.iso_to_ms``."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
         return int(value) if value == value and abs(value) < 1e16 else None
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        from datetime import timezone
-
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return int(parsed.timestamp() * 1000)
+    return iso_to_ms(value)
 
 
 _OPTIONAL_TYPES: tuple[tuple[str, tuple[type, ...]], ...] = (
@@ -341,10 +327,7 @@ class TranscriptReader(Reader):
         if agent_id is None:
             raise SourceError(source.rel, "cannot tell which agent owns this transcript")
         db = ctx.writer.agent(agent_id)
-        try:
-            fallback_ms = os.stat(source.path).st_mtime_ns // 1_000_000  # Math.floor(mtimeMs), as OpenClaw reads it
-        except OSError:
-            fallback_ms = ctx.now_ms
+        fallback_ms = file_mtime_ms(source, ctx.now_ms)  # Math.floor(mtimeMs), as OpenClaw reads it
         scan = _Scan(source, handle)
         events = scan.events()
         first_item = next(events, None)
@@ -374,7 +357,7 @@ class TranscriptReader(Reader):
             event_ms = parse_iso_ms(event.get("timestamp")) or previous_ms
             previous_ms = event_ms
             last_ms = max(last_ms, event_ms)
-            rows.add(number, seq, js_stringify(event) if changed else line.decode("utf-8"), event, event_ms)
+            rows.add(number, seq, js_json(event) if changed else line.decode("utf-8"), event, event_ms)
             seq += 1
         rows.flush()
         result = WriteResult(records=seq, notices=notices)

@@ -25,10 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify, loads_js
+from statekit.values import js_json, js_loads
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 from statekit.documents import load_object
-from statekit.legacy_readers._rows import expect_keys, fetch_row, write_row
+from statekit.legacy_readers.writer import Json
 from statekit.errors import SourceError
 
 FAMILY = "tui"
@@ -63,7 +63,7 @@ def _safe_integer(value: Any) -> int | None:
 def parse_pointers(store: dict[str, Any], rel: str) -> list[Pointer]:
     pointers = []
     for scope_key, record in store.items():
-        where = f"$[{js_stringify(scope_key)}]"
+        where = f"$[{js_json(scope_key)}]"
         if not scope_key or scope_key.strip() != scope_key:
             raise SourceError(rel, "scope key is empty or has surrounding whitespace (OpenClaw refuses the file)", json_path=where)
         if not isinstance(record, dict):
@@ -104,10 +104,10 @@ class TuiLastSessionReader(Reader):
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         pointers = parse_pointers(load_object(handle, source.rel, self.schema_name), source.rel)
         active = [p for p in pointers if not is_heartbeat(p.session_key)]
-        conn = ctx.global_db
+        db = ctx.writer.state
         kept = 0
         for pointer in active:
-            existing = fetch_row(conn, TABLE, "state_key = ?", (pointer.state_key,))
+            existing = db.first_row(TABLE, {"state_key": pointer.state_key})
             if existing is not None:
                 held_at = int(existing["updated_at_ms"])
                 if held_at > pointer.updated_at:
@@ -118,9 +118,9 @@ class TuiLastSessionReader(Reader):
                         source.rel,
                         f"scope {pointer.scope_key} points elsewhere in the database at the same timestamp; left in place",
                     )
-            write_row(conn, TABLE, {
+            db.upsert(TABLE, {
                 "state_key": pointer.state_key,
-                "value_json": js_stringify(pointer.session_key),
+                "value_json": Json(pointer.session_key),
                 "updated_at_ms": pointer.updated_at,
             }, ("state_key",))
         result = WriteResult(records=len(active))
@@ -129,13 +129,13 @@ class TuiLastSessionReader(Reader):
             result.notices.append(f"{source.rel}: discarded {discarded} heartbeat restore pointer(s), as OpenClaw does")
         if kept:
             result.notices.append(f"{source.rel}: kept {kept} newer pointer(s) already in the database")
-        expect_keys(result, TABLE, "state_key", [p.state_key for p in active])
+        db.expect_rows(TABLE, {"state_key": [p.state_key for p in active]}, len({p.state_key for p in active}))  # kept newer rows too
         result.report.update({"scopes": len(active), "discarded_heartbeat": discarded, "kept_newer_database_rows": kept})
         return result
 
 
 def _held_key(row: dict[str, Any]) -> Any:
     try:
-        return loads_js(row["value_json"])
+        return js_loads(row["value_json"])
     except ValueError:
         return None

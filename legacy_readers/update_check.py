@@ -18,7 +18,6 @@ from typing import Any, BinaryIO
 
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 from statekit.documents import load_object
-from statekit.legacy_readers._rows import fetch_row, write_row
 from statekit.values import int64 as ms, iso_to_ms as parse_iso_ms
 from statekit.errors import SourceError
 
@@ -84,7 +83,7 @@ class UpdateCheckReader(Reader):
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         document = load_object(handle, source.rel, self.schema_name)
-        conn = ctx.global_db
+        db = ctx.writer.state
         row: dict[str, Any] = {"state_key": STATE_KEY}
         for field, column in STRING_FIELDS.items():
             value = document.get(field)
@@ -92,18 +91,18 @@ class UpdateCheckReader(Reader):
         for field, column in INSTANT_FIELDS.items():
             row[column] = instant(document.get(field), source.rel, field)
         row["updated_at_ms"] = ctx.now_ms
-        existing = fetch_row(conn, TABLE, "state_key = ?", (STATE_KEY,))
+        existing = db.first_row(TABLE, {"state_key": STATE_KEY})
         result = WriteResult(records=1)
         if existing is not None:
             decision = "kept database row"
             if any(existing.get(k) != v for k, v in row.items() if k != "updated_at_ms"):
                 result.notices.append(f"{source.rel}: kept the update-check state already in the database; file retired")
         else:
-            write_row(conn, TABLE, row, ("state_key",))
+            db.upsert(TABLE, row, ("state_key",))
             decision = "imported"
         extra = sorted(set(document) - set(STRING_FIELDS) - set(INSTANT_FIELDS))
         if extra:
             result.notices.append(f"{source.rel}: field(s) without a column kept only in the retired copy: {', '.join(extra)}")
-        result.expect("global", TABLE, "state_key = ?", (STATE_KEY,), 1)
+        db.expect_rows(TABLE, {"state_key": STATE_KEY}, 1)
         result.report.update({"decision": decision, "fields_without_column": extra})
         return result

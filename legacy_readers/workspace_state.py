@@ -33,8 +33,9 @@ import os
 import unicodedata
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._small_stores import iso_to_ms, load_document, ms_to_iso
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, upsert
+from statekit.documents import load_document
+from statekit.values import iso_to_ms, ms_to_iso
+from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
 from statekit.errors import SourceError
 
 TABLE = "workspace_setup_state"
@@ -112,8 +113,8 @@ class WorkspaceSetupStateReader(Reader):
         document, times = self._load(source, handle)
         path = canonical_workspace_path(source, workspace_rel_of(source.rel))
         key = workspace_key(path)
-        conn = ctx.global_db
-        existing = conn.execute(f"SELECT version, bootstrap_seeded_at, setup_completed_at FROM {TABLE} WHERE workspace_key = ?", (key,)).fetchone()
+        db = ctx.writer.state
+        existing = db.first(TABLE, ("version", "bootstrap_seeded_at", "setup_completed_at"), {"workspace_key": key})
         merged: dict[str, int | None] = {}
         for _field, column in MILESTONES:
             incoming = times.get(column)
@@ -128,11 +129,10 @@ class WorkspaceSetupStateReader(Reader):
             "setup_completed_at": _iso(merged["setup_completed_at"]),
             "updated_at": ctx.now_ms,
         }
-        upsert(conn, TABLE, row, ("workspace_key",))
+        db.upsert(TABLE, row, ("workspace_key",))
         aliases = workspace_alias_paths(source, workspace_rel_of(source.rel))
         for alias in aliases:  # as 9.6 registers them with the setup state; an existing alias is kept
-            upsert(
-                conn,
+            db.upsert(
                 ALIAS_TABLE,
                 {"alias_key": workspace_key(alias), "alias_path": alias, "workspace_key": key, "workspace_path": path,
                  "updated_at_ms": ctx.now_ms},
@@ -140,8 +140,6 @@ class WorkspaceSetupStateReader(Reader):
                 update=False,
             )
         result = WriteResult(records=1)
-        result.expect("global", TABLE, "workspace_key = ?", (key,), 1)
-        result.expect("global", ALIAS_TABLE, "workspace_key = ?", (key,), len(aliases))
         result.report.update(
             {
                 "workspace": workspace_rel_of(source.rel),

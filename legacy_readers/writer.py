@@ -142,7 +142,8 @@ class _Tracker:
             self.keyed.setdefault((table, tuple(key)), {})[values] = row
 
     def rows(self, table: str, owner: Where, count: int) -> None:
-        ident = (table, tuple(sorted(owner.items())))
+        frozen = {k: tuple(sorted(set(v), key=repr)) if isinstance(v, (list, tuple, set, frozenset)) else v for k, v in owner.items()}
+        ident = (table, tuple(sorted(frozen.items())))
         self.owned[ident] = self.owned.get(ident, 0) + count
 
     def deleted(self, table: str, where: Where) -> None:
@@ -227,13 +228,14 @@ def tables_of(targets: Iterable[str], level: str) -> frozenset[str]:
 class Guard:
     """An SQLite authorizer: the reader ``reader`` may write only ``targets`` and never read bookkeeping tables."""
 
-    def __init__(self, reader: str, targets: Iterable[str], cascades: Iterable[str] = ()) -> None:
+    def __init__(self, reader: str, targets: Iterable[str], cascades: Iterable[str] = (), declared: Iterable[str] | None = None) -> None:
         self.reader = reader
-        self.targets = frozenset(targets)
+        self.targets = frozenset(targets)  # the tables of this database level
         self.cascades = frozenset(cascades) - self.targets
+        self.declared = tuple(declared) if declared is not None else tuple(sorted(self.targets))  # as the reader wrote them
 
     def refuse(self, what: str, table: str) -> SchemaError:
-        declared = ", ".join(sorted(self.targets)) or "none"
+        declared = ", ".join(self.declared) or "none"
         return SchemaError(f"reader {self.reader} tried to {what} table {table}, which is not among its target_tables ({declared})")
 
     def __call__(self, op: int, p1: str | None, p2: str | None, db_name: str | None, trigger: str | None) -> int:
@@ -336,6 +338,20 @@ class DatabaseWriter:
         self._columns.pop(table, None)
         return True
 
+    def fit_later(self, table: str, row: Mapping[str, Any]) -> dict[str, Any]:
+        """Only the later-column part of :meth:`fit`: such a column with a value is added, one without is left out."""
+        later = {name for (t, name) in LATER_COLUMNS if t == table}
+        if not later.intersection(row):
+            return dict(row)
+        fitted: dict[str, Any] = {}
+        for name, value in row.items():
+            if name in later and name not in self.columns(table):
+                if value is None:
+                    continue
+                self.add_later_column(table, name)
+            fitted[name] = value
+        return fitted
+
     def fit(self, table: str, row: Mapping[str, Any], *, optional: Iterable[str] = (), extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``row`` ready for the table that is there: the one place rows meet foreign tables.
 
@@ -346,21 +362,12 @@ class DatabaseWriter:
           (the wider, stricter tables of OpenClaw 2026.6-2026.7);
         * any other column the table lacks refuses the row (SchemaError), the table unaltered.
         """
-        have = self.columns(table)
-        if not have:
+        if not self.columns(table):
             raise SchemaError(f"table {table} does not exist")
-        optional = set(optional)
-        fitted: dict[str, Any] = {}
-        for name, value in row.items():
-            if name not in have:
-                if (table, name) in LATER_COLUMNS:
-                    if value is None:
-                        continue
-                    self.add_later_column(table, name)
-                    have = self.columns(table)
-                elif name in optional and value is None:
-                    continue
-            fitted[name] = value
+        fitted = self.fit_later(table, row)
+        have = self.columns(table)
+        skip = {name for name in optional if name not in have and fitted.get(name) is None}
+        fitted = {name: value for name, value in fitted.items() if name not in skip}
         self.require_columns(table, fitted)
         for name, value in (extra or {}).items():
             if name in have and name not in fitted:
@@ -594,7 +601,7 @@ class Writer:
     @staticmethod
     def _install(conn: Connection, guard: Guard, level: str) -> None:
         tables = tables_of(guard.targets, level)
-        conn.authorizer = Guard(guard.reader, tables, cascade_children(conn, tables))
+        conn.authorizer = Guard(guard.reader, tables, cascade_children(conn, tables), declared=guard.declared)
 
     @contextmanager
     def guarded(self, reader: str, targets: Iterable[str]) -> Iterator[None]:

@@ -29,6 +29,7 @@ from typing import Any, BinaryIO
 
 from statekit.documents import load_document
 from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.writer import Json
 from statekit.values import finite_number, js_json
 from statekit.errors import SourceError
 
@@ -193,11 +194,11 @@ class InstalledPluginIndexReader(Reader):
         else:
             merged, added, conflicts = merge_records(current[0], js_records(row))
             if added:
-                db.update(TABLE, {"install_records_json": js_json(merged), "warning": WARNING, "updated_at_ms": ctx.now_ms}, {"index_key": INDEX_KEY})
+                db.update(TABLE, {"install_records_json": Json(merged), "warning": WARNING, "updated_at_ms": ctx.now_ms}, {"index_key": INDEX_KEY})
             result.notices.append(f"{source.rel}: merged into the existing index: {added} install record(s) added")
             if conflicts:
                 result.notices.append(f"{source.rel}: kept the database's install record for {', '.join(conflicts)}")
-        result.expect("global", TABLE, "index_key = ?", (INDEX_KEY,), 1)
+        db.expect_rows(TABLE, {"index_key": INDEX_KEY}, 1)
         result.report.update(
             {
                 "install_records": len(js_records(row)),

@@ -186,16 +186,11 @@ def test_a_write_outside_the_targets_fails_the_source_in_a_run(tmp_path: Path, m
 # --- no raw SQL in readers ---------------------------------------------------------------------
 
 # Modules still writing through raw connections (they go as they are converted to ctx.writer).
-NOT_YET_CONVERTED = {
-    "_later_columns", "acp_ledger", "audit_logs", "channel_pairing",
-    "clawhub", "config_health", "settings",
-    "sqlite_sidecars", "workspace_state",
-}
+NOT_YET_CONVERTED: set[str] = set()
 # Modules that still hand a raw connection (``ctx.global_db`` / ``ctx.agent_db``) to a helper.
-STILL_HOLDING_A_CONNECTION = NOT_YET_CONVERTED | {
-    "bindings", "commitments", "crestodian", "gateway_instance", "gateway_runtime",
-    "identity", "mcp_oauth", "models_catalog", "node_host", "phone_control", "sandbox", "subagents", "tui", "update_check",
-}
+STILL_HOLDING_A_CONNECTION: set[str] = set() | NOT_YET_CONVERTED
+# Modules that query a legacy SQLite *source* (a private copy), never statekit's databases.
+SOURCE_DATABASE_READERS = {"_sqlite_source"}
 RAW_DELETE = re.compile(r"\bDELETE\s+FROM\b", re.IGNORECASE)
 
 
@@ -221,7 +216,7 @@ def test_readers_write_no_raw_sql() -> None:
     clean_but_listed: list[str] = []
     for path in sorted(READERS_DIR.rglob("*.py")):  # family packages too (cron/...)
         name = _module_name(path)
-        if name in ("writer", "base"):
+        if name in ("writer", "base") or name in SOURCE_DATABASE_READERS:
             continue
         found = raw_sql_calls(path)
         if name in NOT_YET_CONVERTED:
@@ -256,3 +251,64 @@ def test_a_context_outside_the_apply_loop_still_answers_receipt_questions(conn: 
     assert ctx.imported_report("auth-profiles.json") is None
     assert ctx.dependency_pending("missing.json") is False
     assert Source(tmp_path, "x").path == tmp_path / "x"
+
+
+# --- reader contexts: plan and apply give readers the same config and clock ------------------------
+
+
+def test_plan_gives_inspect_the_run_config_and_clock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from freezegun import freeze_time
+
+    from statekit.legacy_readers.base import ReadContext
+    from statekit.legacy_readers.channel_pairing import ChannelAllowFromReader
+    from statekit.migrate.plan import build_plan
+
+    config = tmp_path / "elsewhere" / "openclaw.json"
+    config.parent.mkdir()
+    config.write_text('{ channels: { mychan: {} } }', encoding="utf-8")  # JSON5, outside the state dir
+    state = make_state(tmp_path, {"credentials/mychan-work-allowFrom.json": '{"version": 1, "allowFrom": ["a"]}'})
+    seen: list[ReadContext] = []
+    original = ChannelAllowFromReader.inspect
+
+    def spy(self: ChannelAllowFromReader, source: Source, handle: object, ctx: ReadContext | None = None) -> object:
+        assert ctx is not None
+        seen.append(ctx)
+        return original(self, source, handle, ctx)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ChannelAllowFromReader, "inspect", spy)
+    with freeze_time("2026-06-01T12:00:00Z"):
+        build_plan(state, env={"OPENCLAW_CONFIG_PATH": str(config)})
+    [ctx] = seen
+    assert ctx.config == {"channels": {"mychan": {}}}  # the one loader, honouring OPENCLAW_CONFIG_PATH
+    assert ctx.now_ms == 1_780_315_200_000
+
+
+def test_reopen_is_verified_against_the_planned_hash(tmp_path: Path) -> None:
+    import hashlib
+
+    from statekit.legacy_readers.base import ReadContext, SourceChanged
+
+    (tmp_path / "a.json").write_bytes(b"{}")
+    digest = hashlib.sha256(b"{}").hexdigest()
+    ctx = ReadContext(tmp_path, 1, planned_hashes={"a.json": digest})
+    assert ctx.read("a.json") == b"{}"
+    assert ctx.reopened == {"a.json": digest}
+    (tmp_path / "a.json").write_bytes(b"{ }")
+    with pytest.raises(SourceChanged):
+        ctx.read("a.json")
+
+
+def test_no_reader_reopens_files_or_reads_the_clock_itself() -> None:
+    """Readers re-read files through ctx.reopen/ctx.read and take time from ctx.now_ms (plan and apply agree)."""
+    pattern = re.compile(r"\bopen_regular_file\(|\bread_regular_file\(|\btime\.time\(|\bload_config\(|\bdatetime\.now\(")
+    # base and writer are the context itself; _sqlite_source copies a source database; sqlite_sidecars reads
+    # debug-proxy capture blobs by path (they may sit outside the state dir).
+    allowed = {"_sqlite_source", "sqlite_sidecars", "base", "writer"}
+    offenders = []
+    for path in sorted(READERS_DIR.rglob("*.py")):  # family packages too (cron/, plugins/)
+        if _module_name(path) in allowed:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if pattern.search(line) and "def " not in line:
+                offenders.append(f"{path.name}:{number}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
