@@ -50,8 +50,6 @@ KNOWN_DEFS = {
     # group W readers, not converted yet (their own copies; OpenClaw-visible values)
     ("legacy_readers/auth_profiles.py", "_trimmed"),
     ("legacy_readers/auth_profiles.py", "_finite"),
-    ("legacy_readers/auth_profiles.py", "_mtime_ms"),
-    ("legacy_readers/session_artifacts.py", "_mtime_ms"),
     ("legacy_readers/session_index.py", "_text"),
     ("legacy_readers/session_index.py", "_ms"),
     ("legacy_readers/sqlite_sidecars.py", "_text"),
@@ -71,11 +69,6 @@ KNOWN_PATTERNS = {
     # the restore journal's own timestamps (whole seconds), not a value OpenClaw reads
     ("backup/journal.py", "ISO format"): 1,
     # group W readers, not converted yet
-    ("legacy_readers/transcripts.py", "ISO parse"): 1,
-    ("legacy_readers/transcripts.py", "ns mtime"): 1,
-    ("legacy_readers/auth_profiles.py", "float mtime"): 1,
-    ("legacy_readers/session_artifacts.py", "float mtime"): 1,
-    ("legacy_readers/session_index.py", "float mtime"): 1,
     ("legacy_readers/update_check.py", "ms -> datetime"): 1,
     ("legacy_readers/update_check.py", "ISO format"): 1,
 }
