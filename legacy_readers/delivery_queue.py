@@ -40,9 +40,10 @@ import os
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
-from statekit.legacy_readers._small_stores import file_mtime_ms, load_document
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.values import js_json as js_stringify
+from statekit.documents import load_document
+from statekit.values import file_mtime_ms
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.values import finite_number
 
 TABLE = "delivery_queue_entries"
@@ -144,7 +145,7 @@ class DeliveryQueueReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
         queue, file_id, failed = queue_of(source.rel)
         return Inspection(

@@ -44,10 +44,10 @@ import re
 import uuid
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_number
+from statekit.values import js_number
 
 from statekit.documents import json_type, validate
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, fingerprint
 from statekit.documents import load_json
 
 from statekit.values import file_mtime_ms, finite_number
@@ -353,7 +353,7 @@ class ExecApprovalsReader(Reader):
         validate(document, self.schema_name or "", source.rel)  # backstop; check() covers the same shape
         return document
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = self._load(source, handle)
         if is_stub(document):
             return Inspection(record_count=0, details={"stub": True})

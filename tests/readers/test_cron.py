@@ -18,7 +18,7 @@ import pytest
 
 from statekit import legacy_readers
 from helpers import FIXTURES, db_dump, global_db, make_state, named_row, open_db, rows, run_cli, tree_digest, write_files
-from statekit.legacy_readers.base import ImportContext, Reader, Source, WriteResult, forget_columns
+from statekit.legacy_readers.base import ImportContext, Reader, Source, WriteResult
 from statekit.legacy_readers.cron import (
     CronJobsBackupReader,
     CronJobsReader,
@@ -57,7 +57,6 @@ class Env:
         self.ctx = ImportContext(state, "run-test", NOW, self.conn, agent_db_factory=_no_agent_db, config=config or {})
 
     def close(self) -> None:
-        forget_columns(self.conn)
         self.conn.close()
 
     def write(self, reader: Reader, rel: str) -> WriteResult:
