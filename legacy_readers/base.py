@@ -82,7 +82,9 @@ class WriteResult:
     def expect(self, db: str, table: str, where: str, params: Sequence[Any], count: int) -> None:
         """Record that after commit ``SELECT count(*) FROM table WHERE where`` must be >= count.
 
-        ``db`` is ``"global"``, ``"agent"`` (the source's agent) or ``"agent:<id>"``.
+        ``db`` is ``"global"``, ``"agent"`` (the source's agent) or ``"agent:<id>"``. Only for a
+        condition an equality mapping cannot state (``nodes``: ``... IS NOT NULL``); otherwise the
+        writer derives the expectation, or ``DatabaseWriter.expect_rows`` records it.
         """
         self.expected.append((db, table, where, tuple(params), count))
 

@@ -169,8 +169,8 @@ class DeliveryQueueReader(Reader):
             return result
         row = queue_row(queue, row_id, failed, document, file_mtime_ms(source, ctx.now_ms), ctx.now_ms)
         ctx.writer.state.upsert(TABLE, row, ("queue_name", "id"))
+        ctx.writer.state.expect_rows(TABLE, {"queue_name": queue, "id": row_id, "status": status}, 1)
         result = WriteResult(records=1)
-        result.expect("global", TABLE, "queue_name = ? AND id = ? AND status = ?", (queue, row_id, status), 1)
         result.report.update({"queue_name": queue, "entry_id": row_id, "status": status})
         return result
 

@@ -150,7 +150,7 @@ class VapidKeysReader(Reader):
                 ("key_id",),
             )
             decision = "imported"
-        result.expect("global", VAPID_TABLE, "key_id = ?", (VAPID_KEY_ID,), 1)
+        db.expect_rows(VAPID_TABLE, {"key_id": VAPID_KEY_ID}, 1)  # written, or the same pair already there
         result.report.update({"decision": decision, "public_key_fingerprint": fingerprint(public_key), "subject_defaulted": "subject" not in document})
         return result
 

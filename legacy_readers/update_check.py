@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 
 from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.documents import load_object
-from statekit.values import int64 as ms, iso_to_ms as parse_iso_ms, ms_to_iso
+from statekit.values import int64 as ms, iso_to_ms, ms_to_iso
 from statekit.errors import SourceError
 
 FAMILY = "update-check"
@@ -47,7 +47,7 @@ def instant(value: Any, rel: str, field: str) -> str | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, str):
-        if parse_iso_ms(value) is None:
+        if iso_to_ms(value) is None:
             raise SourceError(rel, "is not an ISO-8601 date-time", json_path=f"$.{field}")
         return value
     number = ms(value)

@@ -166,7 +166,7 @@ class CronJobsReader(Reader):
                         raise _explain_integrity(exc, JOBS_TABLE) from None
                     written.append(row["job_id"])
         result.records = len(written)
-        _expect_jobs(result, store_key, [r["job_id"] for r in rows])
+        _expect_jobs(db, store_key, [r["job_id"] for r in rows])
         result.report = {
             "store": store_rel(rel),
             "jobs_in_file": store.total,

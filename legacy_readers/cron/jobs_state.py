@@ -104,7 +104,7 @@ class CronStateReader(Reader):
             result.notices.append(
                 f"{rel}: {len(stale)} job(s) had a next run computed for an older schedule; dropped it (OpenClaw computes it again)"
             )
-        _expect_jobs(result, store_key, applied + kept_newer)
+        _expect_jobs(db, store_key, applied + kept_newer)
         result.report = {
             "store": jobs_rel,
             "entries_in_file": len(entries),

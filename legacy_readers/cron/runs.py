@@ -172,8 +172,6 @@ class CronRunsReader(Reader):
         if skipped:
             result.notices.append(_skip_notice(rel, skipped))
         known = db.exists(JOBS_TABLE, owner)
-        if counts["rows"]:
-            result.expect("global", RUNS_TABLE, "store_key = ? AND job_id = ?", (store_key, job_id), counts["rows"])
         result.report = {
             "store": store_rel(rel),
             "job_id": job_id,

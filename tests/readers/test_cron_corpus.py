@@ -54,7 +54,7 @@ def _write(conn: Connection, state: Path, reader: Reader, rel: str, config: dict
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-    for _, table, where, params, count in result.expected:
+    for _, table, where, params, count in [*result.expected, *(e.as_tuple() for e in ctx.writer.expectations())]:
         assert conn.execute(f"SELECT count(*) FROM {table} WHERE {where}", params).fetchone()[0] >= count
     if reader is JOBS:
         (state / rel).rename(state / f"{rel}.retired")  # as the apply loop does after commit

@@ -21,7 +21,7 @@ import pytest
 from helpers import FIXTURES, corpus_or_skip, global_db, make_state, open_db, write_files, named_row
 from statekit.documents import validate_hiding_keys
 from statekit.legacy_readers.writer import DatabaseWriter
-from statekit.values import iso_to_ms as parse_iso_ms
+from statekit.values import iso_to_ms
 from statekit.migrate.apply import MigrateOptions, MigrationReport, migrate
 from statekit.errors import SchemaError, SourceError
 from statekit.schema import open_global
@@ -150,11 +150,11 @@ def state(tmp_path: Path) -> Path:
 # --- the shared helpers -------------------------------------------------------------------
 
 
-def test_parse_iso_ms() -> None:
-    assert parse_iso_ms("2026-11-29T23:57:36.884Z") == 1795996656884
-    assert parse_iso_ms("2026-11-29T23:57:36+00:00") == 1795996656000
-    assert parse_iso_ms("2026-11-29T23:57:36") == 1795996656000  # no zone: UTC
-    assert parse_iso_ms("last tuesday") is None
+def test_iso_to_ms() -> None:
+    assert iso_to_ms("2026-11-29T23:57:36.884Z") == 1795996656884
+    assert iso_to_ms("2026-11-29T23:57:36+00:00") == 1795996656000
+    assert iso_to_ms("2026-11-29T23:57:36") == 1795996656000  # no zone: UTC
+    assert iso_to_ms("last tuesday") is None
 
 
 def test_validate_hiding_keys_numbers_entries_and_never_names_a_key() -> None:
