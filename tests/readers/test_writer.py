@@ -261,6 +261,7 @@ def test_the_transition_paths_stay_gone() -> None:
 
     for name in ("global_db", "agent_db", "db", "touched_agents"):
         assert not hasattr(ImportContext, name), name
+    assert not hasattr(Writer, "touched_agents")  # the apply loop keeps its own agent connections
     for name in ("upsert", "insert_many", "require_columns", "forget_columns", "compact_json", "inspect_with"):
         assert not hasattr(base, name) and not hasattr(base.Reader, name), name
     for gone in ("_jsjson.py", "_rows.py"):
