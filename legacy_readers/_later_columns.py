@@ -42,26 +42,9 @@ alternative home: 2026.9.6's upgrade drops both without reading them
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from statekit.legacy_readers.writer import DatabaseWriter, as_database_writer
-from statekit.db import Connection
 from statekit.schema import LATER_COLUMNS
 
 
 def later_columns_of(table: str) -> list[str]:
+    """The registered later columns of ``table``; the writer adds them (``DatabaseWriter.fit`` / ``add_later_column``)."""
     return [column for (name, column) in LATER_COLUMNS if name == table]
-
-
-def ensure_later_column(db: DatabaseWriter | Connection, table: str, column: str) -> bool:
-    """Add one registered later column to ``table`` if it lacks it; True when it was added (``DatabaseWriter.add_later_column``)."""
-    return as_database_writer(db).add_later_column(table, column)
-
-
-def fit_later_columns(db: DatabaseWriter | Connection, table: str, row: Mapping[str, Any]) -> dict[str, Any]:
-    """``row`` ready for ``table``: a later column with a value is added to the table, one without a value is left out.
-
-    The writer fits every row this way (``DatabaseWriter.fit``); this is for the callers that fit by hand.
-    """
-    return as_database_writer(db).fit_later(table, row)

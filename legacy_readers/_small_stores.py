@@ -1,6 +1,6 @@
 """Shared helpers for the small global stores (queues, settings, registries, plugin state).
 
-Foreign-table fitting, plugin-state rows, legacy line keys and identifier
+Plugin-state rows, legacy line keys and identifier
 normalisation for the readers of the small global stores (delivery queues,
 media, audit logs, bindings, approvals, commitments, sandbox, ACP ledger,
 plugin index, settings, Crestodian, phone control, workspace state, ClawHub,
@@ -13,45 +13,22 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from statekit.legacy_readers.base import Source
-from statekit.legacy_readers.writer import DatabaseWriter, as_database_writer
-from statekit.db import Connection
-from statekit.documents import load_document
-from statekit.values import file_mtime_ms, integer, iso_to_ms, js_json, ms_to_iso, nested_text, record
+from statekit.legacy_readers.writer import DatabaseWriter
+from statekit.values import js_json
 from statekit.values import trimmed as text  # "text" here has always meant the trimmed non-empty string
 
-# file_mtime_ms ... text are defined in statekit.values / statekit.documents; importable from here for the readers
-# that still import them from this module.
-__all__ = [
-    "PLUGIN_STATE", "PLUGIN_STATE_KEY", "agent_id_of_session_key", "fit_row", "line_key", "normalize_account_id",
-    "put_plugin_state", "workspace_path",
-    "file_mtime_ms", "integer", "iso_to_ms", "load_document", "ms_to_iso", "nested_text", "record", "text",
-]
-
 # --- rows (through the writer) ---------------------------------------------------------
-
-
-def fit_row(db: DatabaseWriter | Connection, table: str, row: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """``row`` (statekit's columns, all required) plus the ``extra`` columns the existing table happens to have.
-
-    OpenClaw's own 2026.6-2026.7 tables are wider and mark more columns NOT
-    NULL; filling the ones we can derive lets the row satisfy them. A table
-    lacking one of ``row``'s columns is refused (SchemaError). The writer's
-    ``fit`` does it; this is its name for the readers that call it directly.
-    """
-    return as_database_writer(db).fit(table, row, extra=extra)
-
 
 PLUGIN_STATE = "plugin_state_entries"
 PLUGIN_STATE_KEY = ("plugin_id", "namespace", "entry_key")
 
 
 def put_plugin_state(
-    db: DatabaseWriter | Connection,
+    db: DatabaseWriter,
     plugin_id: str,
     namespace: str,
     entry_key: str,
@@ -60,7 +37,7 @@ def put_plugin_state(
     expires_at: int | None = None,
 ) -> None:
     """Upsert one ``plugin_state_entries`` row (value stored as ``JSON.stringify`` would write it)."""
-    as_database_writer(db).upsert(
+    db.upsert(
         PLUGIN_STATE,
         {
             "plugin_id": plugin_id,

@@ -41,15 +41,8 @@ from typing import Any, BinaryIO
 
 from statekit.values import file_mtime_ms, iso_to_ms, js_json
 from statekit.legacy_readers._small_stores import PLUGIN_STATE, line_key
-from statekit.legacy_readers.base import (
-    ImportContext,
-    Inspection,
-    Reader,
-    Source,
-    WriteResult,
-    parse_json_line,
-    validate,
-)
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
+from statekit.documents import parse_json_line, validate
 from statekit.errors import SourceError
 
 SCHEMA = "audit-record"
@@ -184,7 +177,7 @@ class AuditLogReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         count = sum(1 for _ in _records(source, handle))
         return Inspection(record_count=count)
 

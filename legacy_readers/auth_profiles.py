@@ -57,19 +57,10 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO, ClassVar
 
-from statekit.legacy_readers.base import (
-    ImportContext,
-    Inspection,
-    ReadContext,
-    Reader,
-    Source,
-    WriteResult,
-    fingerprint,
-    parse_json5_document,
-    validate,
-)
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, fingerprint
+from statekit.documents import parse_json5_document, validate
 from statekit.legacy_readers.writer import DatabaseWriter, Json, as_database_writer
-from statekit.values import file_mtime_ms
+from statekit.values import file_mtime_ms, finite_number, trimmed
 from statekit.errors import SourceError
 from statekit.layout import DEFAULT_AGENT_ID, agent_db_path, is_valid_agent_id, normalize_agent_id
 from statekit.db import Connection, immediate
@@ -112,20 +103,10 @@ def _non_blank(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
-def _trimmed(value: Any) -> str | None:
-    return value.strip() or None if isinstance(value, str) else None
-
-
 def normalize_provider(value: Any) -> str:
     """Trimmed and lower-cased; ``""`` when absent."""
-    trimmed = _trimmed(value)
-    return trimmed.lower() if trimmed else ""
-
-
-def _finite(value: Any) -> int | float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return value if math.isfinite(value) else None
+    stripped = trimmed(value)
+    return stripped.lower() if stripped else ""
 
 
 def secret_ref(value: Any) -> dict[str, str] | None:
@@ -148,7 +129,7 @@ def secret_ref(value: Any) -> dict[str, str] | None:
 
 def _expires(value: Any) -> int | float | None:
     """Absent stays absent; a finite positive number is kept; anything else becomes 0."""
-    number = _finite(value)
+    number = finite_number(value)
     return number if number is not None and number > 0 else 0
 
 
@@ -279,7 +260,7 @@ def has_usable_credential(credential: dict[str, Any]) -> bool:
     return (
         _non_blank(credential.get("access")) is not None
         and _non_blank(credential.get("refresh")) is not None
-        and _finite(credential.get("expires")) is not None
+        and finite_number(credential.get("expires")) is not None
     )
 
 
@@ -291,7 +272,7 @@ def _flat_credential_type(raw: dict[str, Any]) -> str | None:
         return "api_key"
     if _non_blank(raw.get("token")) or secret_ref(raw.get("tokenRef")):
         return "token"
-    if _non_blank(raw.get("access")) and _non_blank(raw.get("refresh")) and _finite(raw.get("expires")) is not None:
+    if _non_blank(raw.get("access")) and _non_blank(raw.get("refresh")) and finite_number(raw.get("expires")) is not None:
         return "oauth"
     return None
 
@@ -320,32 +301,32 @@ def _usage_entry(raw: Any) -> dict[str, Any] | None:
     failure_counts: dict[str, int] = {}
     if isinstance(raw.get("failureCounts"), dict):
         for reason, count in raw["failureCounts"].items():
-            number = _finite(count)
+            number = finite_number(count)
             if reason in AUTH_FAILURE_REASONS and number is not None and number > 0:
                 failure_counts[reason] = math.trunc(number)
     cooldown_reason = enum(raw.get("cooldownReason"), AUTH_FAILURE_REASONS)
     classification = raw.get("cooldownClassification")
     stats = {
-        "lastUsed": _finite(raw.get("lastUsed")),
-        "blockedUntil": _finite(raw.get("blockedUntil")),
+        "lastUsed": finite_number(raw.get("lastUsed")),
+        "blockedUntil": finite_number(raw.get("blockedUntil")),
         "blockedReason": enum(raw.get("blockedReason"), AUTH_BLOCKED_REASONS),
         "blockedSource": enum(raw.get("blockedSource"), AUTH_BLOCKED_SOURCES),
-        "blockedModel": _trimmed(raw.get("blockedModel")),
+        "blockedModel": trimmed(raw.get("blockedModel")),
         "blockedScope": "model" if raw.get("blockedScope") == "model" else None,
-        "cooldownUntil": _finite(raw.get("cooldownUntil")),
+        "cooldownUntil": finite_number(raw.get("cooldownUntil")),
         "cooldownReason": cooldown_reason,
         "cooldownClassification": (
             classification
             if isinstance(classification, str) and AUTH_COOLDOWN_CLASSIFICATIONS.get(classification) == cooldown_reason and cooldown_reason
             else None
         ),
-        "cooldownModel": _trimmed(raw.get("cooldownModel")),
-        "disabledUntil": _finite(raw.get("disabledUntil")),
+        "cooldownModel": trimmed(raw.get("cooldownModel")),
+        "disabledUntil": finite_number(raw.get("disabledUntil")),
         "disabledReason": enum(raw.get("disabledReason"), AUTH_FAILURE_REASONS),
-        "errorCount": _finite(raw.get("errorCount")),
+        "errorCount": finite_number(raw.get("errorCount")),
         "failureCounts": failure_counts or None,
-        "lastFailureAt": _finite(raw.get("lastFailureAt")),
-        "lastProbeAt": _finite(raw.get("lastProbeAt")),
+        "lastFailureAt": finite_number(raw.get("lastFailureAt")),
+        "lastProbeAt": finite_number(raw.get("lastProbeAt")),
     }
     kept = {name: value for name, value in stats.items() if value is not None}
     return kept or None
@@ -370,7 +351,7 @@ def normalize_state(raw: Any) -> dict[str, dict[str, Any]]:
     if isinstance(raw.get("lastGood"), dict):
         last_good = {}
         for provider, profile_id in raw["lastGood"].items():
-            key, value = normalize_provider(provider), _trimmed(profile_id)
+            key, value = normalize_provider(provider), trimmed(profile_id)
             if key and value:
                 last_good[key] = value
         if last_good:
@@ -378,7 +359,7 @@ def normalize_state(raw: Any) -> dict[str, dict[str, Any]]:
     if isinstance(raw.get("usageStats"), dict):
         usage = {}
         for profile_id, entry in raw["usageStats"].items():
-            key, stats = _trimmed(profile_id), _usage_entry(entry)
+            key, stats = trimmed(profile_id), _usage_entry(entry)
             if key and stats:
                 usage[key] = stats
         if usage:
@@ -788,7 +769,7 @@ class AuthProfilesReader(Reader):
     action = "import"
     depends_on = ("auth-tmp",)  # a temp copy is compared with the live file before it is imported
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         parsed = parse_auth_profiles(_load(source, handle, self.schema_name or ""), source.rel)
         return Inspection(record_count=len(parsed.profiles), warnings=parsed.warnings, details={"format": parsed.format})
 
@@ -809,7 +790,7 @@ class AuthStateReader(Reader):
     action = "import"
     depends_on = ("auth-profiles",)  # merges into the store auth-profiles.json wrote
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = _load(source, handle, self.schema_name or "")
         return Inspection(record_count=1, details={"fields": sorted(normalize_state(document))})
 
@@ -845,7 +826,7 @@ class _ProviderMapReader(Reader):
     def _agent(self, source: Source, ctx: ImportContext) -> str:
         return owner_agent(source, dict(ctx.config))
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         parsed = self.parse(_load(source, handle, self.schema_name or ""), source.rel)
         return Inspection(record_count=len(parsed.profiles), warnings=parsed.warnings)
 

@@ -27,7 +27,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -35,6 +35,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, ClassVar
 
 from statekit.db import Connection
+from statekit.documents import load_schema, parse_json5_document
 from statekit.errors import SchemaError, SourceError
 from statekit.layout import DEFAULT_AGENT_ID, is_valid_agent_id, normalize_agent_id
 from statekit.states import ReaderAction
@@ -81,7 +82,9 @@ class WriteResult:
     def expect(self, db: str, table: str, where: str, params: Sequence[Any], count: int) -> None:
         """Record that after commit ``SELECT count(*) FROM table WHERE where`` must be >= count.
 
-        ``db`` is ``"global"``, ``"agent"`` (the source's agent) or ``"agent:<id>"``.
+        ``db`` is ``"global"``, ``"agent"`` (the source's agent) or ``"agent:<id>"``. Only for a
+        condition an equality mapping cannot state (``nodes``: ``... IS NOT NULL``); otherwise the
+        writer derives the expectation, or ``DatabaseWriter.expect_rows`` records it.
         """
         self.expected.append((db, table, where, tuple(params), count))
 
@@ -181,9 +184,6 @@ class ImportContext(ReadContext):
     agent's database is opened (created if needed) and its transaction begun
     the first time ``ctx.writer.agent(id)`` is called. The apply loop commits
     or rolls back, and validates what the writer wrote after commit.
-
-    ``global_db`` / ``agent_db()`` / ``db()`` are the raw connections for the
-    readers not yet converted to the writer (kept until every reader is).
     """
 
     def __init__(
@@ -239,27 +239,6 @@ class ImportContext(ReadContext):
             return True  # a FIFO, link or unreadable file is no imported dependency
         return self._receipts(rel, digest) is None
 
-    # -- raw connections, for readers not yet converted to ctx.writer ---------------------------
-
-    @property
-    def global_db(self) -> Connection:
-        return self.writer.state.conn
-
-    @property
-    def touched_agents(self) -> dict[str, Connection]:
-        return self.writer.touched_agents
-
-    def agent_db(self, agent_id: str) -> Connection:
-        return self.writer.agent(agent_id).conn
-
-    def db(self, name: str, agent_id: str | None = None) -> Connection:
-        if name == "global":
-            return self.global_db
-        if agent_id is None:
-            raise ValueError("agent_id is required for the agent database")
-        return self.agent_db(agent_id)
-
-
 def _receipts_of(conn: Connection) -> ReceiptLookup:
     """Receipt look-ups straight on ``conn`` (a context built outside the apply loop: tests, tools)."""
 
@@ -287,65 +266,6 @@ def completed_receipt_report(conn: Connection, rel: str, digest: str | None) -> 
     except (TypeError, ValueError):
         report = {}
     return report if isinstance(report, dict) else {}
-
-
-# --- SQL helpers (for readers not yet converted to ctx.writer) ------------------------------
-
-
-def _db_writer(conn: Any) -> Any:
-    """A :class:`~statekit.legacy_readers.writer.DatabaseWriter` given as such, or over a raw connection."""
-    from statekit.legacy_readers.writer import as_database_writer
-
-    return as_database_writer(conn)
-
-
-def require_columns(conn: Connection, table: str, columns: Iterable[str]) -> None:
-    """Refuse to write into an existing table that lacks a column statekit needs (see ``DatabaseWriter.require_columns``)."""
-    _db_writer(conn).require_columns(table, list(columns))
-
-
-def forget_columns(conn: Connection) -> None:
-    """Nothing to forget: connection facts live in the writer of one source (kept for callers of the old cache)."""
-
-
-def upsert(
-    conn: Connection,
-    table: str,
-    row: Mapping[str, Any],
-    key: Sequence[str],
-    *,
-    update: bool | Sequence[str] = True,
-    where: str | None = None,
-) -> None:
-    """``DatabaseWriter.upsert`` on a raw connection."""
-    _db_writer(conn).upsert(table, row, key, update=update, where=where)
-
-
-def insert_many(conn: Connection, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
-    """``DatabaseWriter.insert_many`` on a raw connection."""
-    return _db_writer(conn).insert_many(table, columns, rows)
-
-
-# --- input helpers ---------------------------------------------------------
-# Defined in statekit.documents / statekit.values; re-exported only for the group W readers (and one test) that
-# still import them from here: delete each once nothing does.
-
-from statekit.documents import (  # noqa: E402
-    decode_utf8,
-    load_schema,
-    parse_json5_document,
-    parse_json_line,
-    validate,
-)
-from statekit.documents import validator as _validator  # noqa: E402
-from statekit.values import finite_number  # noqa: E402
-
-
-def compact_json(value: Any) -> str:
-    """JSON text as JavaScript's JSON.stringify writes it: ``statekit.values.js_json``, the one serialiser."""
-    from statekit.values import js_json
-
-    return js_json(value)
 
 
 def fingerprint(value: str) -> str:
@@ -392,13 +312,6 @@ def _compile_pattern(pattern: str) -> re.Pattern[str]:
     return re.compile("^" + "".join(out) + "$")
 
 
-@lru_cache(maxsize=None)
-def _takes_context(method: Callable[..., Any]) -> bool:
-    import inspect as _inspect
-
-    return len(_inspect.signature(method).parameters) >= 4  # self, source, handle, ctx
-
-
 class Reader:
     """Base class for one legacy source family. Subclasses set the ClassVars and override the steps."""
 
@@ -437,12 +350,6 @@ class Reader:
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
         """Apply step: parse, validate, transform and write rows through ``ctx``."""
         raise NotImplementedError
-
-    def inspect_with(self, source: Source, handle: BinaryIO, ctx: ReadContext) -> Inspection:
-        """Call :meth:`inspect` with the run's context (readers whose ``inspect`` takes none are called without it)."""
-        if _takes_context(type(self).inspect):
-            return self.inspect(source, handle, ctx)
-        return self.inspect(source, handle)
 
     @classmethod
     def schema(cls) -> dict[str, Any] | None:

@@ -177,7 +177,7 @@ class ChannelPairingRequestsReader(Reader):
             chosen[(normalize_account_id(request["meta"].get("accountId")), request["id"])] = request
         return chosen, warnings
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
         if safe_channel_key(PurePosixPath(source.rel).name[: -len(PAIRING_SUFFIX)]) in ("", "_"):
             raise SourceError(source.rel, "the file name names no channel")

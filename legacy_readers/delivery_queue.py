@@ -40,9 +40,10 @@ import os
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_stringify
-from statekit.legacy_readers._small_stores import file_mtime_ms, load_document
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.values import js_json as js_stringify
+from statekit.documents import load_document
+from statekit.values import file_mtime_ms
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.values import finite_number
 
 TABLE = "delivery_queue_entries"
@@ -144,7 +145,7 @@ class DeliveryQueueReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
         queue, file_id, failed = queue_of(source.rel)
         return Inspection(
@@ -168,8 +169,8 @@ class DeliveryQueueReader(Reader):
             return result
         row = queue_row(queue, row_id, failed, document, file_mtime_ms(source, ctx.now_ms), ctx.now_ms)
         ctx.writer.state.upsert(TABLE, row, ("queue_name", "id"))
+        ctx.writer.state.expect_rows(TABLE, {"queue_name": queue, "id": row_id, "status": status}, 1)
         result = WriteResult(records=1)
-        result.expect("global", TABLE, "queue_name = ? AND id = ? AND status = ?", (queue, row_id, status), 1)
         result.report.update({"queue_name": queue, "entry_id": row_id, "status": status})
         return result
 

@@ -31,8 +31,7 @@ from collections.abc import Mapping
 from typing import Any, BinaryIO
 
 from statekit.documents import load_json, load_object, unmapped_fields, validate_hiding_keys
-from statekit.legacy_readers._rows import expect_keys
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.values import file_mtime_ms, flag, int64, json_text, text
 
 FAMILY = "devices"
@@ -82,7 +81,7 @@ class DevicePairingPendingReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         store = load_object(handle, source.rel, self.schema_name)
         return Inspection(record_count=len(store))
 
@@ -106,7 +105,7 @@ class DevicePairingPendingReader(Reader):
         extra = unmapped_fields(store.values(), PENDING_FIELDS)
         if extra:
             result.notices.append(f"{source.rel}: field(s) without a column kept only in the retired copy: {', '.join(extra)}")
-        expect_keys(result, PENDING_TABLE, "request_id", written)
+        db.expect_rows(PENDING_TABLE, {"request_id": sorted(set(written))}, len(set(written)))
         result.report.update({"requests": len(store), "kept_newer_database_rows": kept, "fields_without_column": extra})
         return result
 
@@ -179,7 +178,7 @@ class DevicePairingPairedReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         store = load_object(handle, source.rel, self.schema_name)
         return Inspection(record_count=len(store))
 
@@ -215,7 +214,7 @@ class DevicePairingPairedReader(Reader):
         if extra:
             notices.append(f"field(s) without a column kept only in the retired copy: {', '.join(extra)}")
         result = WriteResult(records=len(written), notices=[f"{source.rel}: {n}" for n in notices])
-        expect_keys(result, PAIRED_TABLE, "device_id", written)
+        db.expect_rows(PAIRED_TABLE, {"device_id": sorted(set(written))}, len(set(written)))
         result.report.update({
             "devices": len(store),
             "role_tokens": tokens,
@@ -278,7 +277,7 @@ class DeviceBootstrapReader(Reader):
         validate_hiding_keys(document, self.schema_name or "", source.rel)
         return document
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         return Inspection(record_count=len(self._load(source, handle)))
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
@@ -300,6 +299,6 @@ class DeviceBootstrapReader(Reader):
         extra = unmapped_fields(store.values(), BOOTSTRAP_FIELDS)
         if extra:
             result.notices.append(f"{source.rel}: field(s) without a column kept only in the retired copy: {', '.join(extra)}")
-        expect_keys(result, BOOTSTRAP_TABLE, "token_key", written)
+        db.expect_rows(BOOTSTRAP_TABLE, {"token_key": sorted(set(written))}, len(set(written)))
         result.report.update({"tokens": len(store), "kept_newer_database_rows": kept, "fields_without_column": extra})
         return result

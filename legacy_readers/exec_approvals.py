@@ -44,10 +44,10 @@ import re
 import uuid
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers._jsjson import js_number
+from statekit.values import js_number
 
 from statekit.documents import json_type, validate
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, fingerprint
 from statekit.documents import load_json
 
 from statekit.values import file_mtime_ms, finite_number
@@ -353,7 +353,7 @@ class ExecApprovalsReader(Reader):
         validate(document, self.schema_name or "", source.rel)  # backstop; check() covers the same shape
         return document
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = self._load(source, handle)
         if is_stub(document):
             return Inspection(record_count=0, details={"stub": True})
@@ -381,7 +381,6 @@ class ExecApprovalsReader(Reader):
                 db.upsert(TABLE, config_row(file, mtime), ("config_key",))
                 result.records = 1
                 report["decision"] = "stub: socket imported (no database row yet)"
-                result.expect("global", TABLE, "config_key = ?", (CONFIG_KEY,), 1)
             else:
                 report["decision"] = "stub: policy-free file, nothing to import; retired" + (
                     " (database row kept)" if existing is not None else ""
@@ -395,7 +394,7 @@ class ExecApprovalsReader(Reader):
                 f"{source.rel}: the database already holds newer exec approvals (updated after the file was written); kept them, file retired"
             )
             result.report.update(report)
-            result.expect("global", TABLE, "config_key = ?", (CONFIG_KEY,), 1)
+            db.expect_rows(TABLE, {"config_key": CONFIG_KEY}, 1)  # the newer row kept
             return result
         if existing is not None:
             # Socket path/token are imported from the file only when SQLite has no row.
@@ -408,7 +407,7 @@ class ExecApprovalsReader(Reader):
         result.records = 1
         if converted:
             result.notices.append(f"{source.rel}: {converted} lastUsedAt value(s) were in seconds; converted to milliseconds")
-        result.expect("global", TABLE, "config_key = ? AND updated_at_ms = ?", (CONFIG_KEY, mtime), 1)
+        db.expect_rows(TABLE, {"config_key": CONFIG_KEY, "updated_at_ms": mtime}, 1)
         report.update({"agents": row["agent_count"], "allowlist_entries": row["allowlist_count"]})
         result.report.update(report)
         return result

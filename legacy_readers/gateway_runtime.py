@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.documents import load_object
 from statekit.values import file_mtime_ms, int64 as ms, json_text as json_col, text
 from statekit.errors import SourceError
@@ -131,7 +131,7 @@ class RestartSentinelReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         load_object(handle, source.rel, self.schema_name)
         return Inspection(record_count=1)
 

@@ -26,7 +26,7 @@ from typing import Any, BinaryIO
 
 from statekit.values import file_mtime_ms, js_json, text
 
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, fingerprint
 from statekit.documents import load_object
 from statekit.errors import SourceError
 
@@ -86,7 +86,7 @@ class NodeHostConfigReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         load_object(handle, source.rel, self.schema_name)
         return Inspection(record_count=1)
 

@@ -33,9 +33,8 @@ import re
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, fingerprint
 from statekit.documents import load_object, unmapped_fields
-from statekit.legacy_readers._rows import expect_keys
 from statekit.values import file_mtime_ms, int64, text
 from statekit.errors import SourceError
 
@@ -67,7 +66,7 @@ class WebPushSubscriptionsReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_object(handle, source.rel, self.schema_name)
         return Inspection(record_count=len(document.get("subscriptionsByEndpointHash") or {}))
 
@@ -104,7 +103,7 @@ class WebPushSubscriptionsReader(Reader):
             result.notices.append(f"{source.rel}: {rekeyed} subscription(s) stored under a key that is not their endpoint hash; re-keyed")
         if kept:
             result.notices.append(f"{source.rel}: kept {kept} newer subscription(s) already in the database")
-        expect_keys(result, SUBSCRIPTIONS_TABLE, "endpoint_hash", written)
+        db.expect_rows(SUBSCRIPTIONS_TABLE, {"endpoint_hash": sorted(set(written))}, len(set(written)))
         result.report.update({"subscriptions": len(subscriptions), "rekeyed": rekeyed, "kept_newer_database_rows": kept})
         return result
 
@@ -121,7 +120,7 @@ class VapidKeysReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         load_object(handle, source.rel, self.schema_name)
         return Inspection(record_count=1)
 
@@ -151,7 +150,7 @@ class VapidKeysReader(Reader):
                 ("key_id",),
             )
             decision = "imported"
-        result.expect("global", VAPID_TABLE, "key_id = ?", (VAPID_KEY_ID,), 1)
+        db.expect_rows(VAPID_TABLE, {"key_id": VAPID_KEY_ID}, 1)  # written, or the same pair already there
         result.report.update({"decision": decision, "public_key_fingerprint": fingerprint(public_key), "subject_defaulted": "subject" not in document})
         return result
 
@@ -248,7 +247,7 @@ class ApnsRegistrationsReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_object(handle, source.rel, self.schema_name)
         return Inspection(record_count=len(document.get("registrationsByNodeId") or {}))
 
@@ -275,7 +274,7 @@ class ApnsRegistrationsReader(Reader):
         extra = unmapped_fields(registrations.values(), APNS_FIELDS)
         if extra:
             result.notices.append(f"{source.rel}: field(s) without a column kept only in the retired copy: {', '.join(extra)}")
-        expect_keys(result, APNS_TABLE, "node_id", written)
+        db.expect_rows(APNS_TABLE, {"node_id": sorted(set(written))}, len(set(written)))
         transports: dict[str, int] = {}
         for entry in registrations.values():
             name = entry.get("transport") or "direct"

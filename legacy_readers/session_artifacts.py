@@ -32,7 +32,8 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from statekit.values import file_mtime_ms, js_json
-from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, parse_json_line, validate
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
+from statekit.documents import parse_json_line, validate
 from statekit.legacy_readers.transcripts import (
     CURRENT_VERSION,
     SESSION_ID_RE,
@@ -41,7 +42,7 @@ from statekit.legacy_readers.transcripts import (
     _Scan,
     ensure_session_row,
     file_session_id,
-    parse_iso_ms,
+    event_time_ms,
     session_exists,
     v1_id_prefix,
 )
@@ -189,7 +190,7 @@ class TrajectoryReader(Reader):
     action = "import"
     depends_on = ("session-index", "transcript-jsonl")  # its events reference the sessions rows
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         session_id = trajectory_session_id(source.rel)
         scan = _JsonlScan(source, handle, self.schema_name or "")
         count = sum(1 for _ in scan.events())
@@ -244,7 +245,7 @@ class TrajectoryReader(Reader):
             removed = strip_file_era(event)
             stripped += removed
             text = js_json(event) if removed else line.decode("utf-8")
-            event_ms = parse_iso_ms(event.get("ts")) or previous_ms
+            event_ms = event_time_ms(event.get("ts")) or previous_ms
             previous_ms = event_ms
             total += 1
             rows.append((session_id, total, run_id, text, event_ms))
@@ -360,7 +361,7 @@ class CheckpointReader(Reader):
     action = "import"
     depends_on = ("session-index", "transcript-jsonl")  # compares with the imported transcript
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         parent, checkpoint = parse_checkpoint_name(source.rel)
         scan = _Scan(source, handle)
         count = 0
@@ -416,12 +417,12 @@ class CheckpointReader(Reader):
             count += 1
             if isinstance(event.get("id"), str) and event.get("type") != "session":
                 last_id = event["id"]
-            last_ms = parse_iso_ms(event.get("timestamp")) or last_ms
+            last_ms = event_time_ms(event.get("timestamp")) or last_ms
         if owner is None:
             raise SourceError(source.rel, "checkpoint transcript is empty")
         events.scan.require_readable()
         torn = events.scan.torn
-        header_ms = parse_iso_ms(events.header.get("timestamp")) if events.header else None
+        header_ms = event_time_ms(events.header.get("timestamp")) if events.header else None
         copy_id = f"{owner}.checkpoint.{checkpoint}"
         if stored is not None:
             stored.close()
@@ -492,7 +493,7 @@ class CheckpointReader(Reader):
         previous_ms = created_ms
         with ctx.reopen(source.rel) as handle:
             for number, seq, text, event in _CheckpointEvents(source, handle).rows():
-                event_ms = parse_iso_ms(event.get("timestamp")) or previous_ms
+                event_ms = event_time_ms(event.get("timestamp")) or previous_ms
                 previous_ms = event_ms
                 rows.add(number, seq, text, event, event_ms)
         rows.flush()

@@ -32,16 +32,9 @@ import math
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers.base import (
-    ImportContext,
-    Inspection,
-    Reader,
-    Source,
-    WriteResult,
-    finite_number,
-    parse_json5_document,
-    validate,
-)
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
+from statekit.documents import parse_json5_document, validate
+from statekit.values import finite_number, integer
 from statekit.legacy_readers.session_family import recovered_key
 from statekit.legacy_readers.transcripts import claim_recovered
 from statekit.legacy_readers.writer import Json
@@ -176,7 +169,9 @@ def replace_non_finite(value: Any) -> int:
     return count
 
 
-def _text(value: Any) -> str | None:
+def _text_or_number(value: Any) -> str | None:
+    """A trimmed non-empty string, or a number in its string form: these index fields (channel, peer, account,
+    thread, label, status) may hold a number in a legacy file, and the row keeps it as text. Not ``values.trimmed``."""
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
@@ -188,15 +183,10 @@ def _text(value: Any) -> str | None:
 
 def _first(*values: Any) -> str | None:
     for value in values:
-        text = _text(value)
+        text = _text_or_number(value)
         if text is not None:
             return text
     return None
-
-
-def _ms(value: Any) -> int | None:
-    number = finite_number(value)
-    return None if number is None else int(number)
 
 
 def derive_chat_type(key: str, entry: dict[str, Any]) -> str | None:
@@ -257,15 +247,15 @@ def session_row(key: str, entry: dict[str, Any], updated_at: int, mkey: str, con
     chat_type = derive_chat_type(key, entry)
     origin = entry.get("origin") if isinstance(entry.get("origin"), dict) else {}
     delivery = entry.get("deliveryContext") if isinstance(entry.get("deliveryContext"), dict) else {}
-    created = next((v for v in (_ms(entry.get("sessionStartedAt")), _ms(entry.get("startedAt"))) if v is not None), updated_at)
+    created = next((v for v in (integer(entry.get("sessionStartedAt")), integer(entry.get("startedAt"))) if v is not None), updated_at)
     return {
         "session_id": entry["sessionId"].strip(),
         "session_key": key,
         "session_scope": session_scope(key, chat_type, mkey),
         "created_at": created,
         "updated_at": updated_at,
-        "started_at": _ms(entry.get("startedAt")) or _ms(entry.get("sessionStartedAt")),
-        "ended_at": _ms(entry.get("endedAt")),
+        "started_at": integer(entry.get("startedAt")) or integer(entry.get("sessionStartedAt")),
+        "ended_at": integer(entry.get("endedAt")),
         "status": _first(entry.get("status")),
         "chat_type": chat_type,
         "channel": _first(entry.get("channel"), entry.get("lastChannel"), delivery.get("channel")),
@@ -310,7 +300,7 @@ class SessionIndexReader(Reader):
         validate(document, self.schema_name or "", source.rel)
         return document
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         store = self._load(source, handle)
         return Inspection(record_count=len(store))
 

@@ -66,6 +66,7 @@ from statekit.legacy_readers.writer import DatabaseWriter
 from statekit.errors import SourceError
 from statekit.fsutil import open_regular_file
 from statekit.db import Connection
+from statekit.values import text, trimmed
 
 SIDECAR_SUFFIXES = ("", "-wal", "-shm", "-journal")
 COPIED_SUFFIXES = ("-wal", "-journal")  # what SQLite needs besides the database to see every committed row
@@ -80,14 +81,6 @@ class _Sidecar(Reader):
 
 
 # --- OpenClaw's value rules ---------------------------------------------------------------
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _trimmed(value: Any) -> str:
-    return value.strip() if isinstance(value, str) else ""
 
 
 def _trimmed_or_none(value: Any) -> Any:
@@ -128,17 +121,17 @@ PLUGIN_STATE_COLUMNS = ("plugin_id", "namespace", "entry_key", "value_json", "cr
 
 def task_run_row(row: dict[str, Any]) -> dict[str, Any]:
     """A legacy ``task_runs`` row as OpenClaw's task-registry import stores it."""
-    runtime = _text(row["runtime"])
+    runtime = text(row["runtime"]) or ""
     source_id = row["source_id"] if isinstance(row["source_id"], str) else ""
-    task_id = _text(row["task_id"])
-    owner_raw, requester_raw = _trimmed(row["owner_key"]), _trimmed(row["requester_session_key"])
+    task_id = text(row["task_id"]) or ""
+    owner_raw, requester_raw = trimmed(row["owner_key"]) or "", trimmed(row["requester_session_key"]) or ""
     owner_key = owner_raw or requester_raw or f"system:{runtime}:{source_id or task_id}"
     scope_kind = "system" if row["scope_kind"] == "system" or owner_key.startswith("system:") else "session"
-    child_key = _trimmed(row["child_session_key"])
-    persisted_agent = _trimmed(row["agent_id"])
+    child_key = trimmed(row["child_session_key"]) or ""
+    persisted_agent = trimmed(row["agent_id"]) or ""
     spawned = runtime in ("subagent", "acp")
     child_agent = session_key_agent(child_key) if spawned else None
-    requester_agent = _trimmed(row["requester_agent_id"])
+    requester_agent = trimmed(row["requester_agent_id"]) or ""
     if not requester_agent and spawned:
         requester_agent = (
             session_key_agent(owner_key)
@@ -174,8 +167,8 @@ def task_run_row(row: dict[str, Any]) -> dict[str, Any]:
 def flow_run_row(row: dict[str, Any]) -> dict[str, Any]:
     """A legacy ``flow_runs`` row as OpenClaw's task-flow import stores it."""
     sync_mode = "task_mirrored" if row["sync_mode"] == "task_mirrored" or row["shape"] == "single_task" else "managed"
-    owner_key = _trimmed(row["owner_key"]) or _trimmed(row["owner_session_key"])
-    controller = (_trimmed(row["controller_id"]) or "core/legacy-restored") if sync_mode == "managed" else None
+    owner_key = trimmed(row["owner_key"]) or trimmed(row["owner_session_key"]) or ""
+    controller = (trimmed(row["controller_id"]) or "core/legacy-restored") if sync_mode == "managed" else None
     out = {name: row[name] for name in FLOW_COLUMNS if name != "owner_session_key"}
     out.update({
         "flow_id": "" if row["flow_id"] is None else row["flow_id"],
@@ -558,7 +551,7 @@ class DebugProxyBlobs(_Sidecar):
     action = "import"
     depends_on = ("debug-proxy-capture-sqlite",)  # waits for the capture database
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         if not (source.state_dir / DebugProxyCapture.database).exists():
             return Inspection(record_count=0, action="retain", reason="debug proxy blob without a capture database beside it; left in place")
         return Inspection(record_count=0, details={"blob_of": DebugProxyCapture.database})

@@ -43,7 +43,7 @@ from typing import Any, BinaryIO
 from statekit.values import file_mtime_ms, js_json
 from statekit.legacy_readers._small_stores import normalize_account_id
 from statekit.documents import load_document
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 
 TABLE = "subagent_runs"
 LEGACY_V1_FIELDS = ("announceCompletedAt", "announceHandled", "requesterChannel", "requesterAccountId")
@@ -426,7 +426,7 @@ class SubagentRunsReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
         runs, skipped = select_runs(document)
         return Inspection(record_count=len(document["runs"]), warnings=[f"{source.rel}: {w}" for w in skipped])

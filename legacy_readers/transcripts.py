@@ -25,8 +25,9 @@ import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from statekit.values import file_mtime_ms, iso_to_ms, js_json
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, parse_json_line, validate
+from statekit.values import file_mtime_ms, js_json, ms
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
+from statekit.documents import parse_json_line, validate
 from statekit.legacy_readers.writer import DatabaseWriter, Json
 from statekit.legacy_readers.session_family import lineage_owners, recovered_key
 from statekit.errors import SourceError
@@ -136,13 +137,14 @@ class TranscriptRows:
             self.identities.clear()
 
 
-def parse_iso_ms(value: Any) -> int | None:
-    """Epoch ms of an event's time: a finite number as is, an ISO-8601 string through ``statekit.values.iso_to_ms``."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return int(value) if value == value and abs(value) < 1e16 else None
-    return iso_to_ms(value)
+def event_time_ms(value: Any) -> int | None:
+    """An event's time: ``statekit.values.ms`` (a number, or an ISO-8601 string), but none at 1e16 ms or beyond.
+
+    A number past JavaScript's Date range (±8.64e15 ms) is no time OpenClaw could have written: the caller falls
+    back to the previous event's time instead. Kept apart from ``values.ms`` for that bound (int64 there).
+    """
+    found = ms(value)
+    return found if found is not None and abs(found) < 1e16 else None
 
 
 _OPTIONAL_TYPES: tuple[tuple[str, tuple[type, ...]], ...] = (
@@ -294,7 +296,7 @@ class TranscriptReader(Reader):
     action = "import"
     depends_on = ("session-index",)  # reads and completes the session rows
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         scan = _Scan(source, handle)
         count = 0
         first: dict[str, Any] | None = None
@@ -335,7 +337,7 @@ class TranscriptReader(Reader):
             raise SourceError(source.rel, "transcript is empty")
         session_id, version, header, notices = _header_info(source, first_item[2])
         v1_prefix = v1_id_prefix(os.path.abspath(source.path), session_id) if version < 2 else None
-        header_ms = parse_iso_ms(header.get("timestamp")) if header else None
+        header_ms = event_time_ms(header.get("timestamp")) if header else None
 
         ensure_session_row(db, ctx, agent_id, session_id, header_ms or fallback_ms, fallback_ms)
         db.delete("transcript_event_identities", {"session_id": session_id})  # replace what this session owns
@@ -354,7 +356,7 @@ class TranscriptReader(Reader):
             changed = False
             if version < CURRENT_VERSION:
                 changed = self._upgrade(event, seq, header is not None and seq == 0, version, v1_prefix, header is not None)
-            event_ms = parse_iso_ms(event.get("timestamp")) or previous_ms
+            event_ms = event_time_ms(event.get("timestamp")) or previous_ms
             previous_ms = event_ms
             last_ms = max(last_ms, event_ms)
             rows.add(number, seq, js_json(event) if changed else line.decode("utf-8"), event, event_ms)
@@ -410,4 +412,4 @@ class TranscriptReader(Reader):
         return changed
 
 
-__all__ = ["TranscriptReader", "TranscriptRows", "ensure_session_row", "parse_iso_ms", "v1_entry_id", "v1_id_prefix", "iter_lines"]
+__all__ = ["TranscriptReader", "TranscriptRows", "ensure_session_row", "event_time_ms", "v1_entry_id", "v1_id_prefix", "iter_lines"]

@@ -13,12 +13,11 @@ release keeps it too); the file is retired with a notice.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.documents import load_object
-from statekit.values import int64 as ms, iso_to_ms as parse_iso_ms
+from statekit.values import int64 as ms, iso_to_ms, ms_to_iso
 from statekit.errors import SourceError
 
 FAMILY = "update-check"
@@ -43,24 +42,18 @@ INSTANT_FIELDS = {
 }
 
 
-def iso_from_ms(value: int) -> str:
-    """JavaScript's ``Date#toISOString`` form: millisecond precision, ``Z``."""
-    stamp = datetime.fromtimestamp(value / 1000, tz=timezone.utc)
-    return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
-
-
 def instant(value: Any, rel: str, field: str) -> str | None:
     """The ISO string as written (the release's value), a numeric ms instant in ``toISOString`` form."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, str):
-        if parse_iso_ms(value) is None:
+        if iso_to_ms(value) is None:
             raise SourceError(rel, "is not an ISO-8601 date-time", json_path=f"$.{field}")
         return value
     number = ms(value)
     if number is None:
         raise SourceError(rel, "expected an ISO-8601 string or epoch milliseconds", json_path=f"$.{field}")
-    return iso_from_ms(number)
+    return ms_to_iso(number)
 
 
 class UpdateCheckReader(Reader):
@@ -75,7 +68,7 @@ class UpdateCheckReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_object(handle, source.rel, self.schema_name)
         for field in INSTANT_FIELDS:
             instant(document.get(field), source.rel, field)

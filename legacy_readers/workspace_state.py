@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 
 from statekit.documents import load_document
 from statekit.values import iso_to_ms, ms_to_iso
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.errors import SourceError
 
 TABLE = "workspace_setup_state"
@@ -75,10 +75,6 @@ def _existing_ms(value: Any) -> int | None:
     return iso_to_ms(value)
 
 
-def _iso(ms: int | None) -> str | None:
-    return None if ms is None else ms_to_iso(ms)
-
-
 class WorkspaceSetupStateReader(Reader):
     kind = "workspace-setup-state"
     family = "workspace-state"
@@ -105,7 +101,7 @@ class WorkspaceSetupStateReader(Reader):
             times[column] = ms
         return document, times
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         self._load(source, handle)
         return Inspection(record_count=1, details={"workspace": workspace_rel_of(source.rel)})
 
@@ -125,8 +121,8 @@ class WorkspaceSetupStateReader(Reader):
             "workspace_key": key,
             "workspace_path": path,
             "version": version,
-            "bootstrap_seeded_at": _iso(merged["bootstrap_seeded_at"]),
-            "setup_completed_at": _iso(merged["setup_completed_at"]),
+            "bootstrap_seeded_at": (None if merged["bootstrap_seeded_at"] is None else ms_to_iso(merged["bootstrap_seeded_at"])),
+            "setup_completed_at": (None if merged["setup_completed_at"] is None else ms_to_iso(merged["setup_completed_at"])),
             "updated_at": ctx.now_ms,
         }
         db.upsert(TABLE, row, ("workspace_key",))
@@ -144,7 +140,7 @@ class WorkspaceSetupStateReader(Reader):
             {
                 "workspace": workspace_rel_of(source.rel),
                 "workspace_key": key,
-                **{column: _iso(value) for column, value in merged.items()},
+                **{column: (None if value is None else ms_to_iso(value)) for column, value in merged.items()},
             }
         )
         return result

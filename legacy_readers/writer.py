@@ -588,10 +588,6 @@ class Writer:
             return self.agent(name.split(":", 1)[1])
         raise ValueError(f"unknown database {name!r}")
 
-    @property
-    def touched_agents(self) -> dict[str, Connection]:
-        return {agent: w.conn for agent, w in self._agents.items()}
-
     def expectations(self) -> list[Expectation]:
         found = self.state.expectations()
         for w in self._agents.values():

@@ -225,7 +225,7 @@ def plan_source(
             hashing = HashingReader(raw)
             try:
                 if reader.action in ("import", "import+archive"):
-                    inspection = reader.inspect_with(source, hashing, ctx)
+                    inspection = reader.inspect(source, hashing, ctx)
                     planned.record_count = inspection.record_count
                     planned.warnings.extend(inspection.warnings)
                     planned.details.update(inspection.details)

@@ -11,7 +11,7 @@ from typing import Any
 from statekit.db import IntegrityError
 from statekit.documents import parse_json5_document
 from statekit.errors import SchemaError, SourceError
-from statekit.legacy_readers.base import Source, WriteResult
+from statekit.legacy_readers.base import Source
 from statekit.legacy_readers.writer import DatabaseWriter
 from statekit.values import finite_number, flag, int64, js_number, js_string, text
 
@@ -191,14 +191,14 @@ def _chunks(items: Sequence[str], size: int = IN_CHUNK) -> Iterator[Sequence[str
         yield items[start : start + size]
 
 
-def _expect_jobs(result: WriteResult, store_key: str, job_ids: Sequence[str], table: str = JOBS_TABLE) -> None:
+def _expect_jobs(db: DatabaseWriter, store_key: str, job_ids: Sequence[str], table: str = JOBS_TABLE) -> None:
+    """After commit, the store holds these jobs (the ones written and the newer ones kept)."""
     if not job_ids:
         return
+    where: dict[str, Any] = {"store_key": store_key}
     if len(job_ids) <= IN_CHUNK:
-        marks = ", ".join("?" for _ in job_ids)
-        result.expect("global", table, f"store_key = ? AND job_id IN ({marks})", (store_key, *job_ids), len(job_ids))
-    else:
-        result.expect("global", table, "store_key = ?", (store_key,), len(job_ids))
+        where["job_id"] = list(job_ids)
+    db.expect_rows(table, where, len(job_ids))
 
 
 def _existing_rows(db: DatabaseWriter, store_key: str, job_ids: Sequence[str], columns: Sequence[str]) -> dict[str, tuple[Any, ...]]:

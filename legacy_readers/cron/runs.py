@@ -12,13 +12,7 @@ from statekit.db import IntegrityError
 from statekit.documents import parse_json_line, validate
 from statekit.errors import SourceError
 from statekit.fsutil import iter_lines
-from statekit.legacy_readers.base import (
-    ImportContext,
-    Inspection,
-    Reader,
-    Source,
-    WriteResult,
-)
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.legacy_readers.cron._store import (
     FAMILY,
     JOBS_TABLE,
@@ -133,7 +127,7 @@ class CronRunsReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         job_id = run_log_job_id(source.rel)
         count = 0
         skipped: Counter[str] = Counter()
@@ -178,8 +172,6 @@ class CronRunsReader(Reader):
         if skipped:
             result.notices.append(_skip_notice(rel, skipped))
         known = db.exists(JOBS_TABLE, owner)
-        if counts["rows"]:
-            result.expect("global", RUNS_TABLE, "store_key = ? AND job_id = ?", (store_key, job_id), counts["rows"])
         result.report = {
             "store": store_rel(rel),
             "job_id": job_id,

@@ -263,13 +263,7 @@ class PluginStateReader(Reader):
                     fingerprints.append(fingerprint(secret))
         result = WriteResult(records=len(chosen), notices=list(ectx.notices), warnings=list(ectx.warnings))
         for (table, plugin_id, namespace), keys in keys_by_group.items():
-            result.expect(
-                "global",
-                table,
-                "plugin_id = ? AND namespace = ? AND entry_key IN (SELECT value FROM json_each(?))",
-                (plugin_id, namespace, json.dumps(keys)),
-                len(keys),
-            )
+            db.expect_rows(table, {"plugin_id": plugin_id, "namespace": namespace, "entry_key": keys}, len(keys))
         if kept_existing:
             result.notices.append(f"{source.rel}: {kept_existing} entr(y/ies) already in SQLite; kept them (as OpenClaw's import does)")
         result.report.update({

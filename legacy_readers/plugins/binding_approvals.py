@@ -21,8 +21,8 @@ from typing import Any, BinaryIO
 
 from statekit.documents import load_document
 from statekit.legacy_readers._small_stores import normalize_account_id
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
-from statekit.values import file_mtime_ms, integer, js_json, trimmed
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
+from statekit.values import file_mtime_ms, integer, trimmed
 
 TABLE = "plugin_binding_approvals"
 
@@ -63,7 +63,7 @@ class PluginBindingApprovalsReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
         _chosen, _notices, warnings = select_approvals(document, 0)
         return Inspection(record_count=len(document["approvals"]), warnings=[f"{source.rel}: {w}" for w in warnings])
@@ -83,15 +83,7 @@ class PluginBindingApprovalsReader(Reader):
             notices=[f"{source.rel}: {n}" for n in notices],
             warnings=[f"{source.rel}: {w}" for w in warnings],
         )
-        keys = js_json([[r["plugin_root"], r["channel"], r["account_id"], r["plugin_id"]] for r in rows])
-        result.expect(
-            "global",
-            TABLE,
-            "EXISTS (SELECT 1 FROM json_each(?) AS k WHERE json_extract(k.value, '$[0]') = plugin_root"
-            " AND json_extract(k.value, '$[1]') = channel AND json_extract(k.value, '$[2]') = account_id"
-            " AND json_extract(k.value, '$[3]') = plugin_id)",
-            (keys,),
-            len(rows),
-        )
+        for row in rows:
+            db.expect_rows(TABLE, {name: row[name] for name in ("plugin_root", "channel", "account_id", "plugin_id")}, 1)
         result.report.update({"approvals": len(document["approvals"]), "imported": len(rows), "skipped": len(warnings)})
         return result

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from helpers import corpus_or_skip, make_state, named_row, open_db
-from statekit.legacy_readers.base import ImportContext, Reader, Source, WriteResult, forget_columns
+from statekit.legacy_readers.base import ImportContext, Reader, Source, WriteResult
 from statekit.legacy_readers.cron import CronJobsBackupReader, CronJobsReader, CronRunsReader, CronStateReader
 from statekit.fsutil import HashingReader
 from statekit.schema import open_global
@@ -54,7 +54,7 @@ def _write(conn: Connection, state: Path, reader: Reader, rel: str, config: dict
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-    for _, table, where, params, count in result.expected:
+    for _, table, where, params, count in [*result.expected, *(e.as_tuple() for e in ctx.writer.expectations())]:
         assert conn.execute(f"SELECT count(*) FROM {table} WHERE {where}", params).fetchone()[0] >= count
     if reader is JOBS:
         (state / rel).rename(state / f"{rel}.retired")  # as the apply loop does after commit
@@ -121,7 +121,6 @@ def test_tiimapp_jobs(tmp_path: Path):
         cron = rows["022b6ff3-b437-4ff0-92a5-24d48379844e"]
         assert (cron["schedule_expr"], cron["schedule_tz"], cron["agent_id"]) == ("30 15 * * 1-5", "Asia/Shanghai", "main")
     finally:
-        forget_columns(conn)
         conn.close()
 
 
@@ -153,7 +152,6 @@ def test_linux2010_empty_store_backup_and_run_logs(tmp_path: Path):
         skipped = [r for r in rows if r["status"] == "skipped"]
         assert len(skipped) == 1 and skipped[0]["delivery_status"] == "not-requested" and skipped[0]["error"] is not None
     finally:
-        forget_columns(conn)
         conn.close()
 
 
@@ -173,7 +171,6 @@ def test_smoke_2026_5_28_matches_what_openclaw_2026_7_35_wrote(tmp_path: Path):
         ours = {r["name"]: dict(r) for r in conn.execute("SELECT * FROM cron_jobs")}
         run = dict(conn.execute("SELECT * FROM cron_run_logs").fetchone())
     finally:
-        forget_columns(conn)
         conn.close()
 
     ref = open_db(reference_db, "ro", immutable=True)
@@ -240,5 +237,4 @@ def test_foreign_2026_7_35_cron_table_accepts_our_rows(tmp_path: Path):
         assert conn.execute("SELECT count(*) FROM cron_run_logs WHERE store_key = ?", (key,)).fetchone()[0] == 3
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
-        forget_columns(conn)
         conn.close()

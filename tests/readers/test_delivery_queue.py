@@ -10,7 +10,7 @@ import pytest
 from small_store_harness import MTIME, NOW, assert_failed_in_place, assert_imported, new_state, outcome, place, query, run
 from helpers import FIXTURES, global_db, rows
 from statekit.legacy_readers import reader_for
-from statekit.legacy_readers._jsjson import js_stringify
+from statekit.values import js_json as js_stringify
 
 FIX = FIXTURES / "readers" / "delivery-queue"
 

@@ -19,10 +19,9 @@ from typing import Any
 import pytest
 
 from helpers import FIXTURES, corpus_or_skip, global_db, make_state, open_db, write_files, named_row
-from statekit.legacy_readers.base import forget_columns, upsert
 from statekit.documents import validate_hiding_keys
-from statekit.legacy_readers._rows import write_row
-from statekit.values import iso_to_ms as parse_iso_ms
+from statekit.legacy_readers.writer import DatabaseWriter
+from statekit.values import iso_to_ms
 from statekit.migrate.apply import MigrateOptions, MigrationReport, migrate
 from statekit.errors import SchemaError, SourceError
 from statekit.schema import open_global
@@ -151,11 +150,11 @@ def state(tmp_path: Path) -> Path:
 # --- the shared helpers -------------------------------------------------------------------
 
 
-def test_parse_iso_ms() -> None:
-    assert parse_iso_ms("2026-11-29T23:57:36.884Z") == 1795996656884
-    assert parse_iso_ms("2026-11-29T23:57:36+00:00") == 1795996656000
-    assert parse_iso_ms("2026-11-29T23:57:36") == 1795996656000  # no zone: UTC
-    assert parse_iso_ms("last tuesday") is None
+def test_iso_to_ms() -> None:
+    assert iso_to_ms("2026-11-29T23:57:36.884Z") == 1795996656884
+    assert iso_to_ms("2026-11-29T23:57:36+00:00") == 1795996656000
+    assert iso_to_ms("2026-11-29T23:57:36") == 1795996656000  # no zone: UTC
+    assert iso_to_ms("last tuesday") is None
 
 
 def test_validate_hiding_keys_numbers_entries_and_never_names_a_key() -> None:
@@ -168,33 +167,34 @@ def test_validate_hiding_keys_numbers_entries_and_never_names_a_key() -> None:
     assert secret not in message
 
 
-def test_write_row_skips_absent_optional_columns_of_a_foreign_table() -> None:
+def test_upsert_skips_absent_optional_columns_of_a_foreign_table() -> None:
     conn = open_db(":memory:")
     conn.execute("CREATE TABLE t (k TEXT PRIMARY KEY, a TEXT, b TEXT)")
-    write_row(conn, "t", {"k": "1", "a": "x", "extra": None}, ("k",), optional=("extra",))
+    db = DatabaseWriter(conn, "global")
+    db.upsert("t", {"k": "1", "a": "x", "extra": None}, ("k",), optional=("extra",))
     assert conn.execute("SELECT * FROM t").fetchall() == [("1", "x", None)]
     # With a value the column is kept, and upsert refuses the table rather than drop data.
     with pytest.raises(SchemaError, match="lacks column"):
-        write_row(conn, "t", {"k": "2", "extra": "value"}, ("k",), optional=("extra",))
+        db.upsert("t", {"k": "2", "extra": "value"}, ("k",), optional=("extra",))
     with pytest.raises(SchemaError, match="does not exist"):
-        write_row(conn, "missing", {"k": "1"}, ("k",))
-    upsert(conn, "t", {"k": "1", "a": "y"}, ("k",))
+        db.upsert("missing", {"k": "1"}, ("k",))
+    db.upsert("t", {"k": "1", "a": "y"}, ("k",))
     assert conn.execute("SELECT a FROM t").fetchone() == ("y",)
 
 
-def test_write_row_adds_a_later_column_only_for_a_value(tmp_path: Path) -> None:
+def test_upsert_adds_a_later_column_only_for_a_value(tmp_path: Path) -> None:
     """A column 2026.9.6 adds to a v1 table on its upgrade: added (as it adds it) when a value needs it, else left out."""
     conn, _ = open_global(tmp_path)
     before = [r[1] for r in conn.execute("PRAGMA table_info(device_pairing_pending)")]
+    db = DatabaseWriter(conn, "global")
     row = {"request_id": "r1", "device_id": "d", "public_key": "k", "ts": 1, "refreshed_at_ms": None, "browser_origin": None}
-    write_row(conn, "device_pairing_pending", row, ("request_id",))
+    db.upsert("device_pairing_pending", row, ("request_id",))
     assert [r[1] for r in conn.execute("PRAGMA table_info(device_pairing_pending)")] == before  # still the exact v1 table
-    write_row(conn, "device_pairing_pending", row | {"request_id": "r2", "refreshed_at_ms": 5}, ("request_id",), update=["ts", "refreshed_at_ms"])
+    db.upsert("device_pairing_pending", row | {"request_id": "r2", "refreshed_at_ms": 5}, ("request_id",), update=["ts", "refreshed_at_ms"])
     info = list(conn.execute("PRAGMA table_info(device_pairing_pending)"))
     assert [r[1] for r in info] == before + ["refreshed_at_ms"]
     assert (info[-1][2], info[-1][3], info[-1][4]) == ("INTEGER", 0, None)  # 2026.9.6's definition: nullable, no default
     assert conn.execute("SELECT request_id, refreshed_at_ms FROM device_pairing_pending ORDER BY request_id").fetchall() == [("r1", None), ("r2", 5)]
-    forget_columns(conn)
     conn.close()
 
 

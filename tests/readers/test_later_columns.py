@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from statekit.legacy_readers._later_columns import LATER_COLUMNS, ensure_later_column, fit_later_columns, later_columns_of
-from statekit.legacy_readers.base import forget_columns
-from statekit.schema import open_global
+from statekit.legacy_readers._later_columns import later_columns_of
+from statekit.legacy_readers.writer import DatabaseWriter
+from statekit.schema import LATER_COLUMNS, open_global
 from helpers import open_db
 
 
@@ -63,18 +63,18 @@ def test_no_later_column_exists_in_the_canonical_v1_tables(tmp_path: Path) -> No
 def test_added_as_the_release_adds_it_and_only_for_a_value(tmp_path: Path) -> None:
     conn, _ = open_global(tmp_path)
     try:
+        db = DatabaseWriter(conn, "global")
         before = [r[1] for r in conn.execute("PRAGMA table_info(apns_registrations)")]
-        assert fit_later_columns(conn, "apns_registrations", {"node_id": "n", "relay_origin": None}) == {"node_id": "n"}
+        assert db.fit_later("apns_registrations", {"node_id": "n", "relay_origin": None}) == {"node_id": "n"}
         assert [r[1] for r in conn.execute("PRAGMA table_info(apns_registrations)")] == before
-        assert fit_later_columns(conn, "apns_registrations", {"node_id": "n", "relay_origin": "https://r"}) == {
+        assert db.fit_later("apns_registrations", {"node_id": "n", "relay_origin": "https://r"}) == {
             "node_id": "n", "relay_origin": "https://r"}  # fmt: skip
         added = list(conn.execute("PRAGMA table_info(apns_registrations)"))[-1]
         assert (added[1], added[2], added[3], added[4]) == ("relay_origin", "TEXT", 0, None)
-        assert ensure_later_column(conn, "apns_registrations", "relay_origin") is False  # already there: left as it is
+        assert db.add_later_column("apns_registrations", "relay_origin") is False  # already there: left as it is
         with pytest.raises(KeyError):
-            ensure_later_column(conn, "apns_registrations", "invented_column")
+            db.add_later_column("apns_registrations", "invented_column")
         assert later_columns_of("device_pairing_pending") == ["refreshed_at_ms", "browser_origin"]
     finally:
-        forget_columns(conn)
         conn.close()
     assert open_db(tmp_path / "state" / "openclaw.sqlite").execute("PRAGMA integrity_check").fetchone() == ("ok",)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from helpers import FIXTURES, agent_db, global_db, make_state, rows, run_cli
-from statekit.legacy_readers._jsjson import js_stringify
+from statekit.values import js_json as js_stringify
 from statekit.migrate.apply import MigrateOptions, migrate
 
 FIX = FIXTURES / "readers" / "sessions-artifacts"

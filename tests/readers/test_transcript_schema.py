@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from statekit.legacy_readers.base import _validator
+from statekit.documents import validator as _validator
 from statekit.legacy_readers.transcripts import conforms
 
 values = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=5),

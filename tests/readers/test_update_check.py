@@ -8,7 +8,7 @@ import pytest
 from freezegun import freeze_time
 
 from helpers import global_db, open_db
-from statekit.legacy_readers.update_check import iso_from_ms
+from statekit.values import ms_to_iso
 from test_devices_harness import (
     MTIME,
     assert_left_in_place,
@@ -65,9 +65,9 @@ def test_numeric_instant_and_existing_row(state: Path) -> None:
     assert original
 
 
-def test_iso_from_ms_matches_javascript() -> None:
-    assert iso_from_ms(1795996656884) == "2026-11-29T23:57:36.884Z"
-    assert iso_from_ms(1787184000000) == "2026-08-20T00:00:00.000Z"
+def test_ms_instants_are_written_as_javascript_writes_them() -> None:
+    assert ms_to_iso(1795996656884) == "2026-11-29T23:57:36.884Z"
+    assert ms_to_iso(1787184000000) == "2026-08-20T00:00:00.000Z"
 
 
 @pytest.mark.parametrize(

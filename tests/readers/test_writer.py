@@ -253,6 +253,23 @@ def test_a_context_outside_the_apply_loop_still_answers_receipt_questions(conn: 
     assert Source(tmp_path, "x").path == tmp_path / "x"
 
 
+def test_the_transition_paths_stay_gone() -> None:
+    """No raw connection on the context, no SQL helpers beside the writer, one inspect signature, no moved-helper modules."""
+    import inspect as _inspect
+
+    from statekit.legacy_readers import all_readers, base
+
+    for name in ("global_db", "agent_db", "db", "touched_agents"):
+        assert not hasattr(ImportContext, name), name
+    assert not hasattr(Writer, "touched_agents")  # the apply loop keeps its own agent connections
+    for name in ("upsert", "insert_many", "require_columns", "forget_columns", "compact_json", "inspect_with"):
+        assert not hasattr(base, name) and not hasattr(base.Reader, name), name
+    for gone in ("_jsjson.py", "_rows.py"):
+        assert not (READERS_DIR / gone).exists(), gone
+    two_argument = [r.kind for r in all_readers() if "ctx" not in _inspect.signature(type(r).inspect).parameters]
+    assert two_argument == [], "every inspect takes the run's ReadContext"
+
+
 # --- reader contexts: plan and apply give readers the same config and clock ------------------------
 
 
