@@ -31,7 +31,7 @@ from typing import Any, BinaryIO
 
 from statekit.values import js_json
 from statekit.documents import load_document
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, validate
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, validate
 from statekit.errors import SourceError
 
 SESSIONS = "acp_replay_sessions"
@@ -99,7 +99,7 @@ class AcpEventLedgerReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
         selected, _notices, warnings = select_sessions(source, document)
         events = sum(len(s["events"]) for s in selected)

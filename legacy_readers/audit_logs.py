@@ -44,6 +44,7 @@ from statekit.legacy_readers._small_stores import PLUGIN_STATE, line_key
 from statekit.legacy_readers.base import (
     ImportContext,
     Inspection,
+    ReadContext,
     Reader,
     Source,
     WriteResult,
@@ -184,7 +185,7 @@ class AuditLogReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         count = sum(1 for _ in _records(source, handle))
         return Inspection(record_count=count)
 

@@ -359,7 +359,7 @@ def normalize_state(raw: Any) -> dict[str, dict[str, Any]]:
     if isinstance(raw.get("order"), dict):
         order: dict[str, Any] = {}
         for provider, ids in raw["order"].items():
-            key = normalize_provider(provider)
+            key: str | None = normalize_provider(provider)
             if not isinstance(ids, list) or not key:
                 continue
             kept = [s.strip() for s in ids if isinstance(s, str) and s.strip()]
@@ -788,7 +788,7 @@ class AuthProfilesReader(Reader):
     action = "import"
     depends_on = ("auth-tmp",)  # a temp copy is compared with the live file before it is imported
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         parsed = parse_auth_profiles(_load(source, handle, self.schema_name or ""), source.rel)
         return Inspection(record_count=len(parsed.profiles), warnings=parsed.warnings, details={"format": parsed.format})
 
@@ -809,7 +809,7 @@ class AuthStateReader(Reader):
     action = "import"
     depends_on = ("auth-profiles",)  # merges into the store auth-profiles.json wrote
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = _load(source, handle, self.schema_name or "")
         return Inspection(record_count=1, details={"fields": sorted(normalize_state(document))})
 
@@ -845,7 +845,7 @@ class _ProviderMapReader(Reader):
     def _agent(self, source: Source, ctx: ImportContext) -> str:
         return owner_agent(source, dict(ctx.config))
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         parsed = self.parse(_load(source, handle, self.schema_name or ""), source.rel)
         return Inspection(record_count=len(parsed.profiles), warnings=parsed.warnings)
 

@@ -37,7 +37,7 @@ from statekit.values import file_mtime_ms, js_json
 from statekit.legacy_readers._small_stores import agent_id_of_session_key, normalize_account_id
 from statekit.documents import load_document
 from statekit.values import trimmed as text  # the trimmed non-empty string
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, finite_number
 
 TABLE = "current_conversation_bindings"
 SEP = "\u241f"
@@ -144,7 +144,7 @@ class CurrentConversationBindingsReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
         _chosen, _notices, warnings = select_bindings(document)
         return Inspection(record_count=len(document["bindings"]), warnings=[f"{source.rel}: {w}" for w in warnings])

@@ -37,7 +37,7 @@ from typing import Any, BinaryIO
 from statekit.legacy_readers._small_stores import PLUGIN_STATE, put_plugin_state, workspace_path
 from statekit.documents import load_document
 from statekit.values import file_mtime_ms, integer
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 
 PLUGIN_ID, NAMESPACE = "core:clawhub-skills", "skill-installs"
 DEFAULT_REGISTRY = "https://clawhub.ai"
@@ -113,7 +113,7 @@ class ClawHubLockReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
         return Inspection(record_count=len(document["skills"]))
 
@@ -152,7 +152,7 @@ class ClawHubOriginReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         load_document(source, handle, self.schema_name or "")
         return Inspection(record_count=1)
 

@@ -24,7 +24,7 @@ from typing import Any, BinaryIO
 from statekit.values import integer, js_json, record
 from statekit.documents import load_document
 from statekit.values import trimmed as text  # the trimmed non-empty string
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, finite_number
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, finite_number
 
 TABLE = "commitments"
 REQUIRED_TEXT = ("id", "agentId", "sessionKey", "channel", "kind", "sensitivity", "source", "status", "reason", "suggestedText", "dedupeKey")
@@ -109,7 +109,7 @@ class CommitmentsReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
         _chosen, warnings, _stripped = select_commitments(document)
         return Inspection(record_count=len(document["commitments"]), warnings=[f"{source.rel}: {w}" for w in warnings])

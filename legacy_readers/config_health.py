@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.values import js_json
 from statekit.documents import load_object, unmapped_fields
 
@@ -57,7 +57,7 @@ class ConfigHealthReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_object(handle, source.rel, self.schema_name)
         return Inspection(record_count=len(document.get("entries") or {}))
 

@@ -20,7 +20,7 @@ from typing import BinaryIO
 from statekit.legacy_readers._small_stores import put_plugin_state
 from statekit.documents import load_document
 from statekit.values import file_mtime_ms, iso_to_ms
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 
 PLUGIN_ID, NAMESPACE = "core:crestodian", "rescue-pending"
 
@@ -42,7 +42,7 @@ class CrestodianRescuePendingReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         load_document(source, handle, self.schema_name or "")
         return Inspection(record_count=1)
 

@@ -42,7 +42,7 @@ from typing import Any, BinaryIO
 
 from statekit.legacy_readers._jsjson import js_stringify
 from statekit.legacy_readers._small_stores import file_mtime_ms, load_document
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.values import finite_number
 
 TABLE = "delivery_queue_entries"
@@ -119,8 +119,8 @@ def not_replayed(source: Source, document: dict[str, Any], row_id: str, file_id:
     queue_dir = source.path.parent
     if any(os.path.lexists(queue_dir / f"{name}.delivered") for name in {file_id, row_id}):
         return "already delivered (a .delivered marker exists)"
-    enqueued = document.get("enqueuedAt")
-    if finite_number(enqueued) is None or not float(enqueued).is_integer() or enqueued < 0 or enqueued > now_ms:
+    enqueued = finite_number(document.get("enqueuedAt"))
+    if enqueued is None or not float(enqueued).is_integer() or enqueued < 0 or enqueued > now_ms:
         return "unverified enqueue time"
     if now_ms - enqueued >= MAX_REPLAY_AGE_MS:
         return "at least 72 hours old"
@@ -144,7 +144,7 @@ class DeliveryQueueReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
         queue, file_id, failed = queue_of(source.rel)
         return Inspection(

@@ -32,7 +32,7 @@ from typing import Any, BinaryIO
 
 from statekit.documents import load_json, load_object, unmapped_fields, validate_hiding_keys
 from statekit.legacy_readers._rows import expect_keys
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.values import file_mtime_ms, flag, int64, json_text, text
 
 FAMILY = "devices"
@@ -82,7 +82,7 @@ class DevicePairingPendingReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         store = load_object(handle, source.rel, self.schema_name)
         return Inspection(record_count=len(store))
 
@@ -179,7 +179,7 @@ class DevicePairingPairedReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         store = load_object(handle, source.rel, self.schema_name)
         return Inspection(record_count=len(store))
 
@@ -278,7 +278,7 @@ class DeviceBootstrapReader(Reader):
         validate_hiding_keys(document, self.schema_name or "", source.rel)
         return document
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         return Inspection(record_count=len(self._load(source, handle)))
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, decode_utf8, validate
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, decode_utf8, validate
 from statekit.legacy_readers.writer import Json
 from statekit.values import file_mtime_ms
 from statekit.errors import SourceError
@@ -51,7 +51,7 @@ class GatewayInstanceIdReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         read_instance_id(handle, source.rel, self.schema_name or "")
         return Inspection(record_count=1)
 

@@ -31,7 +31,7 @@ import binascii
 import hashlib
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, fingerprint
 from statekit.documents import load_object
 from statekit.values import file_mtime_ms, int64 as ms, json_text as json_col
 from statekit.errors import SourceError
@@ -280,7 +280,7 @@ class DeviceIdentityReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         parse_identity(load_object(handle, source.rel, self.schema_name), source.rel)
         return Inspection(record_count=1)
 
@@ -359,7 +359,7 @@ class DeviceAuthReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_object(handle, source.rel, self.schema_name)
         return Inspection(record_count=len(document.get("tokens") or {}))
 

@@ -26,7 +26,7 @@ from typing import BinaryIO
 from statekit.legacy_readers._small_stores import put_plugin_state
 from statekit.documents import load_document
 from statekit.values import file_mtime_ms
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.errors import SourceError
 
 PLUGIN_ID, NAMESPACE = "core:mcp", "oauth-sessions"
@@ -56,7 +56,7 @@ class McpOAuthSessionReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         _refuse_if_locked(source)
         load_document(source, handle, self.schema_name or "")
         return Inspection(record_count=1)

@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 from urllib.parse import unquote
 
 from statekit.legacy_readers.auth_profiles import owner_agent
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, decode_utf8
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, decode_utf8
 from statekit.errors import SourceError
 
 CACHE_SCOPE = "plugin-model-catalog-v1"
@@ -104,7 +104,7 @@ class PluginCatalogReader(Reader):
         text = generated_catalog_text(handle.read(), source.rel)
         return plugin_id, text
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         plugin_id, text = self._read(source, handle)
         if plugin_id is None or text is None:
             return Inspection(record_count=0, action="retain", reason=NOT_GENERATED_REASON)

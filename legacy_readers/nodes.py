@@ -35,7 +35,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, BinaryIO
 
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.documents import load_object
 
 from statekit.legacy_readers.devices import PAIRED_TABLE
@@ -123,7 +123,7 @@ class NodePairingPairedReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         return Inspection(record_count=len(load_object(handle, source.rel, self.schema_name)))
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:
@@ -188,7 +188,7 @@ class NodePairingPendingReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         return Inspection(record_count=len(load_object(handle, source.rel, self.schema_name)))
 
     def write(self, source: Source, handle: BinaryIO, ctx: ImportContext) -> WriteResult:

@@ -15,7 +15,7 @@ from typing import BinaryIO
 from statekit.legacy_readers._small_stores import put_plugin_state
 from statekit.documents import load_document
 from statekit.values import file_mtime_ms
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 
 PLUGIN_ID, NAMESPACE, ENTRY_KEY = "phone-control", "arm-state", "current"
 
@@ -32,7 +32,7 @@ class PhoneControlArmStateReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         load_document(source, handle, self.schema_name or "")
         return Inspection(record_count=1)
 

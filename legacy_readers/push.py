@@ -33,7 +33,7 @@ import re
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, fingerprint
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, fingerprint
 from statekit.documents import load_object, unmapped_fields
 from statekit.legacy_readers._rows import expect_keys
 from statekit.values import file_mtime_ms, int64, text
@@ -67,7 +67,7 @@ class WebPushSubscriptionsReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_object(handle, source.rel, self.schema_name)
         return Inspection(record_count=len(document.get("subscriptionsByEndpointHash") or {}))
 
@@ -121,7 +121,7 @@ class VapidKeysReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         load_object(handle, source.rel, self.schema_name)
         return Inspection(record_count=1)
 
@@ -187,6 +187,12 @@ def normalise_relay_origin(value: str) -> str | None:
     return f"{scheme}://{netloc}{parts.path or '/'}".rstrip("/")
 
 
+def _stripped(value: Any) -> str | None:
+    """A non-empty string stripped (possibly to ""); anything else None."""
+    string = text(value)
+    return string.strip() if string else None
+
+
 def apns_row(key: str, entry: dict[str, Any], fallback_ms: int, rel: str = "push/apns-registrations.json") -> dict[str, Any]:
     """The canonical 2026.9.6 row (``apnsRegistrationToRow`` of a normalised registration)."""
     where = f"$.registrationsByNodeId[{key!r}]"
@@ -222,9 +228,9 @@ def apns_row(key: str, entry: dict[str, Any], fallback_ms: int, rel: str = "push
     if distribution is None or distribution.strip().lower() != "official":
         raise SourceError(rel, "relay registration needs distribution official", json_path=f"{where}.distribution")
     row.update(
-        relay_handle=text(entry.get("relayHandle")).strip() if text(entry.get("relayHandle")) else None,
-        send_grant=text(entry.get("sendGrant")).strip() if text(entry.get("sendGrant")) else None,
-        installation_id=text(entry.get("installationId")).strip() if text(entry.get("installationId")) else None,
+        relay_handle=_stripped(entry.get("relayHandle")),
+        send_grant=_stripped(entry.get("sendGrant")),
+        installation_id=_stripped(entry.get("installationId")),
         distribution="official",
         token_debug_suffix=normalise_debug_suffix(entry.get("tokenDebugSuffix")),
     )
@@ -248,7 +254,7 @@ class ApnsRegistrationsReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_object(handle, source.rel, self.schema_name)
         return Inspection(record_count=len(document.get("registrationsByNodeId") or {}))
 

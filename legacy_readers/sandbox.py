@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 from statekit.values import file_mtime_ms, integer, js_json
 from statekit.documents import load_document
 from statekit.values import trimmed as text  # the trimmed non-empty string
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 
 TABLE = "sandbox_registry_entries"
 KIND_OF_NAME = {"containers": "container", "browsers": "browser"}
@@ -116,7 +116,7 @@ class SandboxRegistryReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
         return Inspection(record_count=len(document["entries"]))
 
@@ -138,7 +138,7 @@ class SandboxShardReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         load_document(source, handle, self.schema_name or "")
         return Inspection(record_count=1)
 

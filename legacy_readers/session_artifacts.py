@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any, BinaryIO
 
 from statekit.values import file_mtime_ms, js_json
@@ -189,7 +189,7 @@ class TrajectoryReader(Reader):
     action = "import"
     depends_on = ("session-index", "transcript-jsonl")  # its events reference the sessions rows
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         session_id = trajectory_session_id(source.rel)
         scan = _JsonlScan(source, handle, self.schema_name or "")
         count = sum(1 for _ in scan.events())
@@ -360,7 +360,7 @@ class CheckpointReader(Reader):
     action = "import"
     depends_on = ("session-index", "transcript-jsonl")  # compares with the imported transcript
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         parent, checkpoint = parse_checkpoint_name(source.rel)
         scan = _Scan(source, handle)
         count = 0
@@ -404,7 +404,7 @@ class CheckpointReader(Reader):
         prefix = True
         last_id: str | None = None
         last_ms: int | None = None
-        stored: Iterator[tuple[Any, ...]] | None = None
+        stored: Generator[tuple[Any, ...], None, None] | None = None  # db.query's rows (a generator: closed early)
         for _number, seq, text, event in events.rows():
             if seq == 0:
                 owner = self._owner(source, parent, events.header)

@@ -35,7 +35,7 @@ from statekit.legacy_readers._small_stores import put_plugin_state
 from statekit.documents import load_document
 from statekit.values import file_mtime_ms
 from statekit.values import trimmed as text  # the trimmed non-empty string
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 
 CONFIG_KEY = "default"
 MAX_TRIGGERS = 32
@@ -113,7 +113,7 @@ class VoiceWakeTriggersReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
         return Inspection(record_count=len(normalize_triggers(document["triggers"])))
 
@@ -151,7 +151,7 @@ class VoiceWakeRoutingReader(Reader):
         notices: list[str] = []
         warnings: list[str] = []
         for index, route in enumerate(document.get("routes") or []):
-            trigger = normalize_trigger_word(route.get("trigger")) if isinstance(route, dict) and isinstance(route.get("trigger"), str) else ""
+            trigger = normalize_trigger_word(route["trigger"]) if isinstance(route, dict) and isinstance(route.get("trigger"), str) else ""
             if not trigger:
                 notices.append(f"routes[{index}] has no usable trigger; dropped")
                 continue
@@ -162,7 +162,7 @@ class VoiceWakeRoutingReader(Reader):
             routes.append((trigger, target))
         return routes, notices, warnings
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
         routes, _notices, warnings = self._routes(document)
         return Inspection(record_count=1 + len(routes), warnings=[f"{source.rel}: {w}" for w in warnings])
@@ -215,7 +215,7 @@ class TtsPrefsReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         load_document(source, handle, self.schema_name or "")
         return Inspection(record_count=1)
 

@@ -43,7 +43,7 @@ from typing import Any, BinaryIO
 from statekit.values import file_mtime_ms, js_json
 from statekit.legacy_readers._small_stores import normalize_account_id
 from statekit.documents import load_document
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 
 TABLE = "subagent_runs"
 LEGACY_V1_FIELDS = ("announceCompletedAt", "announceHandled", "requesterChannel", "requesterAccountId")
@@ -149,7 +149,8 @@ def normalize_origin(context: Any) -> Any:
     channel = raw_channel.strip().lower() if isinstance(raw_channel, str) else ""
     account = context.get("accountId")
     account_id = normalize_account_id(account) if isinstance(account, str) and account.strip() else None
-    to = context.get("to").strip() if isinstance(context.get("to"), str) and context.get("to").strip() else None
+    raw_to = context.get("to")
+    to = raw_to.strip() if isinstance(raw_to, str) and raw_to.strip() else None
     thread = _thread_id(context.get("threadId"))
     if not channel and not to and not account_id and thread is None:
         return UNDEF
@@ -426,7 +427,7 @@ class SubagentRunsReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
         runs, skipped = select_runs(document)
         return Inspection(record_count=len(document["runs"]), warnings=[f"{source.rel}: {w}" for w in skipped])

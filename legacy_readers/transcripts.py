@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from statekit.values import file_mtime_ms, iso_to_ms, js_json
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult, parse_json_line, validate
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, parse_json_line, validate
 from statekit.legacy_readers.writer import DatabaseWriter, Json
 from statekit.legacy_readers.session_family import lineage_owners, recovered_key
 from statekit.errors import SourceError
@@ -104,7 +104,7 @@ class TranscriptRows:
         self.pending_bytes += len(text)
         event_id = event.get("id")
         if isinstance(event_id, str) and event_id:
-            message = event.get("message") if isinstance(event.get("message"), dict) else {}
+            message = event["message"] if isinstance(event.get("message"), dict) else {}
             key = message.get("idempotencyKey")
             key = key if isinstance(key, str) and key else None
             if key is not None:
@@ -294,7 +294,7 @@ class TranscriptReader(Reader):
     action = "import"
     depends_on = ("session-index",)  # reads and completes the session rows
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         scan = _Scan(source, handle)
         count = 0
         first: dict[str, Any] | None = None

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from statekit.values import js_json, js_loads
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.documents import load_object
 from statekit.legacy_readers.writer import Json
 from statekit.errors import SourceError
@@ -97,7 +97,7 @@ class TuiLastSessionReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         pointers = parse_pointers(load_object(handle, source.rel, self.schema_name), source.rel)
         return Inspection(record_count=len(pointers))
 

@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 
 from statekit.documents import load_document
 from statekit.values import iso_to_ms, ms_to_iso
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.errors import SourceError
 
 TABLE = "workspace_setup_state"
@@ -105,7 +105,7 @@ class WorkspaceSetupStateReader(Reader):
             times[column] = ms
         return document, times
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         self._load(source, handle)
         return Inspection(record_count=1, details={"workspace": workspace_rel_of(source.rel)})
 

@@ -11,7 +11,7 @@ from typing import Any, BinaryIO
 
 from statekit.db import IntegrityError
 from statekit.documents import validate
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.legacy_readers.cron._repairs import RepairedJob, _JobRepair, _job_row
 from statekit.legacy_readers.cron._store import (
     FAMILY,
@@ -109,7 +109,7 @@ class CronJobsReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         store = parse_store(handle.read(), source.rel, file_mtime_ms(source, 0))
         return Inspection(
             record_count=store.total,

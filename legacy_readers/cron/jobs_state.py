@@ -7,7 +7,7 @@ from typing import Any, BinaryIO
 
 from statekit.documents import validate
 from statekit.errors import SourceError
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.legacy_readers.cron._repairs import schedule_identity
 from statekit.legacy_readers.cron._store import (
     FAMILY,
@@ -50,7 +50,7 @@ class CronStateReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         entries, notices = parse_state(handle.read(), source.rel)
         return Inspection(record_count=len(entries), warnings=notices, details={"store": store_rel(source.rel)})
 

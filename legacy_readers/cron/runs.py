@@ -15,6 +15,7 @@ from statekit.fsutil import iter_lines
 from statekit.legacy_readers.base import (
     ImportContext,
     Inspection,
+    ReadContext,
     Reader,
     Source,
     WriteResult,
@@ -28,7 +29,7 @@ from statekit.legacy_readers.cron._store import (
     source_store_key,
     store_rel,
 )
-from statekit.values import finite_number, flag, int64, text, trimmed
+from statekit.values import finite_number, flag, int64, record, text, trimmed
 
 
 # --- runs/<jobId>.jsonl --------------------------------------------------------------
@@ -77,16 +78,16 @@ def skip_reason(entry: Mapping[str, Any], job_id: str) -> str | None:
         return "jobId"
     if named != job_id:
         return "otherJob"
-    ts = entry.get("ts")
-    if finite_number(ts) is None or not float(ts).is_integer() or not 0 <= ts <= MAX_DATE_MS:
+    ts = finite_number(entry.get("ts"))
+    if ts is None or not float(ts).is_integer() or not 0 <= ts <= MAX_DATE_MS:
         return "ts"
     return None
 
 
 def _run_row(store_key: str, job_id: str, seq: int, line_text: str, entry: Mapping[str, Any]) -> tuple[Any, ...]:
     """One ``cron_run_logs`` row as 2026.7.35's ``bindCronRunLogRow`` projects an entry; ``entry_json`` is the line itself."""
-    usage = entry.get("usage") if isinstance(entry.get("usage"), dict) else {}
-    diagnostics = entry.get("diagnostics") if isinstance(entry.get("diagnostics"), dict) else {}
+    usage = record(entry.get("usage"))
+    diagnostics = record(entry.get("diagnostics"))
     ts = int(entry["ts"])
     row = {
         "store_key": store_key,
@@ -133,7 +134,7 @@ class CronRunsReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         job_id = run_log_job_id(source.rel)
         count = 0
         skipped: Counter[str] = Counter()

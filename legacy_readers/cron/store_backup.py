@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import BinaryIO
 
 from statekit.errors import SourceError
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.legacy_readers.cron._store import FAMILY, _parse_document
 
 
@@ -24,7 +24,7 @@ class CronJobsBackupReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         """Count the jobs when the copy parses; never fail the plan over a backup."""
         try:
             document = _parse_document(handle.read(), source.rel)

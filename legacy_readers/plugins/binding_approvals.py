@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 
 from statekit.documents import load_document
 from statekit.legacy_readers._small_stores import normalize_account_id
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.values import file_mtime_ms, integer, js_json, trimmed
 
 TABLE = "plugin_binding_approvals"
@@ -63,7 +63,7 @@ class PluginBindingApprovalsReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
         _chosen, _notices, warnings = select_approvals(document, 0)
         return Inspection(record_count=len(document["approvals"]), warnings=[f"{source.rel}: {w}" for w in warnings])

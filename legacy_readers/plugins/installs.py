@@ -28,7 +28,7 @@ import json
 from typing import Any, BinaryIO
 
 from statekit.documents import load_document
-from statekit.legacy_readers.base import ImportContext, Inspection, Reader, Source, WriteResult
+from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.legacy_readers.writer import Json
 from statekit.values import finite_number, js_json
 from statekit.errors import SourceError
@@ -178,7 +178,7 @@ class InstalledPluginIndexReader(Reader):
     def agent_for(self, rel: str) -> str | None:
         return None
 
-    def inspect(self, source: Source, handle: BinaryIO) -> Inspection:
+    def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         document = load_document(source, handle, self.schema_name or "")
         row = _row_or_error(source, document, 0)
         return Inspection(record_count=1, details={"install_records": len(js_records(row))})
