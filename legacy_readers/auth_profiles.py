@@ -340,7 +340,7 @@ def normalize_state(raw: Any) -> dict[str, dict[str, Any]]:
     if isinstance(raw.get("order"), dict):
         order: dict[str, Any] = {}
         for provider, ids in raw["order"].items():
-            key = normalize_provider(provider)
+            key: str | None = normalize_provider(provider)
             if not isinstance(ids, list) or not key:
                 continue
             kept = [s.strip() for s in ids if isinstance(s, str) and s.strip()]

@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO, ClassVar
+from typing import Any, BinaryIO, ClassVar, cast
 
 from statekit.db import Connection
 from statekit.documents import load_schema, parse_json5_document
@@ -157,7 +157,7 @@ class ReadContext:
 
         with open_regular_file(self.path(rel)) as raw:
             hashing = HashingReader(raw)
-            yield hashing
+            yield cast(BinaryIO, hashing)  # reads like a binary file
             digest = hashing.finish()
         self._verify(rel, digest)
 

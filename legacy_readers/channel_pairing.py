@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
-from statekit.values import file_mtime_ms, iso_to_ms, js_json
+from statekit.values import file_mtime_ms, iso_to_ms, js_json, record
 from statekit.legacy_readers._small_stores import normalize_account_id
 from statekit.documents import load_document
 from statekit.values import trimmed as text  # the trimmed non-empty string
@@ -148,7 +148,7 @@ def normalize_request(raw: dict[str, Any]) -> dict[str, Any] | None:
     last_seen = text(raw.get("lastSeenAt")) or created
     if not (request_id and code and created and last_seen) or iso_to_ms(created) is None or iso_to_ms(last_seen) is None:
         return None
-    meta_raw = raw.get("meta") if isinstance(raw.get("meta"), dict) else {}
+    meta_raw = record(raw.get("meta"))
     meta = {k: v.strip() for k, v in meta_raw.items() if isinstance(v, str) and v.strip()}
     return {"id": request_id, "code": code, "createdAt": created, "lastSeenAt": last_seen, "meta": meta}
 

@@ -120,8 +120,8 @@ def not_replayed(source: Source, document: dict[str, Any], row_id: str, file_id:
     queue_dir = source.path.parent
     if any(os.path.lexists(queue_dir / f"{name}.delivered") for name in {file_id, row_id}):
         return "already delivered (a .delivered marker exists)"
-    enqueued = document.get("enqueuedAt")
-    if finite_number(enqueued) is None or not float(enqueued).is_integer() or enqueued < 0 or enqueued > now_ms:
+    enqueued = finite_number(document.get("enqueuedAt"))
+    if enqueued is None or not float(enqueued).is_integer() or enqueued < 0 or enqueued > now_ms:
         return "unverified enqueue time"
     if now_ms - enqueued >= MAX_REPLAY_AGE_MS:
         return "at least 72 hours old"

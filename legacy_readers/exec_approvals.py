@@ -50,7 +50,7 @@ from statekit.documents import json_type, validate
 from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, fingerprint
 from statekit.documents import load_json
 
-from statekit.values import file_mtime_ms, finite_number
+from statekit.values import file_mtime_ms, finite_number, record
 from statekit.errors import SourceError
 
 FAMILY = "exec-approvals"
@@ -252,12 +252,12 @@ def _policy(value: Any) -> dict[str, Any]:
 
 def openclaw_file(document: dict[str, Any]) -> dict[str, Any]:
     """The file as OpenClaw 2026.9.6 parses and normalises it (a valid ``check``-ed document)."""
-    socket = document.get("socket") if isinstance(document.get("socket"), dict) else {}
+    socket = record(document.get("socket"))
     normalised_socket: dict[str, Any] = {}
     for name in ("path", "token"):
         if isinstance(socket.get(name), str) and socket[name].strip():
             normalised_socket[name] = socket[name].strip()
-    raw_agents = document.get("agents") if isinstance(document.get("agents"), dict) else {}
+    raw_agents = record(document.get("agents"))
     agents = {key: _agent(key, raw_agents[key]) for key in js_key_order(raw_agents)}
     legacy_default = agents.pop("default", None)
     if legacy_default is not None:

@@ -27,7 +27,7 @@ from typing import Any, BinaryIO
 
 from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
 from statekit.documents import load_object
-from statekit.values import file_mtime_ms, int64 as ms, json_text as json_col, text
+from statekit.values import file_mtime_ms, int64 as ms, json_text as json_col, record, text
 from statekit.errors import SourceError
 
 FAMILY = "gateway"
@@ -73,7 +73,7 @@ def canonical_payload(payload: dict[str, Any], ts: int, rel: str) -> dict[str, A
     result: dict[str, Any] = {"kind": payload["kind"], "status": payload["status"], "ts": ts}
     if text(payload.get("sessionKey")) is not None:
         result["sessionKey"] = payload["sessionKey"]
-    delivery = payload.get("deliveryContext") if isinstance(payload.get("deliveryContext"), dict) else {}
+    delivery = record(payload.get("deliveryContext"))
     context = {name: delivery[name] for name in ("channel", "to", "accountId") if isinstance(delivery.get(name), str)}
     if context:
         result["deliveryContext"] = context

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from statekit.values import file_mtime_ms, js_json, text
+from statekit.values import file_mtime_ms, js_json, record, text
 
 from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, fingerprint
 from statekit.documents import load_object
@@ -33,7 +33,7 @@ from statekit.errors import SourceError
 FAMILY = "node-host"
 TABLE = "node_host_config"
 CONFIG_KEY = "current"
-TOP_FIELDS = ("version", "nodeId", "token", "displayName", "gateway")
+TOP_FIELDS: tuple[str, ...] = ("version", "nodeId", "token", "displayName", "gateway")
 TOP_FIELDS = (*TOP_FIELDS, "installedAppsSharing")
 GATEWAY_FIELDS = ("host", "port", "tls", "tlsFingerprint", "contextPath", "cloudflareAccess")
 COMPARED = ("node_id", "token", "display_name", "gateway_host", "gateway_port", "gateway_tls", "gateway_tls_fingerprint",
@@ -46,7 +46,7 @@ def _clean(value: Any) -> str | None:
 
 
 def config_row(document: dict[str, Any], updated_at: int) -> dict[str, Any]:
-    gateway = document.get("gateway") if isinstance(document.get("gateway"), dict) else {}
+    gateway = record(document.get("gateway"))
     tls = gateway.get("tls")
     return {
         "config_key": CONFIG_KEY,

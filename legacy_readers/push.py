@@ -186,6 +186,12 @@ def normalise_relay_origin(value: str) -> str | None:
     return f"{scheme}://{netloc}{parts.path or '/'}".rstrip("/")
 
 
+def _stripped(value: Any) -> str | None:
+    """A non-empty string stripped (possibly to ""); anything else None."""
+    string = text(value)
+    return string.strip() if string else None
+
+
 def apns_row(key: str, entry: dict[str, Any], fallback_ms: int, rel: str = "push/apns-registrations.json") -> dict[str, Any]:
     """The canonical 2026.9.6 row (``apnsRegistrationToRow`` of a normalised registration)."""
     where = f"$.registrationsByNodeId[{key!r}]"
@@ -221,9 +227,9 @@ def apns_row(key: str, entry: dict[str, Any], fallback_ms: int, rel: str = "push
     if distribution is None or distribution.strip().lower() != "official":
         raise SourceError(rel, "relay registration needs distribution official", json_path=f"{where}.distribution")
     row.update(
-        relay_handle=text(entry.get("relayHandle")).strip() if text(entry.get("relayHandle")) else None,
-        send_grant=text(entry.get("sendGrant")).strip() if text(entry.get("sendGrant")) else None,
-        installation_id=text(entry.get("installationId")).strip() if text(entry.get("installationId")) else None,
+        relay_handle=_stripped(entry.get("relayHandle")),
+        send_grant=_stripped(entry.get("sendGrant")),
+        installation_id=_stripped(entry.get("installationId")),
         distribution="official",
         token_debug_suffix=normalise_debug_suffix(entry.get("tokenDebugSuffix")),
     )

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any, BinaryIO
 
 from statekit.values import file_mtime_ms, js_json
@@ -405,7 +405,7 @@ class CheckpointReader(Reader):
         prefix = True
         last_id: str | None = None
         last_ms: int | None = None
-        stored: Iterator[tuple[Any, ...]] | None = None
+        stored: Generator[tuple[Any, ...], None, None] | None = None  # db.query's rows (a generator: closed early)
         for _number, seq, text, event in events.rows():
             if seq == 0:
                 owner = self._owner(source, parent, events.header)

@@ -215,8 +215,8 @@ def session_scope(key: str, chat_type: str | None, mkey: str) -> str:
 
 def conversation_of(key: str, entry: dict[str, Any], chat_type: str | None) -> dict[str, Any] | None:
     """The conversation a session talks in, from its delivery fields; None when there is not enough to name it."""
-    delivery = entry.get("deliveryContext") if isinstance(entry.get("deliveryContext"), dict) else {}
-    origin = entry.get("origin") if isinstance(entry.get("origin"), dict) else {}
+    delivery = entry["deliveryContext"] if isinstance(entry.get("deliveryContext"), dict) else {}
+    origin = entry["origin"] if isinstance(entry.get("origin"), dict) else {}
     channel = _first(delivery.get("channel"), entry.get("lastChannel"), entry.get("channel"), origin.get("provider"))
     kind = chat_type or (origin.get("chatType") if origin.get("chatType") in CHAT_TYPES else None)
     if kind in ("group", "channel"):
@@ -245,8 +245,8 @@ def conversation_of(key: str, entry: dict[str, Any], chat_type: str | None) -> d
 
 def session_row(key: str, entry: dict[str, Any], updated_at: int, mkey: str, conversation: dict[str, Any] | None) -> dict[str, Any]:
     chat_type = derive_chat_type(key, entry)
-    origin = entry.get("origin") if isinstance(entry.get("origin"), dict) else {}
-    delivery = entry.get("deliveryContext") if isinstance(entry.get("deliveryContext"), dict) else {}
+    origin = entry["origin"] if isinstance(entry.get("origin"), dict) else {}
+    delivery = entry["deliveryContext"] if isinstance(entry.get("deliveryContext"), dict) else {}
     created = next((v for v in (integer(entry.get("sessionStartedAt")), integer(entry.get("startedAt"))) if v is not None), updated_at)
     return {
         "session_id": entry["sessionId"].strip(),

@@ -151,7 +151,7 @@ class VoiceWakeRoutingReader(Reader):
         notices: list[str] = []
         warnings: list[str] = []
         for index, route in enumerate(document.get("routes") or []):
-            trigger = normalize_trigger_word(route.get("trigger")) if isinstance(route, dict) and isinstance(route.get("trigger"), str) else ""
+            trigger = normalize_trigger_word(route["trigger"]) if isinstance(route, dict) and isinstance(route.get("trigger"), str) else ""
             if not trigger:
                 notices.append(f"routes[{index}] has no usable trigger; dropped")
                 continue

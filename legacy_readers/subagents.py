@@ -149,7 +149,8 @@ def normalize_origin(context: Any) -> Any:
     channel = raw_channel.strip().lower() if isinstance(raw_channel, str) else ""
     account = context.get("accountId")
     account_id = normalize_account_id(account) if isinstance(account, str) and account.strip() else None
-    to = context.get("to").strip() if isinstance(context.get("to"), str) and context.get("to").strip() else None
+    raw_to = context.get("to")
+    to = raw_to.strip() if isinstance(raw_to, str) and raw_to.strip() else None
     thread = _thread_id(context.get("threadId"))
     if not channel and not to and not account_id and thread is None:
         return UNDEF

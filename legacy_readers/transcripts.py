@@ -105,7 +105,7 @@ class TranscriptRows:
         self.pending_bytes += len(text)
         event_id = event.get("id")
         if isinstance(event_id, str) and event_id:
-            message = event.get("message") if isinstance(event.get("message"), dict) else {}
+            message = event["message"] if isinstance(event.get("message"), dict) else {}
             key = message.get("idempotencyKey")
             key = key if isinstance(key, str) and key else None
             if key is not None:

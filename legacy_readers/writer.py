@@ -32,7 +32,7 @@ fails with a :class:`~statekit.errors.SchemaError` naming reader and table.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -526,7 +526,7 @@ class DatabaseWriter:
         found = self.first(table, "count(*)", where)
         return int(found[0]) if found else 0
 
-    def query(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
+    def query(self, sql: str, params: Sequence[Any] = ()) -> Generator[tuple[Any, ...], None, None]:
         """A read-only query (a join or range a mapping cannot say); anything but SELECT is refused."""
         if not sql.lstrip().upper().startswith(("SELECT", "WITH")):
             raise SchemaError(f"writer.query runs SELECT statements only, not: {sql.split()[0] if sql.split() else sql!r}")

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from statekit.legacy_readers.base import (
     ImportContext,
@@ -55,6 +55,7 @@ from statekit.fsutil import HashingReader, open_regular_file, remove_orphaned_te
 from statekit.layout import STATEKIT_DIR_NAME, ResolvedStateDir, global_db_path, lock_path, relative_posix
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
 from statekit.schema import open_agent, open_global
+from statekit.states import BackupRunStatus, ReceiptStatus, RunStatus
 
 WARNING_OUTCOMES = ("failed", "unreadable", "conflict")
 
@@ -202,18 +203,19 @@ class Migration:
             self._finish_shared_auth_store()
             apply_steps(plan, self.state_dir, self.run_id, self.report)
         except BaseException as exc:
-            self.report.status = "failed"
+            self.report.status = RunStatus.FAILED
             self.report.finished_at = now_ms()
             self.report.warnings.append(f"run failed: {exc}")
             try:
-                close_run(self.global_conn, self.run_id, self.report.finished_at, "failed", self.report.to_json())
+                close_run(self.global_conn, self.run_id, self.report.finished_at, RunStatus.FAILED, self.report.to_json())
             except SQLiteError:
                 pass
             raise
-        self.report.status = "warning" if self.report.warnings else "completed"
+        status = RunStatus.WARNING if self.report.warnings else RunStatus.COMPLETED
+        self.report.status = status
         self.report.finished_at = now_ms()
         checkpoint("before-close-run")
-        close_run(self.global_conn, self.run_id, self.report.finished_at, self.report.status, self.report.to_json())
+        close_run(self.global_conn, self.run_id, self.report.finished_at, status, self.report.to_json())
         return self.report
 
     def _finish_shared_auth_store(self) -> None:
@@ -243,7 +245,8 @@ class Migration:
             from statekit.backup import record_backup_run
         except ImportError:  # pragma: no cover
             return
-        record_backup_run(self.global_conn, result, "ok")
+        assert self.global_conn is not None
+        record_backup_run(self.global_conn, result, BackupRunStatus.OK)
 
     def _converge_interrupted_retirements(self) -> None:
         """A crash after the move but before the receipt update: finish the bookkeeping."""
@@ -268,7 +271,7 @@ class Migration:
                 outcome.status = "left-in-place"
                 outcome.notices.append(outcome.message)
             elif planned.source_key and planned.sha256:
-                self._set_receipt_status(planned, "failed", {"error": outcome.message, "action": planned.action})
+                self._set_receipt_status(planned, ReceiptStatus.FAILED, {"error": outcome.message, "action": planned.action})
             return outcome
         if planned.action in ("deferred", "retain"):
             outcome.message = planned.reason
@@ -304,7 +307,7 @@ class Migration:
                         result = WriteResult(records=0, report={"dropped": reader.reason})
                     else:
                         with ctx.writer.guarded(reader.kind, reader.target_tables):
-                            result = reader.write(source, hashing, ctx)
+                            result = reader.write(source, cast(BinaryIO, hashing), ctx)
                     if hashing.finish() != planned.sha256:
                         raise _SourceChanged()
                     write_receipt(
@@ -316,7 +319,7 @@ class Migration:
                         size=planned.size,
                         record_count=planned.record_count,
                         run_id=self.run_id,
-                        status="completed",
+                        status=ReceiptStatus.COMPLETED,
                         now_ms=ctx.now_ms,
                         removed_source=False,
                         report=self._source_report(planned, result),
@@ -390,15 +393,15 @@ class Migration:
                 if environmental(exc):
                     raise
                 message = f"{planned.rel}: validation failed: the check on {table} could not run ({exc}); source left in place"
-                self._set_receipt_status(planned, "failed", {"error": message})
+                self._set_receipt_status(planned, ReceiptStatus.FAILED, {"error": message})
                 return message
             if found < expected:
                 message = f"{planned.rel}: validation failed: {table} has {found} rows, expected {expected}; source left in place"
-                self._set_receipt_status(planned, "failed", {"error": message})
+                self._set_receipt_status(planned, ReceiptStatus.FAILED, {"error": message})
                 return message
         return None
 
-    def _set_receipt_status(self, planned: PlannedSource, status: str, extra: dict[str, Any]) -> None:
+    def _set_receipt_status(self, planned: PlannedSource, status: ReceiptStatus, extra: dict[str, Any]) -> None:
         assert self.global_conn is not None and planned.sha256 is not None
         write_receipt(
             self.global_conn,
@@ -420,7 +423,7 @@ class Migration:
         outcome.message = message
         if planned.source_key and planned.sha256:
             try:
-                self._set_receipt_status(planned, "failed", {"error": message})
+                self._set_receipt_status(planned, ReceiptStatus.FAILED, {"error": message})
             except SQLiteError:
                 pass
         return outcome

@@ -54,7 +54,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, cast
 
 from statekit.migrate.config_aliases import rewrite_aliases
 
@@ -460,7 +460,8 @@ def _memory_search(run: _Run) -> None:
     """``memorySearch`` (top level, agents.defaults, each agent) → ``memory.search`` (9.6's canonical owner)."""
     doc = run.doc
     reason = "moved in 9.6 to its canonical memory owner"
-    agents = doc.get("agents") if isinstance(doc.get("agents"), dict) else {}
+    agents_value = doc.get("agents")
+    agents: dict[str, Any] = agents_value if isinstance(agents_value, dict) else {}
     defaults = agents.get("defaults") if isinstance(agents.get("defaults"), dict) else None
     sources: list[tuple[dict[str, Any], list[Seg]]] = []
     if defaults is not None and "memorySearch" in defaults:
@@ -702,7 +703,7 @@ def _autonomous_mode(run: _Run) -> None:
 def _gateway_port(run: _Run) -> None:
     gateway = run.doc.get("gateway")
     port = gateway.get("port") if isinstance(gateway, dict) else None
-    if isinstance(port, (int, float)) and not isinstance(port, bool) and not 1 <= port <= 65535:
+    if isinstance(gateway, dict) and isinstance(port, (int, float)) and not isinstance(port, bool) and not 1 <= port <= 65535:
         del gateway["port"]
         run.fixed("gateway.port", "9.6 accepts TCP ports 1–65535",
                   "gateway.port removed (outside 1–65535: 9.6 refuses it and its doctor removes it; the default port applies)")
@@ -830,7 +831,8 @@ def _apply_catalog(run: _Run) -> None:
         for chain, segs in _find(run.doc, retired.pattern, retired.scope):
             container, key = chain[-1]
             path = format_path(segs)
-            why_manual = retired.manual_if(container, key, run.doc) if retired.manual_if is not None else None
+            # a retired key's last segment names a mapping key, never a list index
+            why_manual = retired.manual_if(container, cast(str, key), run.doc) if retired.manual_if is not None else None
             if why_manual is not None:
                 run.manual(path, why_manual)
                 continue

@@ -188,9 +188,9 @@ def discover(state_dir: Path) -> Discovery:
         except OSError:
             continue
         item = FileEntry(rel, st.st_size, st.st_mtime_ns // 1_000_000, _file_type(st.st_mode))
-        reader = next((r for r in readers if r.claims(rel)), None)
-        if reader is not None:
-            found.legacy.append((item, reader))
+        claimed = next((r for r in readers if r.claims(rel)), None)
+        if claimed is not None:
+            found.legacy.append((item, claimed))
             continue
         if temp_writer_pid(entry.name) is not None:
             found.statekit_files += 1  # a statekit temp file (a killed write); migrate removes it when its writer is gone

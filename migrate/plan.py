@@ -14,7 +14,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from statekit.legacy_readers.base import ReadContext, Reader, Source, read_config, wall_clock_ms
 from statekit.migrate.discover import Discovery, FileEntry, discover
@@ -225,7 +225,7 @@ def plan_source(
             hashing = HashingReader(raw)
             try:
                 if reader.action in ("import", "import+archive"):
-                    inspection = reader.inspect(source, hashing, ctx)
+                    inspection = reader.inspect(source, cast(BinaryIO, hashing), ctx)
                     planned.record_count = inspection.record_count
                     planned.warnings.extend(inspection.warnings)
                     planned.details.update(inspection.details)

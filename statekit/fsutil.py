@@ -6,8 +6,9 @@ import hashlib
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 CHUNK = 1 << 20
 PRIVATE_FILE_MODE = 0o600
@@ -155,7 +156,7 @@ def file_kind_problem(path: Path, st: os.stat_result | None = None) -> str | Non
     return None
 
 
-def open_regular_file(path: Path):
+def open_regular_file(path: Path) -> BinaryIO:
     """Open ``path`` for binary reading, refusing symlinks, FIFOs and devices without blocking."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     fd = os.open(path, flags)
@@ -187,7 +188,7 @@ def read_regular_file(path: Path) -> bytes:
         return handle.read()
 
 
-def iter_lines(handle) -> Iterator[bytes]:
+def iter_lines(handle: Iterable[bytes]) -> Iterator[bytes]:
     """Yield lines without their trailing ``\n`` (a CR is kept) from a binary handle, one at a time."""
     for line in handle:
         yield line[:-1] if line.endswith(b"\n") else line
@@ -200,7 +201,7 @@ class HashingReader:
     :meth:`finish` drains the rest so the digest always covers the whole file.
     """
 
-    def __init__(self, handle) -> None:
+    def __init__(self, handle: BinaryIO) -> None:
         self._handle = handle
         self._digest = hashlib.sha256()
         self.size = 0

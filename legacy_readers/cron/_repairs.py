@@ -30,6 +30,7 @@ from statekit.values import (
     json_text,
     ms_to_iso,
     parse_iso,
+    record,
     text,
     trimmed,
 )
@@ -117,7 +118,7 @@ class _JobRepair:
     def _schedule(self, created: int) -> dict[str, Any]:
         raw = self.job.get("schedule")
         if isinstance(raw, str):
-            expr = raw.strip()
+            expr: str | None = raw.strip()
             if not expr:
                 raise self.fail(".schedule", "schedule is an empty string")
             self.note("scheduleString")
@@ -196,9 +197,9 @@ class _JobRepair:
                     raise self.fail(where, "must be a number of milliseconds")
                 self.note("scheduleAt")
                 return ms_to_iso(int(millis))
-            if finite_number(at) is not None:
+            if (at_number := finite_number(at)) is not None:
                 self.note("scheduleAt")
-                return ms_to_iso(int(at))
+                return ms_to_iso(int(at_number))
             text = trimmed(at)
             if text is None:
                 raise self.fail(where, "at schedule needs an ISO 8601 time")
@@ -383,7 +384,7 @@ def _delivery_patch(hints: Mapping[str, Any]) -> dict[str, Any]:
     channel = channel.lower() if channel else None
     target = trimmed(hints.get("to"))
     thread = hints.get("threadId")
-    thread_text = trimmed(thread) if isinstance(thread, str) else (js_number(thread) if finite_number(thread) is not None else None)
+    thread_text = trimmed(thread) if isinstance(thread, str) else (js_number(thread_number) if (thread_number := finite_number(thread)) is not None else None)
     patch: dict[str, Any] = {}
     if deliver is False:
         patch["mode"] = "none"
@@ -504,12 +505,12 @@ def _job_row(store_key: str, repaired: RepairedJob) -> dict[str, Any]:
     job = repaired.job
     schedule = job["schedule"]
     payload = job["payload"]
-    delivery = job.get("delivery") if isinstance(job.get("delivery"), dict) else {}
+    delivery = record(job.get("delivery"))
     failure_destination = delivery.get("failureDestination")
-    completion = delivery.get("completionDestination") if isinstance(delivery.get("completionDestination"), dict) else {}
+    completion = record(delivery.get("completionDestination"))
     alert = job.get("failureAlert")
-    owner = job.get("owner") if isinstance(job.get("owner"), dict) else {}
-    trigger = job.get("trigger") if isinstance(job.get("trigger"), dict) else {}
+    owner = record(job.get("owner"))
+    trigger = record(job.get("trigger"))
     agent_turn = payload["kind"] == "agentTurn"
     tools_allow = payload.get("toolsAllow") if agent_turn else None
     thread, thread_type = _thread_id(delivery.get("threadId"))

@@ -176,7 +176,7 @@ def store_rel(rel: str) -> str:
     return f"{directory}/{STORE_FILE}" if directory else STORE_FILE
 
 
-def _explain_integrity(exc: IntegrityError, table: str) -> Exception:
+def _explain_integrity(exc: Exception, table: str) -> Exception:  # exc: one of db.IntegrityError
     message = str(exc)
     if message.startswith("NOT NULL constraint failed"):
         column = message.rsplit(".", 1)[-1]

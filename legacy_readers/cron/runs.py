@@ -22,7 +22,7 @@ from statekit.legacy_readers.cron._store import (
     source_store_key,
     store_rel,
 )
-from statekit.values import finite_number, flag, int64, text, trimmed
+from statekit.values import finite_number, flag, int64, record, text, trimmed
 
 
 # --- runs/<jobId>.jsonl --------------------------------------------------------------
@@ -71,16 +71,16 @@ def skip_reason(entry: Mapping[str, Any], job_id: str) -> str | None:
         return "jobId"
     if named != job_id:
         return "otherJob"
-    ts = entry.get("ts")
-    if finite_number(ts) is None or not float(ts).is_integer() or not 0 <= ts <= MAX_DATE_MS:
+    ts = finite_number(entry.get("ts"))
+    if ts is None or not float(ts).is_integer() or not 0 <= ts <= MAX_DATE_MS:
         return "ts"
     return None
 
 
 def _run_row(store_key: str, job_id: str, seq: int, line_text: str, entry: Mapping[str, Any]) -> tuple[Any, ...]:
     """One ``cron_run_logs`` row as 2026.7.35's ``bindCronRunLogRow`` projects an entry; ``entry_json`` is the line itself."""
-    usage = entry.get("usage") if isinstance(entry.get("usage"), dict) else {}
-    diagnostics = entry.get("diagnostics") if isinstance(entry.get("diagnostics"), dict) else {}
+    usage = record(entry.get("usage"))
+    diagnostics = record(entry.get("diagnostics"))
     ts = int(entry["ts"])
     row = {
         "store_key": store_key,

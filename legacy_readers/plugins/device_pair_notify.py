@@ -53,8 +53,8 @@ def normalize_subscriber(record: Any, now_ms: int) -> dict[str, Any] | None:
     thread: Any = None
     if isinstance(thread_raw, str):
         thread = trimmed(thread_raw)
-    elif finite_number(thread_raw) is not None:
-        thread = math.trunc(thread_raw)
+    elif (thread_number := finite_number(thread_raw)) is not None:
+        thread = math.trunc(thread_number)
     value: dict[str, Any] = {"to": to}
     account = trimmed(record.get("accountId"))
     if account:
@@ -62,8 +62,8 @@ def normalize_subscriber(record: Any, now_ms: int) -> dict[str, Any] | None:
     if thread is not None:
         value["messageThreadId"] = thread
     value["mode"] = "once" if record.get("mode") == "once" else "persistent"
-    added = record.get("addedAtMs")
-    value["addedAtMs"] = math.trunc(added) if finite_number(added) is not None else now_ms
+    added = finite_number(record.get("addedAtMs"))
+    value["addedAtMs"] = math.trunc(added) if added is not None else now_ms
     return value
 
 

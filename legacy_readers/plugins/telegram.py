@@ -231,6 +231,7 @@ class TelegramMessageCacheReader(PluginStateReader):
                 continue
             message = {k: v for k, v in message.items() if k != "openclaw_prompt_context_projection"}
             value: dict[str, Any] = {"version": 1, "sourceMessage": message}
+            assert isinstance(node, dict)  # message is a dict only when node is
             thread = thread_id_text(node.get("threadId"))
             if thread:
                 value["threadId"] = thread
