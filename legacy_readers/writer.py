@@ -192,14 +192,25 @@ _TABLE_DDL_P2 = {apsw.SQLITE_ALTER_TABLE, apsw.SQLITE_CREATE_INDEX, apsw.SQLITE_
 _REFUSED = {apsw.SQLITE_ATTACH, apsw.SQLITE_DETACH, apsw.SQLITE_CREATE_VTABLE, apsw.SQLITE_DROP_VTABLE}
 
 
-def cascade_children(conn: Connection, parents: Iterable[str]) -> frozenset[str]:
-    """Tables whose rows a delete/update of ``parents`` changes through ``ON DELETE/UPDATE CASCADE/SET NULL`` (transitively)."""
+def _cascade_edges(conn: Connection) -> dict[str, set[str]]:
+    """parent table -> tables whose foreign keys cascade from it; read once per connection and schema version."""
+    version = conn.execute("PRAGMA schema_version").fetchone()[0]
+    cached: tuple[int, dict[str, set[str]]] | None = getattr(conn, "_statekit_cascade_edges", None)
+    if cached is not None and cached[0] == version:
+        return cached[1]
     edges: dict[str, set[str]] = {}
     for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
         for fk in conn.execute(f"PRAGMA foreign_key_list({_quote(name)})"):
             on_update, on_delete = str(fk[5]).upper(), str(fk[6]).upper()
             if on_update != "NO ACTION" or on_delete != "NO ACTION":
                 edges.setdefault(fk[2], set()).add(name)
+    conn._statekit_cascade_edges = (version, edges)  # type: ignore[attr-defined]
+    return edges
+
+
+def cascade_children(conn: Connection, parents: Iterable[str]) -> frozenset[str]:
+    """Tables whose rows a delete/update of ``parents`` changes through ``ON DELETE/UPDATE CASCADE/SET NULL`` (transitively)."""
+    edges = _cascade_edges(conn)
     found: set[str] = set()
     todo = [p for p in parents]
     while todo:
@@ -220,9 +231,6 @@ def tables_of(targets: Iterable[str], level: str) -> frozenset[str]:
         elif prefix == level:
             found.add(table)
     return frozenset(found)
-
-
-    pass
 
 
 class Guard:
