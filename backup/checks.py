@@ -31,7 +31,16 @@ OPENCLAW_RATIO = 1100  # decompressed : compressed bound for archives without de
 ABSOLUTE_CAP = 1 << 40  # 1 TiB: no backup we write or read is bigger
 
 
-HEADER_ALLOWANCE = 3 * 512  # per member: header, PAX header, padding
+BLOCK = tarfile.BLOCKSIZE  # 512: a tar header, and the unit data is padded to
+
+
+RECORD = tarfile.RECORDSIZE  # 10240: tarfile pads the finished archive to a whole record
+
+
+END_BLOCKS = 2 * BLOCK  # the two zero blocks that end an archive
+
+
+BOUND_SLACK = 1 << 20  # fixed allowance over the exact size, for archives written by other tar producers
 
 
 STATEKIT = "statekit"
@@ -217,3 +226,64 @@ def hash_range(fh: BinaryIO, start: int, end: int) -> bytes:
         digest.update(block)
         left -= len(block)
     return digest.digest()
+
+
+# --------------------------------------------------------------------------- tar sizes
+
+
+def padded(size: int) -> int:
+    """``size`` rounded up to whole 512-byte blocks (how tar stores a member's data)."""
+    return -(-size // BLOCK) * BLOCK
+
+
+def pax_record_len(keyword: str, value: bytes) -> int:
+    """Length of one PAX record ``"<len> <keyword>=<value>\\n"`` (its length field counts itself)."""
+    base = len(keyword.encode("utf-8")) + len(value) + 3
+    length = base + 1
+    while base + len(str(length)) != length:
+        length = base + len(str(length))
+    return length
+
+
+def _text_needs_pax(text: str, limit: int) -> bool:
+    """tarfile (PAX_FORMAT) moves a name to the PAX header when it is not ASCII or longer than its field."""
+    return not text.isascii() or len(text) > limit
+
+
+def _pax_value(text: str) -> tuple[bytes, bool]:
+    """The bytes tarfile writes for ``text`` and whether it forces ``hdrcharset=BINARY`` (surrogates)."""
+    try:
+        return text.encode("utf-8"), False
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape"), True
+
+
+def tar_member_size(name: str, *, size: int = 0, linkname: str = "", mtime: int = 0, directory: bool = False) -> int:
+    """Bytes Python's tarfile (PAX_FORMAT, uid/gid 0, empty uname/gname) writes for one member.
+
+    Its 512-byte header, the PAX extended header before it when the path, link target, size or mtime
+    does not fit a ustar field (a 512-byte header plus its records padded to 512), and the data
+    padded to 512.
+    """
+    if directory and not name.endswith("/"):
+        name += "/"
+    texts = [(key, text) for key, text, limit in (("path", name, tarfile.LENGTH_NAME), ("linkpath", linkname, tarfile.LENGTH_LINK))
+             if _text_needs_pax(text, limit)]
+    numbers = [(key, value) for key, value in (("size", size), ("mtime", mtime)) if not 0 <= value < 8 ** 11]
+    records = 0
+    binary = False
+    for key, text in texts:
+        value, surrogates = _pax_value(text)
+        binary = binary or surrogates
+        records += pax_record_len(key, value)
+    for key, number in numbers:
+        records += pax_record_len(key, str(number).encode("ascii"))
+    if binary:
+        records += len(b"21 hdrcharset=BINARY\n")
+    pax = BLOCK + padded(records) if records else 0
+    return pax + BLOCK + padded(size)
+
+
+def tar_archive_size(members: int) -> int:
+    """Bytes of a finished tar archive whose members take ``members`` bytes: end blocks, record padding."""
+    return -(-(members + END_BLOCKS) // RECORD) * RECORD

@@ -21,8 +21,8 @@ import zstandard
 from statekit.backup import manifest as mf
 from statekit.backup.archive import BombError, DIGEST_MAGIC, DIGEST_TAG, copy_member, open_tar_stream, parse_digest_trailer
 from statekit.backup.checks import (
-    ABSOLUTE_CAP, HEADER_ALLOWANCE, MANIFEST_MAX, MemberSink, Scratch, VerifyReport, beneath_symlink,
-    hash_range, link_escapes, member_path_problem, member_type_problem,
+    ABSOLUTE_CAP, BLOCK, BOUND_SLACK, MANIFEST_MAX, MemberSink, Scratch, VerifyReport, beneath_symlink,
+    hash_range, link_escapes, member_path_problem, member_type_problem, padded, tar_archive_size, tar_member_size,
 )
 from statekit.backup.restore_steps import RestoreStep, file_mode
 from statekit.backup.snapshot import DbFacts, inspect_db
@@ -142,12 +142,31 @@ def archive_digest_problem(path: Path) -> tuple[str | None, bool]:
     return None, True
 
 
-def _declared_bound(manifest: mf.Manifest, manifest_len: int) -> int:
+def _data_size(asset: mf.Asset) -> int:
+    """Data bytes of the member for ``asset``: none for directories and internal symlinks (see ``create._add_item``)."""
+    if asset.kind == "dir" or (asset.kind == "symlink" and asset.link_scope == "internal"):
+        return 0
+    return max(asset.size, 0)
+
+
+def asset_member_size(asset: mf.Asset) -> int:
+    """Bytes the archive writer puts in the tar stream for ``asset``: header(s), data, padding."""
+    internal_link = asset.kind == "symlink" and asset.link_scope == "internal"
+    return tar_member_size(asset.archive_path, size=_data_size(asset), linkname=(asset.link_target or "") if internal_link else "",
+                           mtime=int(asset.mtime), directory=asset.kind == "dir")
+
+
+def _declared_bound(manifest: mf.Manifest, head: tarfile.TarInfo) -> int:
+    """The most a sound archive with this manifest decompresses to: exactly what tar writes for the
+    manifest member and every listed asset (headers, PAX headers, padding, end blocks, record
+    padding) plus a fixed slack, with no more data than the declared totals allow."""
     totals = manifest.declared_totals or {}
-    assets = int(totals.get("assets") or 0)
-    declared = int(totals.get("bytes") or 0)
-    bound = manifest_len + declared + (assets + 2) * HEADER_ALLOWANCE + (declared // 100) + (1 << 20)
-    return min(bound, ABSOLUTE_CAP)
+    declared = max(int(totals.get("bytes") or 0), 0)
+    sizes = [(asset_member_size(a), padded(_data_size(a))) for a in manifest.assets]
+    overhead = sum(whole - data for whole, data in sizes)
+    data = min(sum(data for _, data in sizes), declared + (BLOCK - 1) * len(sizes))
+    head_size = tar_member_size(head.name, size=head.size, mtime=int(head.mtime))
+    return min(head_size + tar_archive_size(overhead + data) + BOUND_SLACK, ABSOLUTE_CAP)
 
 
 def _manifest_consistency(manifest: mf.Manifest, root: str) -> tuple[list[str], dict[str, mf.Asset]]:
@@ -252,7 +271,7 @@ def verify_statekit(report: VerifyReport, scratch: Scratch, max_bytes: int) -> N
                     assert report.manifest is not None  # _read_manifest returns a root only with the manifest read
                     consistency, declared = _manifest_consistency(report.manifest, root)
                     report.problems.extend(consistency)
-                    counter.limit = min(_declared_bound(report.manifest, member.size), max_bytes)
+                    counter.limit = min(_declared_bound(report.manifest, member), max_bytes)
                     continue
                 _check_member(report, tar, member, root, declared, seen, links, scratch)
             # Drain to the end so every zstd content checksum is checked.
