@@ -14,6 +14,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+import zstandard
 
 from statekit.backup import verify_archive
 from statekit.backup import manifest as mf
@@ -21,7 +22,7 @@ from statekit.backup import statekit_format
 from statekit.backup.checks import BOUND_SLACK, RECORD, tar_archive_size, tar_member_size
 from statekit.backup.create import create_backup
 from statekit.backup.restore import restore_archive
-from backup_helpers import tree_state
+from backup_helpers import Member, rewrite, tree_state
 
 
 def _tarfile_bytes(infos: list[tuple[tarfile.TarInfo, bytes]]) -> tuple[int, int]:
@@ -91,31 +92,33 @@ def test_no_fixed_per_member_allowance_is_left_in_the_bound():
     assert "HEADER_ALLOWANCE" not in names and "tar_member_size" in names
 
 
-# --------------------------------------------------------------------------- 20,000 files under long paths
+# --------------------------------------------------------------------------- thousands of files under long paths
 
-FILES = 20_000
+# The old bound's fixed 1 MiB slack absorbed 512 bytes per tiny long-path member for ~2,000 members:
+# 3,000 already failed (the CI case); 20,000 is the install of the issue (under -m slow: ~1 minute).
+SHAPES = [pytest.param(3_000, id="3000-files"), pytest.param(20_000, id="20000-files", marks=pytest.mark.slow)]
 
 
-@pytest.fixture(scope="module")
-def wide_state(tmp_path_factory) -> Path:
-    """A state dir of 20,000 tiny files, each under a path of 110+ characters inside the archive."""
-    home = tmp_path_factory.mktemp("wide") / "home"
-    state = home / ".openclaw"
+def _wide_state(root: Path, files: int) -> Path:
+    """A state dir of ``files`` tiny files, each under a path of 110+ characters inside the archive."""
+    state = root / "home" / ".openclaw"
     sessions = state / "agents" / "main" / "sessions"
     sessions.mkdir(parents=True, mode=0o700)
     state.chmod(0o700)
-    for index in range(FILES):
+    for index in range(files):
         name = f"session-{index:06d}-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0-transcript-archive.jsonl"
         (sessions / name).write_bytes(b'{"type":"session"}\n')
     return state
 
 
-def test_twenty_thousand_long_paths_back_up_verify_and_restore(wide_state, tmp_path):
+@pytest.mark.parametrize("files", SHAPES)
+def test_thousands_of_long_paths_back_up_verify_and_restore(files, tmp_path):
+    wide_state = _wide_state(tmp_path, files)
     result = create_backup(wide_state, tmp_path / "out")  # includes its verify pass
     assert result.verified
     manifest = mf.Manifest.parse(_manifest_bytes(result.archive_path))
     long_paths = [a for a in manifest.assets if len(a.archive_path) > 100]
-    assert len(long_paths) >= FILES  # every file needs a PAX header
+    assert len(long_paths) >= files  # every file needs a PAX header
 
     report = verify_archive(result.archive_path)
     assert report.ok, report.problems[:5]
@@ -133,18 +136,31 @@ def test_twenty_thousand_long_paths_back_up_verify_and_restore(wide_state, tmp_p
 
 
 def _head_info(archive: Path) -> tarfile.TarInfo:
-    import zstandard
-
     with open(archive, "rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as stream:
         with tarfile.open(fileobj=stream, mode="r|") as tar:
             return tar.next()
 
 
 def _manifest_bytes(archive: Path) -> bytes:
-    import zstandard
-
     with open(archive, "rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as stream:
         with tarfile.open(fileobj=stream, mode="r|") as tar:
             member = tar.next()
             handle = tar.extractfile(member)
             return handle.read()
+
+
+def test_a_little_more_than_the_slack_is_already_a_bomb(state_tree, tmp_path):
+    """The bound is tight: an undeclared member only 1 MiB + 2 records over the exact size is cut off."""
+    good = create_backup(state_tree.root, tmp_path / "out", record=False).archive_path
+    extra = BOUND_SLACK + 2 * RECORD
+
+    def change(members):
+        root = members[0].info.name.split("/")[0]
+        info = tarfile.TarInfo(f"{root}/payload/state/extra.bin")
+        info.size = extra
+        members.append(Member(info, bytes(extra)))
+
+    repacked = verify_archive(rewrite(good, tmp_path / "same.tar.zst", lambda members: None))
+    assert repacked.ok, repacked.problems  # one tar stream written by another producer: within the bound
+    report = verify_archive(rewrite(good, tmp_path / "extra.tar.zst", change))
+    assert any("decompression bomb" in p for p in report.problems), report.problems
