@@ -791,3 +791,26 @@ def named_sample(names: list[str], count: int, rng: random.Random) -> list[int]:
     rng.shuffle(rest)
     chosen.update(rest[: max(0, count - len(chosen))])
     return sorted(chosen)
+
+
+def restores_refused(archives: list[tuple[str, Path]], state: Path, outside: Path, scratch: Path, figures: Counter[str]) -> list[str]:
+    """Each hostile archive: ``restore --target`` exits 5 and creates nothing; in place it exits 5 and changes nothing;
+    nothing is written outside (``outside`` holds only its ``victim``). Counts refusals in ``figures``."""
+    problems: list[str] = []
+    targets = [scratch / f"target-{i}" for i in range(len(archives))]
+    restored = fork_many([("backup", "restore", archive, "--target", target, "--yes") for (_l, archive), target in zip(archives, targets)])
+    for (label, _archive), target, run in zip(archives, targets, restored):
+        if run.returncode != 5 or run.traceback or target.exists():
+            problems.append(f"{label}: restore --target exit {run.returncode}, target created: {target.exists()}")
+        else:
+            figures["restores refused, nothing written"] += 1
+    before = exact_state(state)
+    for label, archive in archives:  # in place: one at a time (each takes the state-dir lock)
+        run = fork_cli("backup", "restore", archive, "--state-dir", state, "--yes")
+        if run.returncode != 5 or run.traceback or exact_state(state) != before:
+            problems.append(f"{label}: in-place restore exit {run.returncode}, state dir changed: {exact_state(state) != before}")
+        else:
+            figures["restores refused, nothing written"] += 1
+    if sorted(p.name for p in outside.iterdir()) != ["victim"] or (outside / "victim").read_text() != "must never change\n":
+        problems.append(f"something was written outside: {sorted(p.name for p in outside.iterdir())}")
+    return problems

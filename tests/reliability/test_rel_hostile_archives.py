@@ -517,22 +517,7 @@ def run_corpus(base: Base, scratch: Path, items: list[tuple[str, Callable[[], by
         else:
             figures["rejected by verify (exit 5)"] += 1
     sampled = archives[::restore_every]
-    targets = [scratch / f"target-{i}" for i in range(len(sampled))]
-    restored = h.fork_many([("backup", "restore", archive, "--target", target, "--yes") for (_l, archive), target in zip(sampled, targets)])
-    for (label, _archive), target, run in zip(sampled, targets, restored):
-        if run.returncode != 5 or run.traceback or target.exists():
-            problems.append(f"{label}: restore --target exit {run.returncode}, target created: {target.exists()}")
-        else:
-            figures["restores refused, nothing written"] += 1
-    before = h.exact_state(base.state)
-    for label, archive in sampled:  # in place: one at a time (each takes the state-dir lock)
-        run = h.fork_cli("backup", "restore", archive, "--state-dir", base.state, "--yes")
-        if run.returncode != 5 or run.traceback or h.exact_state(base.state) != before:
-            problems.append(f"{label}: in-place restore exit {run.returncode}, state dir changed: {h.exact_state(base.state) != before}")
-        else:
-            figures["restores refused, nothing written"] += 1
-    if sorted(p.name for p in base.outside.iterdir()) != ["victim"] or (base.outside / "victim").read_text() != "must never change\n":
-        problems.append(f"something was written outside: {sorted(p.name for p in base.outside.iterdir())}")
+    problems += h.restores_refused(sampled, base.state, base.outside, scratch, figures)
     for _label, archive in archives:
         archive.unlink()
     return problems

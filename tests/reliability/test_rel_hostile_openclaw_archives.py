@@ -333,22 +333,7 @@ def run_corpus(b: Base, scratch: Path, items: list[tuple[str, Callable[[], bytes
             problems.append(f"{label}: verify exit {run.returncode}, expected 5: {run.stdout[-300:]} {run.stderr[-300:]}")
         else:
             figures["rejected by verify (exit 5)"] += 1
-    targets = [scratch / f"target-{i}" for i in range(len(archives))]
-    restored = h.fork_many([("backup", "restore", a, "--target", t, "--yes") for (_l, a), t in zip(archives, targets)])
-    for (label, _archive), target, run in zip(archives, targets, restored):
-        if run.returncode != 5 or run.traceback or target.exists():
-            problems.append(f"{label}: restore --target exit {run.returncode}, target created: {target.exists()}")
-        else:
-            figures["restores refused, nothing written"] += 1
-    before = h.exact_state(b.state)
-    for label, archive in archives:
-        run = h.fork_cli("backup", "restore", archive, "--state-dir", b.state, "--yes")
-        if run.returncode != 5 or run.traceback or h.exact_state(b.state) != before:
-            problems.append(f"{label}: in-place restore exit {run.returncode}, state dir changed: {h.exact_state(b.state) != before}")
-        else:
-            figures["restores refused, nothing written"] += 1
-    if sorted(p.name for p in b.outside.iterdir()) != ["victim"] or (b.outside / "victim").read_text() != "must never change\n":
-        problems.append(f"something was written outside: {sorted(p.name for p in b.outside.iterdir())}")
+    problems += h.restores_refused(archives, b.state, b.outside, scratch, figures)
     for _label, archive in archives:
         archive.unlink()
     return problems
