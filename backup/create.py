@@ -49,6 +49,7 @@ from statekit.backup.verify import VerifyReport, verify_archive
 from statekit.errors import ExitCode, StateDirError, StatekitError, UsageError, VerificationError
 from statekit.seams import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE, atomic_write_bytes, fsync_dir, open_regular_file, remove_orphaned_temps
+from statekit.layout import canonical_state_dir
 from statekit.states import BackupRunStatus
 
 DEFAULT_OUTPUT_NAME = "openclaw-backups"
@@ -436,7 +437,7 @@ def create_backup(
 ) -> BackupResult:
     """Create one verified archive of ``state_dir`` (see module doc): ``openclaw-backup-<UTC>.tar.zst``, or with
     ``fmt="openclaw"`` a ``<UTC ms>+00-00-openclaw-backup.tar.gz`` that OpenClaw 2026.9.6 verifies and restores."""
-    state_dir = Path(os.path.abspath(state_dir))
+    state_dir = canonical_state_dir(state_dir)  # a symlinked state dir is the directory it points to
     if fmt not in FORMATS:
         raise UsageError(f"unknown archive format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if not state_dir.is_dir():

@@ -54,7 +54,7 @@ from statekit.backup.verify import ABSOLUTE_CAP, OPENCLAW, VerifyReport, verify_
 from statekit.errors import StatekitError, UsageError, VerificationError
 from statekit.seams import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, fsync_dir, sha256_file
-from statekit.layout import lock_path, resolve_state_dir, statekit_dir
+from statekit.layout import canonical_state_dir, lock_path, resolve_state_dir, statekit_dir
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
 from statekit.states import RestoreStepAction
 
@@ -532,7 +532,7 @@ def _live_state_dir(report: VerifyReport, state_dir: Path | None) -> Path:
     if report.format == OPENCLAW:
         return resolve_state_dir(state_dir).path
     assert report.manifest is not None
-    return Path(os.path.abspath(state_dir)) if state_dir is not None else Path(report.manifest.state_dir)
+    return canonical_state_dir(state_dir) if state_dir is not None else Path(report.manifest.state_dir)
 
 
 def _plan_steps(report: VerifyReport, target: Path | None, live_state: Path) -> tuple[list[RestoreStep], list[dict[str, str]], list[str]]:

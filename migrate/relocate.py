@@ -13,6 +13,13 @@ on (and plans) the new path. A small marker, ``.statekit/relocated.json``,
 is written inside the dir just before the rename and so moves with it; the
 next plan turns it into a ``state-dir-relocated`` step that the run records
 in its report (and uses to rebase config paths), then removes.
+
+A legacy dir that is a symlink (``~/.clawdbot -> /data/clawdbot``) keeps its
+meaning: the rename moves the *link* (``~/.openclaw -> /data/clawdbot``), the
+data stays where the link pointed, and statekit then migrates that directory
+(the state dir is always the resolved directory, ``ResolvedStateDir.path``).
+A relative link target is read from the home directory either way, so the
+renamed link names the same directory.
 """
 
 from __future__ import annotations
@@ -79,7 +86,7 @@ def read_marker(state_dir: Path) -> dict[str, Any] | None:
         return None
     if not isinstance(data, dict) or not isinstance(data.get("from"), str) or not isinstance(data.get("to"), str):
         return None
-    if os.path.abspath(data["to"]) != os.path.abspath(state_dir):
+    if os.path.realpath(data["to"]) != os.path.realpath(state_dir):
         return None
     return data
 
@@ -87,7 +94,7 @@ def read_marker(state_dir: Path) -> dict[str, Any] | None:
 def relocation_steps(resolved: ResolvedStateDir) -> list[dict[str, Any]]:
     """What the plan shows about the state dir's location (read-only)."""
     steps: list[dict[str, Any]] = []
-    state_dir = resolved.path
+    state_dir = resolved.named  # the legacy name itself (a symlinked legacy dir moves as the link)
     if resolved.origin == "legacy":
         target = state_dir.parent / CANONICAL_DIR_NAME
         if os.path.lexists(target):
@@ -109,7 +116,7 @@ def relocation_steps(resolved: ResolvedStateDir) -> list[dict[str, Any]]:
                 "from": str(legacy), "to": str(state_dir),
                 "description": f"relocation refused: {both_present_message(legacy, state_dir)}",
             })
-    marker = read_marker(state_dir)
+    marker = read_marker(resolved.path)
     if marker is not None:
         steps.append({
             "kind": "state-dir-relocated", "apply": True, "status": "done",
@@ -128,27 +135,28 @@ def relocate_state_dir(resolved: ResolvedStateDir | Path, env: Any = None) -> Re
     if isinstance(resolved, Path):
         return ResolvedStateDir(resolved, "flag")
     if resolved.origin == "default":
-        conflicts = conflicting_legacy_dirs(resolved.path)
+        conflicts = conflicting_legacy_dirs(resolved.named)
         if conflicts:
             raise StateDirError(both_present_message(conflicts[0], resolved.path) + "; nothing was changed")
         return resolved
     if resolved.origin != "legacy":
         return resolved
-    legacy = resolved.path
+    legacy = resolved.named  # renamed as it is: a symlinked legacy dir moves as the link, its data stays put
     target = legacy.parent / CANONICAL_DIR_NAME
     if os.path.lexists(target):
         raise StateDirError(both_present_message(legacy, target) + "; nothing was changed")
     if not os.access(legacy.parent, os.W_OK):
         raise StateDirError(f"{legacy.parent}: not writable; cannot move {legacy} to {target}; nothing was changed")
-    with exclusive_lock(lock_path(legacy), f"state dir {legacy}"):
-        refuse_if_gateway_running(legacy)
+    real = resolved.path  # where the data is: the legacy dir itself, or what its link points to
+    with exclusive_lock(lock_path(real), f"state dir {legacy}"):
+        refuse_if_gateway_running(real)
         marker = {"from": str(legacy), "to": str(target), "at": int(time.time() * 1000)}
-        ensure_private_dir(statekit_dir(legacy))
-        atomic_write_bytes(marker_path(legacy), (json.dumps(marker, indent=2) + "\n").encode("utf-8"))
+        ensure_private_dir(statekit_dir(real))
+        atomic_write_bytes(marker_path(real), (json.dumps(marker, indent=2) + "\n").encode("utf-8"))
         try:
             os.rename(legacy, target)
         except OSError as exc:
-            marker_path(legacy).unlink(missing_ok=True)
+            marker_path(real).unlink(missing_ok=True)
             if exc.errno == errno.EXDEV:
                 raise StateDirError(
                     f"{legacy} and {target} are on different filesystems; statekit only renames, never copies. "

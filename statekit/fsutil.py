@@ -1,7 +1,26 @@
-"""Small filesystem helpers: streaming hashes, private modes, atomic writes, fsync."""
+"""Small filesystem helpers: streaming hashes, private modes, atomic writes, fsync, safe opens.
+
+Two rules every module keeps through the primitives here (tests/core/test_safe_open_sites.py
+scans the product for opens that bypass them):
+
+* **What statekit creates** (databases, locks, temp files, sidecars, receipts, journals,
+  directories) is created with :func:`create_file` / :func:`make_dir`: exclusive, never through
+  a symlink (``O_EXCL | O_NOFOLLOW``), 0600 / 0700 whatever the umask, and, when statekit runs
+  as root in a directory someone else owns, handed to that directory's owner (``fchown``), so a
+  root run on a user's state dir leaves nothing the user cannot read or remove. A file that
+  must be reopened (a lock) goes through :func:`open_own_file`: a regular file with one link,
+  owned by us or by its directory's owner, never what a planted symlink points to.
+  :func:`ensure_inside` refuses a write whose path leaves its root through a symlinked
+  directory.
+* **What statekit did not create** is opened with :func:`open_regular_file` /
+  :func:`read_regular_file` / :func:`read_prefix`: ``O_NONBLOCK`` first, then ``fstat``, so a
+  FIFO, a socket or a device (``/dev/zero``) is refused before a byte is read and never hangs
+  the run, and whole-file reads are bounded (:data:`READ_LIMIT`).
+"""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import secrets
@@ -10,14 +29,147 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from statekit.errors import StatekitError
+
 CHUNK = 1 << 20
 PRIVATE_FILE_MODE = 0o600
 PRIVATE_DIR_MODE = 0o700
+READ_LIMIT = 64 << 20
+"""The most :func:`read_regular_file` reads of a file statekit did not create (configs, markers, sidecars)."""
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+
+
+class UnsafePathError(StatekitError):
+    """A path statekit was about to write leads outside its root, or is not statekit's own file."""
+
+
+# ---------------------------------------------------------------------------- ownership
+
+
+def inherited_owner(directory: Path) -> tuple[int, int] | None:
+    """(uid, gid) a new entry in ``directory`` is given: its owner's, when we run as root in someone else's directory.
+
+    None when nothing is to change (not root, the directory is root's, or it cannot be stat'ed).
+    """
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return None
+    try:
+        st = os.stat(directory)
+    except OSError:
+        return None
+    if st.st_uid == 0:
+        return None
+    return st.st_uid, st.st_gid
+
+
+def adopt_owner(fd: int, directory: Path) -> None:
+    """``fchown`` the new file or directory open as ``fd`` to ``directory``'s owner when we run as root (see above)."""
+    owner = inherited_owner(directory)
+    if owner is not None:
+        os.fchown(fd, *owner)
+
+
+# ---------------------------------------------------------------------------- creating
+
+
+def create_file(path: Path, mode: int = PRIVATE_FILE_MODE) -> int:
+    """Create ``path`` (must not exist, never through a symlink) with exactly ``mode``; return its fd open for writing."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode)
+    try:
+        if stat.S_IMODE(os.fstat(fd).st_mode) != mode:
+            os.fchmod(fd, mode)  # the umask narrowed it; never wider than asked either
+        adopt_owner(fd, path.parent)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def make_dir(path: Path, mode: int = PRIVATE_DIR_MODE) -> None:
+    """``mkdir`` ``path`` with exactly ``mode`` (umask or not), owned like :func:`create_file`'s files."""
+    os.mkdir(path, mode)
+    fd = os.open(path, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC)
+    try:
+        if stat.S_IMODE(os.fstat(fd).st_mode) != mode:
+            os.fchmod(fd, mode)
+        adopt_owner(fd, path.parent)
+    finally:
+        os.close(fd)
+
+
+def open_own_file(path: Path) -> int:
+    """Open (creating 0600 when missing) a file statekit keeps reopening, a lock: fd open read-write.
+
+    Never follows a symlink and never truncates or locks anything else: an existing entry must
+    be a regular file with one link, owned by us or by its directory's owner; otherwise
+    :class:`UnsafePathError` names it.
+    """
+    try:
+        return create_file(path)
+    except FileExistsError:
+        pass
+    try:
+        fd = os.open(path, os.O_RDWR | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePathError(f"{path}: is a symbolic link, not statekit's own file; remove it (nothing was written)") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        problem = _own_file_problem(path, st)
+        if problem:
+            raise UnsafePathError(f"{path}: {problem}, not statekit's own file; remove it (nothing was written)")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _own_file_problem(path: Path, st: os.stat_result) -> str | None:
+    if not stat.S_ISREG(st.st_mode):
+        return (file_kind_problem(path, st) or "is not a regular file").replace(", expected a regular file", "")
+    if st.st_nlink != 1:
+        return f"has {st.st_nlink} hard links"
+    allowed = {os.geteuid()} if hasattr(os, "geteuid") else set()
+    try:
+        allowed.add(os.stat(path.parent).st_uid)
+    except OSError:
+        pass
+    if allowed and st.st_uid not in allowed:
+        return f"is owned by uid {st.st_uid}"
+    return None
+
+
+def ensure_inside(path: Path, root: Path) -> Path:
+    """``path``, when it and every directory on the way stay inside ``root`` once symlinks are followed.
+
+    Raises :class:`UnsafePathError` (one line naming the path and where it leads) when a
+    symlinked directory, a symlink at ``path`` itself, or ``..`` would take a write outside
+    ``root``; SQLite's ``-wal``/``-shm``/``-journal`` beside a database count as part of it.
+    """
+    top = os.path.realpath(root)
+    for candidate in (path, *(Path(f"{path}{suffix}") for suffix in ("-wal", "-shm", "-journal"))):
+        real = os.path.realpath(os.path.abspath(candidate))
+        if real != top and not real.startswith(top.rstrip(os.sep) + os.sep):
+            raise UnsafePathError(
+                f"{candidate}: leads outside {root} through a symbolic link (to {real}); statekit writes only inside it, "
+                "nothing was written there"
+            )
+    return path
+
+
+# ---------------------------------------------------------------------------- reading
 
 
 def sha256_file(path: Path) -> str:
+    """SHA-256 of a regular file (a FIFO or device is refused with OSError, never read)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with open_regular_file(path, follow_symlinks=True) as handle:
         for block in iter(lambda: handle.read(CHUNK), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -40,15 +192,14 @@ def ensure_private_dir(path: Path, warnings: list[str] | None = None) -> Path:
     """Create ``path`` (and parents) with mode 0700 for every directory created."""
     missing: list[Path] = []
     current = path
-    while not current.exists():
+    while not os.path.lexists(current):
         missing.append(current)
         current = current.parent
     for directory in reversed(missing):
         try:
-            directory.mkdir(mode=PRIVATE_DIR_MODE)
+            make_dir(directory, PRIVATE_DIR_MODE)
         except FileExistsError:
-            pass
-        chmod_best_effort(directory, PRIVATE_DIR_MODE, warnings)
+            continue  # made meanwhile by someone else: not ours to chmod
     return path
 
 
@@ -122,7 +273,7 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int = PRIVATE_FILE_MODE) -
     """Write ``data`` to ``path`` through a temp file, fsync and rename (a killed writer leaves the temp
     file; :func:`temp_writer_pid` lets a later run recognise it)."""
     tmp = path.with_name(f".{path.name}{TEMP_MARKER}{os.getpid()}-{secrets.token_hex(4)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    fd = create_file(tmp, mode)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -156,36 +307,48 @@ def file_kind_problem(path: Path, st: os.stat_result | None = None) -> str | Non
     return None
 
 
-def open_regular_file(path: Path) -> BinaryIO:
-    """Open ``path`` for binary reading, refusing symlinks, FIFOs and devices without blocking."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    fd = os.open(path, flags)
+def open_regular_file(path: Path, *, follow_symlinks: bool = False) -> BinaryIO:
+    """Open ``path`` for binary reading, refusing FIFOs, sockets and devices without blocking.
+
+    A symlink at ``path`` is refused unless ``follow_symlinks`` (then what it points to must be a
+    regular file).
+    """
+    flags = os.O_RDONLY | _NONBLOCK | _CLOEXEC | (0 if follow_symlinks else _NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_symlinks:
+            raise OSError(errno.ELOOP, "is a symbolic link, expected a regular file", str(path)) from None
+        raise
     try:
         st = os.fstat(fd)
         problem = file_kind_problem(path, st)
         if problem:
-            raise OSError(0, problem)
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
+            raise OSError(errno.EINVAL, problem, str(path))
+        os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
 
 
-def read_regular_file(path: Path) -> bytes:
-    """The bytes of a regular file, following symlinks; never blocks on a FIFO or device.
+def read_regular_file(path: Path, limit: int = READ_LIMIT) -> bytes:
+    """The bytes of a regular file, following symlinks; never blocks on a FIFO or device; at most ``limit`` bytes.
 
-    Raises OSError when ``path`` is missing or not a regular file (a FIFO at
-    a config path must not hang a run that only wanted to read it).
+    Raises OSError when ``path`` is missing, not a regular file (a FIFO at a config path must not
+    hang a run that only wanted to read it) or larger than ``limit`` (EFBIG).
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(0, "not a regular file", str(path))
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
-        return handle.read()
+    with open_regular_file(path, follow_symlinks=True) as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"is larger than {limit} bytes, too large to read", str(path))
+    return data
+
+
+def read_prefix(path: Path, size: int, *, follow_symlinks: bool = True) -> bytes:
+    """The first ``size`` bytes (or fewer) of a regular file; never blocks, never reads past ``size``."""
+    with open_regular_file(path, follow_symlinks=follow_symlinks) as handle:
+        return handle.read(size)
 
 
 def iter_lines(handle: Iterable[bytes]) -> Iterator[bytes]:

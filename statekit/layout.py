@@ -5,6 +5,12 @@ Resolution follows OpenClaw: ``--state-dir``, else ``OPENCLAW_STATE_DIR``
 else the first existing of ``~/.clawdbot``, ``~/.moldbot``, ``~/.moltbot``
 (reported as a legacy root), else ``~/.openclaw``. Literal env values
 ``undefined`` and ``null`` count as unset. ``OPENCLAW_HOME`` replaces ``~``.
+
+A state dir that is a symlink (or sits below one) is the directory it points
+to: :class:`ResolvedStateDir` resolves its path once (``realpath``) and every
+command reads, locks, backs up and restores that directory. The name as
+given stays in ``given`` (relocation renames the link itself, see
+``statekit.migrate.relocate``).
 """
 
 from __future__ import annotations
@@ -28,12 +34,34 @@ AGENT_DB_NAME = "openclaw-agent.sqlite"
 _AGENT_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,127}$")
 
 
+def canonical_state_dir(path: str | os.PathLike[str]) -> Path:
+    """The directory a state dir path names, every symlink resolved (absolute; need not exist yet)."""
+    return Path(os.path.realpath(os.path.abspath(path)))
+
+
 @dataclass(frozen=True)
 class ResolvedStateDir:
+    """A state dir: ``path`` is the real directory (symlinks resolved), ``given`` the path as it was named."""
+
     path: Path
     origin: str  # "flag" | "env" | "default" | "legacy"
     legacy: bool = False
     env_var: str | None = None
+    given: Path | None = None
+
+    def __post_init__(self) -> None:
+        given = Path(os.path.abspath(self.given if self.given is not None else self.path))
+        object.__setattr__(self, "given", given)
+        object.__setattr__(self, "path", canonical_state_dir(given))
+
+    @property
+    def named(self) -> Path:
+        """The path as given (a symlink stays a symlink): what relocation renames."""
+        return self.given if self.given is not None else self.path
+
+    @property
+    def via_symlink(self) -> bool:
+        return self.named != self.path
 
 
 def _env_value(env: Mapping[str, str], *names: str) -> tuple[str, str] | None:

@@ -6,13 +6,23 @@ import errno
 import fcntl
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from statekit.errors import BusyError
-from statekit.fsutil import PRIVATE_FILE_MODE, ensure_private_dir
+from statekit.fsutil import ensure_inside, ensure_private_dir, open_own_file, read_prefix
+from statekit.layout import STATEKIT_DIR_NAME
+
+LOCK_READ_LIMIT = 4096  # a gateway lock file holds a pid and a few fields; nothing larger is read
+PROC_READ_LIMIT = 1 << 20
+
+
+def _lock_root(path: Path) -> Path:
+    """The tree a lock file must stay inside: the state dir for ``<state>/.statekit/lock``, else its own directory."""
+    return path.parent.parent if path.parent.name == STATEKIT_DIR_NAME else path.parent
 
 
 @contextmanager
@@ -20,10 +30,14 @@ def exclusive_lock(path: Path, what: str) -> Iterator[Path]:
     """Hold an exclusive, non-blocking ``flock`` on ``path`` (created 0600) or raise BusyError.
 
     The lock file stays on disk; the kernel drops the lock when the holder
-    exits, even on SIGKILL, so a crashed run never blocks the next one.
+    exits, even on SIGKILL, so a crashed run never blocks the next one. It is
+    opened through :func:`statekit.fsutil.open_own_file`: a symlink planted at
+    the lock (or a symlinked ``.statekit`` leading out of the state dir) is
+    refused with one line, never followed, never truncated.
     """
+    ensure_inside(path, _lock_root(path))
     ensure_private_dir(path.parent)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+    fd = open_own_file(path)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -49,10 +63,13 @@ def _read_holder(fd: int) -> str:
 
 
 def is_locked(path: Path) -> bool:
-    """True when another process holds the flock on ``path`` (never creates the file)."""
+    """True when another process holds the flock on ``path`` (never creates the file, never follows a link)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
+        return False
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -77,8 +94,8 @@ def pid_alive(pid: int) -> bool:
 
 
 def _lock_pid(path: Path) -> int | None:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    try:  # OpenClaw's file: a FIFO or a link to /dev/zero there must neither hang nor balloon the run
+        text = read_prefix(path, LOCK_READ_LIMIT).decode("utf-8", errors="replace").strip()
     except OSError:
         return None
     try:
@@ -104,7 +121,7 @@ def _lock_mentions(path: Path, state_dir: Path) -> bool:
     if path.parent == state_dir:
         return True
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_prefix(path, LOCK_READ_LIMIT).decode("utf-8", errors="replace")
     except OSError:
         return False
     return str(state_dir) in text
@@ -130,7 +147,7 @@ def running_gateway(state_dir: Path) -> str | None:
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            cmdline = read_prefix(entry / "cmdline", PROC_READ_LIMIT).replace(b"\0", b" ").decode("utf-8", "replace")
         except OSError:
             continue
         lowered = cmdline.lower()
@@ -139,7 +156,7 @@ def running_gateway(state_dir: Path) -> str | None:
         if "statekit" in lowered:
             continue
         try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
+            environ = read_prefix(entry / "environ", PROC_READ_LIMIT).split(b"\0")
         except OSError:
             environ = []
         env = dict(item.decode("utf-8", "replace").split("=", 1) for item in environ if b"=" in item)
