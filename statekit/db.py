@@ -20,6 +20,14 @@ What the rest of the code relies on, kept as it was under ``sqlite3``:
   ``sqlite3`` did); :meth:`Connection.executescript` runs several;
 * ``cursor.rowcount`` counts the rows the statement itself changed (not
   those its triggers changed), summed over ``executemany``;
+* a hostile schema cannot hang a run or reach outside SQL: every connection has
+  ``trusted_schema`` off (no function with side effects and no virtual table
+  runs from a view, trigger, index or default), extension loading off, tight
+  limits on statement size and trigger depth, and a work budget: one statement
+  may run at most :data:`STATEMENT_STEP_BUDGET` virtual-machine steps between
+  two rows it hands back (:data:`FOREIGN_STEP_BUDGET` on read-only connections),
+  then it stops with :class:`WorkLimitError`. Read-only connections also refuse
+  views and never fire triggers (statekit reads tables only);
 * values are bound as ``sqlite3`` bound them (``bool`` as 0/1, ``date`` and
   ``datetime`` as ISO text, an int beyond 64 bits raises ``OverflowError``); an
   unsupported type, and TEXT that is not UTF-8, raise :data:`SQLiteError`
@@ -40,9 +48,26 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from statekit.fsutil import PRIVATE_FILE_MODE, chmod_best_effort, ensure_private_dir
+from statekit.fsutil import PRIVATE_FILE_MODE, UnsafePathError, chmod_best_effort, create_file, ensure_inside, ensure_private_dir, read_prefix
 
 SQLITE_HEADER = b"SQLite format 3\x00"
+STATEMENT_STEP_BUDGET = 200_000_000
+"""VM steps one statement may run between two rows it returns (a DELETE of a million rows takes ~20 million).
+
+Statements that evaluate no view and fire no trigger and that statekit writes itself (``VACUUM``,
+``PRAGMA``, DDL) are not budgeted: ``VACUUM INTO`` a 10 GB database is one long statement."""
+FOREIGN_STEP_BUDGET = 100_000_000
+"""The same on read-only connections: reads of databases from state dirs and archives."""
+PROGRESS_INTERVAL = 10_000
+LIMITS: dict[int, int] = {
+    apsw.SQLITE_LIMIT_VDBE_OP: 10_000_000,  # one prepared statement's program (a huge view or CTE is refused)
+    apsw.SQLITE_LIMIT_EXPR_DEPTH: 1_000,
+    apsw.SQLITE_LIMIT_COMPOUND_SELECT: 500,
+    apsw.SQLITE_LIMIT_TRIGGER_DEPTH: 100,
+    apsw.SQLITE_LIMIT_FUNCTION_ARG: 127,
+    apsw.SQLITE_LIMIT_ATTACHED: 4,
+    apsw.SQLITE_LIMIT_LIKE_PATTERN_LENGTH: 50_000,
+}
 BUSY_TIMEOUT_MS = 30_000
 DEFAULT_BUSY_TIMEOUT_MS = 5_000  # what Python's sqlite3.connect() waited by default
 
@@ -83,6 +108,10 @@ class TextDecodeError(apsw.SQLError):
     """A TEXT value that is not UTF-8 (sqlite3 raised ``OperationalError`` for it)."""
 
 
+class WorkLimitError(apsw.InterruptError):
+    """A statement ran past its work budget (a recursive view or a trigger that never ends); it was stopped."""
+
+
 def error_name(exc: BaseException) -> str:
     """The SQLite result code name of ``exc`` (extended when there is one): ``SQLITE_FULL``, ``SQLITE_IOERR_WRITE``...
 
@@ -109,6 +138,7 @@ def _convert_binding(cursor: apsw.Cursor, number: int, value: Any) -> Any:
     raise apsw.BindingsError(f"Error binding parameter {number}: type {type(value).__name__!r} is not supported")
 
 
+_UNBUDGETED = re.compile(r"\s*(?:vacuum|pragma|create|alter|drop|analyze|reindex)\b", re.IGNORECASE)
 _DML = re.compile(r"\s*(?:(?:--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))\s*)*(insert|update|delete|replace)\b", re.IGNORECASE | re.DOTALL)
 _TAIL_IGNORABLE = re.compile(r"(?:\s|;|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*", re.DOTALL)
 
@@ -173,7 +203,25 @@ class Cursor(apsw.Cursor):
     _dml = False
     _rowcount = -1
 
+    def _budget_exceeded(self, exc: apsw.InterruptError) -> BaseException:
+        conn = self.connection
+        if isinstance(conn, Connection) and conn.budget_exhausted:
+            return WorkLimitError(
+                f"a statement ran past statekit's work budget ({conn.step_budget:,} SQLite steps without a result) and was"
+                " stopped: the database holds a view or trigger that does not end (hostile or damaged schema)"
+            )
+        return exc
+
     def execute(self, statements: str, bindings: Any = None, **kwargs: Any) -> Cursor:
+        conn = self.connection
+        if isinstance(conn, Connection):
+            conn.reset_budget(unbounded=_UNBUDGETED.match(statements) is not None)
+        try:
+            return self._execute(statements, bindings, **kwargs)
+        except apsw.InterruptError as exc:
+            raise self._budget_exceeded(exc) from None
+
+    def _execute(self, statements: str, bindings: Any = None, **kwargs: Any) -> Cursor:
         dml = _CHECKED.get(statements)
         if dml is None:  # first time this text runs: check it while it runs (one tracer call per statement)
             self._sql = statements
@@ -194,14 +242,20 @@ class Cursor(apsw.Cursor):
         total = 0
         checked = False
         run = super().execute
-        changes = self.connection.changes
+        conn = self.connection
+        changes = conn.changes
+        reset = conn.reset_budget if isinstance(conn, Connection) else (lambda: None)
         for bindings in sequenceofbindings:
             if not checked:  # the first run checks the text (one statement) and learns whether it is DML
                 self.execute(statements, bindings, **kwargs)
                 checked = True
                 total = max(self._rowcount, 0)
             else:
-                run(statements, bindings, **kwargs)
+                reset()
+                try:
+                    run(statements, bindings, **kwargs)
+                except apsw.InterruptError as exc:
+                    raise self._budget_exceeded(exc) from None
                 if self._dml:
                     total += changes()
         if not checked:  # no binding set: nothing ran (0 rows for DML, as sqlite3 says)
@@ -211,10 +265,20 @@ class Cursor(apsw.Cursor):
 
     def executescript(self, statements: str) -> Cursor:
         """Run every statement of ``statements`` (results are discarded)."""
-        for _ in super().execute(statements):
-            pass
+        conn = self.connection
+        try:
+            for _ in super().execute(statements):
+                if isinstance(conn, Connection):
+                    conn.reset_budget()
+        except apsw.InterruptError as exc:
+            raise self._budget_exceeded(exc) from None
         self._rowcount = -1
         return self
+
+    def _row_done(self) -> None:
+        conn = self.connection
+        if isinstance(conn, Connection):
+            conn.reset_budget()
 
     @property
     def rowcount(self) -> int:
@@ -223,34 +287,72 @@ class Cursor(apsw.Cursor):
 
     def __next__(self) -> Any:
         try:
-            return super().__next__()
+            row = super().__next__()
         except UnicodeDecodeError as exc:
             raise _decode_failure(exc) from None
+        except apsw.InterruptError as exc:
+            raise self._budget_exceeded(exc) from None
+        self._row_done()
+        return row
 
     def fetchone(self) -> Any:
         try:
-            return super().fetchone()
+            row = super().fetchone()
         except UnicodeDecodeError as exc:
             raise _decode_failure(exc) from None
+        except apsw.InterruptError as exc:
+            raise self._budget_exceeded(exc) from None
+        self._row_done()
+        return row
 
     def fetchall(self) -> list[Any]:
-        try:
-            return super().fetchall()
-        except UnicodeDecodeError as exc:
-            raise _decode_failure(exc) from None
+        rows: list[Any] = []
+        while True:
+            row = self.fetchone()
+            if row is None:
+                return rows
+            rows.append(row)
 
 
 class Connection(apsw.Connection):
     """A connection through statekit's engine. Autocommit: transactions are explicit (``BEGIN IMMEDIATE``...)."""
 
-    def __init__(self, filename: str, flags: int, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> None:
+    def __init__(
+        self, filename: str, flags: int, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, *, untrusted: bool = False
+    ) -> None:
         super().__init__(filename, flags=flags)
+        self.step_budget = FOREIGN_STEP_BUDGET if untrusted else STATEMENT_STEP_BUDGET
+        self._steps_left = self.step_budget
+        self._harden(untrusted)
         self.cursor_factory = Cursor  # execute/executemany/cursor() of the connection go through Cursor below
         self.convert_binding = _convert_binding
         self.set_busy_timeout(busy_timeout_ms)
         # Deleted rows are overwritten, not left in free pages: the OS library Python's sqlite3 used
         # (Debian's) is built with SECURE_DELETE, apsw's bundled one is not. Touches no file here.
         self.execute("PRAGMA secure_delete = ON")
+
+    def _harden(self, untrusted: bool) -> None:
+        """What a hostile schema could use, switched off before the schema is read (see the module doc)."""
+        self.config(apsw.SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0)
+        self.config(apsw.SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0)
+        if untrusted:  # reading only: no view is evaluated, no trigger fires
+            self.config(apsw.SQLITE_DBCONFIG_ENABLE_VIEW, 0)
+            self.config(apsw.SQLITE_DBCONFIG_ENABLE_TRIGGER, 0)
+        for limit, value in LIMITS.items():
+            self.limit(limit, value)
+        self.set_progress_handler(self._progress, PROGRESS_INTERVAL)
+
+    def _progress(self) -> bool:
+        self._steps_left -= PROGRESS_INTERVAL
+        return self._steps_left < 0  # True interrupts the statement
+
+    def reset_budget(self, unbounded: bool = False) -> None:
+        """A new statement, or a row handed back: the statement's budget starts again (``unbounded``: see the budget's doc)."""
+        self._steps_left = 1 << 62 if unbounded else self.step_budget
+
+    @property
+    def budget_exhausted(self) -> bool:
+        return self._steps_left < 0
 
     if TYPE_CHECKING:  # cursor_factory makes every cursor a Cursor: say so to the type checker
         def cursor(self) -> Cursor: ...
@@ -278,23 +380,27 @@ def connect(
     mode: str = "rwc",
     immutable: bool = False,
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    untrusted: bool | None = None,
 ) -> Connection:
     """Open ``path`` through the engine, with no PRAGMA applied (see :func:`open_rw` for statekit's own databases).
 
     ``mode``: ``rwc`` read-write, created when missing; ``rw`` read-write, must
     exist; ``ro`` read-only. ``immutable``: the file is promised not to change
     (no locks, no ``-wal``/``-shm``), for read-only snapshots and views.
-    ``":memory:"`` opens a private in-memory database.
+    ``":memory:"`` opens a private in-memory database. ``untrusted`` (default:
+    read-only opens): a database statekit only reads, from a state dir or an
+    archive; views and triggers off, the smaller work budget.
     """
     if mode not in ("rwc", "rw", "ro"):
         raise ValueError(f"unknown open mode {mode!r}")
     flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_URI
+    foreign = mode == "ro" if untrusted is None else untrusted
     if str(path) == ":memory:":
-        return Connection(":memory:", flags, busy_timeout_ms)
+        return Connection(":memory:", flags, busy_timeout_ms, untrusted=foreign)
     uri = f"{Path(path).resolve().as_uri()}?mode={mode}"
     if immutable:
         uri += "&immutable=1"
-    return Connection(uri, flags, busy_timeout_ms)
+    return Connection(uri, flags, busy_timeout_ms, untrusted=foreign)
 
 
 def online_backup(source: Connection, dest: Connection) -> None:
@@ -309,8 +415,7 @@ def online_backup(source: Connection, dest: Connection) -> None:
 def is_sqlite_file(path: Path) -> bool:
     """True when ``path`` starts with the SQLite file header (found by content, not by name)."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+        return read_prefix(path, len(SQLITE_HEADER)) == SQLITE_HEADER  # a FIFO or device is not a database
     except OSError:
         return False
 
@@ -329,17 +434,27 @@ def harden_modes(path: Path, warnings: list[str] | None = None) -> None:
             chmod_best_effort(candidate, PRIVATE_FILE_MODE, warnings)
 
 
-def open_rw(path: Path, warnings: list[str] | None = None) -> Connection:
+def open_rw(path: Path, warnings: list[str] | None = None, *, inside: Path | None = None) -> Connection:
     """Open (creating if needed) a database for writing with statekit's PRAGMAs.
 
     Parent directories that do not exist are created 0700; the file and its
     sidecars are made 0600. Transactions are explicit (autocommit mode).
+    ``inside``: the tree the database must stay in (the state dir): a
+    symlinked directory, database or ``-wal`` leading out of it is refused
+    (:class:`statekit.fsutil.UnsafePathError`) before anything is created.
+    The database file itself is never opened through a symlink.
     """
+    if inside is not None:
+        ensure_inside(path, inside)
     ensure_private_dir(path.parent, warnings)
-    if not path.exists():
-        # Create the file ourselves so it never exists with a wider mode.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
-        os.close(fd)
+    if not os.path.lexists(path):
+        # Create the file ourselves so it never exists with a wider mode (and, under root, has its dir's owner).
+        try:
+            os.close(create_file(path, PRIVATE_FILE_MODE))
+        except FileExistsError:
+            pass  # created meanwhile: opened below like any existing database
+    elif os.path.islink(path):
+        raise UnsafePathError(f"{path}: is a symbolic link; statekit opens its databases only as regular files")
     conn = connect(path, busy_timeout_ms=BUSY_TIMEOUT_MS)
     try:
         _apply_pragmas(conn)
@@ -393,7 +508,7 @@ def read_only_view(path: Path) -> Iterator[Connection]:
             copy = Path(tmp) / "view.sqlite"
             shutil.copyfile(path, copy)
             shutil.copyfile(wal, Path(f"{copy}-wal"))
-            conn = connect(copy)
+            conn = connect(copy, untrusted=True)
             try:
                 yield conn
             finally:
