@@ -53,7 +53,7 @@ from statekit.backup.journal import STAGE_MARKER, JournalStep, Recovery, Restore
 from statekit.backup.verify import ABSOLUTE_CAP, OPENCLAW, VerifyReport, verify_archive
 from statekit.errors import StatekitError, UsageError, VerificationError
 from statekit.seams import checkpoint
-from statekit.fsutil import CHUNK, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, fsync_dir, sha256_file
+from statekit.fsutil import CHUNK, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, create_file, ensure_inside, fsync_dir, make_dir, sha256_file
 from statekit.layout import canonical_state_dir, lock_path, resolve_state_dir, statekit_dir
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
 from statekit.states import RestoreStepAction
@@ -137,7 +137,7 @@ def _write_member(handle: IO[bytes] | None, dest: Path, size: int, sha256: str |
     if handle is None:  # tarfile gives no reader for a non-regular member: verify checked the kinds already
         raise VerificationError(f"{dest}: archive member is not a regular file")
     digest = hashlib.sha256()
-    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), PRIVATE_FILE_MODE)
+    fd = create_file(dest, PRIVATE_FILE_MODE)
     try:
         done = 0
         while done < size:
@@ -174,7 +174,7 @@ def _make_dirs(path: Path, created: list[Path]) -> None:
         missing.append(current)
         current = current.parent
     for directory in reversed(missing):
-        directory.mkdir(mode=PRIVATE_DIR_MODE)
+        make_dir(directory, PRIVATE_DIR_MODE)
         created.append(directory)
 
 
@@ -509,6 +509,9 @@ def restore_archive(
     if target is not None:
         _check_target(target, live_state)
     steps, relocated, notes = _plan_steps(report, target, live_state)
+    for step in steps:  # nothing is written through a symlinked directory out of the tree it belongs to
+        if step.base is not None:
+            ensure_inside(step.destination.parent, step.base)
     if target is not None:
         result = RestoreResult(path, report.format, "target", target, steps, dry_run, notes=notes, relocated=relocated)
         if not dry_run:

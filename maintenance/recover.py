@@ -11,6 +11,13 @@ verified copy as the fallback. The receipt then says ``status =
 treats the file as imported and imports it again (rows are upserted, so the
 re-import converges). Rows already imported stay where they are.
 
+Directories the retirement removed (it removes the ones it leaves empty)
+are recreated with the modes the receipt recorded when the source was
+retired (``dir_modes``; 0700 for receipts older than that), exactly,
+whatever the umask; under root in a user's state dir they get the state
+dir's owner. Nothing is placed through a symlinked directory leading out of
+the state dir.
+
 A config rewritten by the run (receipt kind ``config``) is put back the same
 way; the ``openclaw.json`` that statekit wrote is replaced only while it is
 still byte-identical to what statekit wrote.
@@ -41,8 +48,20 @@ from statekit.migrate.retire import remove_empty_parents, retired_path
 from statekit import __version__
 from statekit.db import Connection, SQLiteError, immediate, open_rw, read_only_view, table_names
 from statekit.errors import ExitCode, StatekitError
-from statekit.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, fsync_dir, sha256_file
-from statekit.layout import global_db_path, lock_path, migrated_dir
+from statekit.fsutil import (
+    PRIVATE_DIR_MODE,
+    PRIVATE_FILE_MODE,
+    UnsafePathError,
+    atomic_write_bytes,
+    create_file,
+    ensure_inside,
+    fsync_dir,
+    make_dir,
+    open_regular_file,
+    read_regular_file,
+    sha256_file,
+)
+from statekit.layout import canonical_state_dir, global_db_path, lock_path, migrated_dir
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
 from statekit.states import RecoverStatus, RunStatus
 
@@ -146,7 +165,7 @@ def _place(source: Path, dest: Path, sha256: str | None) -> None:
         if exc.errno not in (errno.EXDEV, errno.EPERM, errno.ENOTSUP, errno.EMLINK, errno.EOPNOTSUPP):
             raise
         tmp = dest.with_name(f".{dest.name}.statekit-recover-{os.getpid()}")
-        with open(source, "rb") as src, open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE), "wb") as out:
+        with open_regular_file(source) as src, open(create_file(tmp, PRIVATE_FILE_MODE), "wb") as out:
             shutil.copyfileobj(src, out, 1 << 20)
             out.flush()
             os.fsync(out.fileno())
@@ -226,14 +245,15 @@ def _recover_one(state_dir: Path, receipt: Receipt, dry_run: bool) -> tuple[Reco
         item.status = RecoverStatus.HASH_MISMATCH
         item.message = f"{receipt.source_path}: retired copy does not match the SHA-256 in its receipt; left alone"
         return item, False
+    ensure_inside(original, state_dir)
     if dry_run:
         item.status = RecoverStatus.WOULD_RECOVER
         return item, False
-    original.parent.mkdir(parents=True, exist_ok=True)
+    recreate_parents(state_dir, rel, receipt.report.get("dir_modes"))
     if written == original:
         # replace statekit's rewrite (checked byte-identical above) with the old bytes
         st = retired.stat()
-        atomic_write_bytes(original, retired.read_bytes(), PRIVATE_FILE_MODE)
+        atomic_write_bytes(original, read_regular_file(retired, st.st_size), PRIVATE_FILE_MODE)
         os.utime(original, ns=(st.st_atime_ns, st.st_mtime_ns))
         retired.unlink()
         fsync_dir(retired.parent)
@@ -250,6 +270,28 @@ def _recover_one(state_dir: Path, receipt: Receipt, dry_run: bool) -> tuple[Reco
     return item, True
 
 
+def recreate_parents(state_dir: Path, rel: Path, recorded: Any) -> list[Path]:
+    """Make the missing directories on the way to ``rel`` with the modes recorded at retirement (else 0700).
+
+    Exact modes, whatever the umask (``fsutil.make_dir``); returns the directories made.
+    """
+    modes = recorded if isinstance(recorded, dict) else {}
+    made: list[Path] = []
+    for depth in range(1, len(rel.parts)):
+        key = PurePosixPath(*rel.parts[:depth]).as_posix()
+        directory = state_dir.joinpath(*rel.parts[:depth])
+        if os.path.lexists(directory):
+            continue
+        mode = modes.get(key)
+        mode = mode & 0o7777 if isinstance(mode, int) and not isinstance(mode, bool) and 0 <= mode <= 0o7777 else PRIVATE_DIR_MODE
+        try:
+            make_dir(directory, mode)
+        except FileExistsError:
+            continue
+        made.append(directory)
+    return made
+
+
 def _drop_statekit_copy(written: Path | None, written_sha: Any, original: Path) -> None:
     """Remove the config statekit wrote under a new name, while it is still exactly what statekit wrote."""
     if written is None or written == original or not written.is_file():
@@ -261,6 +303,7 @@ def _drop_statekit_copy(written: Path | None, written_sha: Any, original: Path) 
 
 def recover(state_dir: Path, run_id: str, *, dry_run: bool = False) -> RecoverReport:
     """Put back every source ``run_id`` retired (see module doc). Takes the lock unless ``dry_run``."""
+    state_dir = canonical_state_dir(state_dir)  # a symlinked state dir is the directory it points to
     db = global_db_path(state_dir)
     if not db.is_file():
         raise StatekitError(f"{db}: no global database; nothing to recover")
@@ -272,7 +315,7 @@ def recover(state_dir: Path, run_id: str, *, dry_run: bool = False) -> RecoverRe
         return report
     with exclusive_lock(lock_path(state_dir), f"state dir {state_dir}"):
         refuse_if_gateway_running(state_dir)
-        conn = open_rw(db)
+        conn = open_rw(db, inside=state_dir)
         try:
             report.run_status, _, receipts = _load(conn, run_id)
             report.recover_run_id = str(uuid.uuid4())
@@ -306,6 +349,9 @@ def _collect(state_dir: Path, receipts: list[Receipt], report: RecoverReport, co
         except OSError as exc:
             item = RecoverItem(str(receipt.report.get("kind") or "?"), receipt.source_path, RecoverStatus.ERROR,
                                message=f"{receipt.source_path}: {exc.strerror or exc}")
+            mark = False
+        except UnsafePathError as exc:  # the original path leads out of the state dir through a symlink: left alone
+            item = RecoverItem(str(receipt.report.get("kind") or "?"), receipt.source_path, RecoverStatus.ERROR, message=str(exc))
             mark = False
         report.items.append(item)
         if item.message and item.status not in (RecoverStatus.ALREADY_IN_PLACE,):

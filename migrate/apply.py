@@ -46,7 +46,7 @@ from statekit.migrate.receipts import (
     open_run,
     write_receipt,
 )
-from statekit.migrate.retire import delete_source, retire, retired_path
+from statekit.migrate.retire import delete_source, parent_modes, retire, retired_path
 from statekit import __version__
 from statekit.errors import ExitCode, SchemaError, SourceError, StateDirError, StatekitError
 from statekit.db import Connection, OperationalError, SQLiteError, error_name, immediate, open_rw, read_only_view, table_names
@@ -430,6 +430,7 @@ class Migration:
 
     def _retire(self, planned: PlannedSource, run_id: str, report: dict[str, Any], outcome: SourceOutcome) -> SourceOutcome:
         assert self.global_conn is not None
+        report = dict(report, dir_modes=parent_modes(self.state_dir, planned.rel))  # recover recreates them as they were
         try:
             if self.options.remove_sources:
                 delete_source(self.state_dir, planned.rel)

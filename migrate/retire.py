@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import stat
 from pathlib import Path, PurePosixPath
 
 from statekit.seams import checkpoint
@@ -12,9 +13,12 @@ from statekit.fsutil import (
     PRIVATE_DIR_MODE,
     PRIVATE_FILE_MODE,
     chmod_best_effort,
+    create_file,
+    ensure_inside,
     ensure_private_dir,
     fsync_dir,
     fsync_file,
+    open_regular_file,
     sha256_file,
 )
 from statekit.layout import migrated_dir
@@ -22,6 +26,25 @@ from statekit.layout import migrated_dir
 
 def retired_path(state_dir: Path, run_id: str, rel: str) -> Path:
     return migrated_dir(state_dir, run_id).joinpath(*PurePosixPath(rel).parts)
+
+
+def parent_modes(state_dir: Path, rel: str) -> dict[str, int]:
+    """The permission bits of every directory between the state dir and ``rel`` (``{"identity": 0o700}``).
+
+    Recorded in the receipt before the source is retired (retirement removes directories it
+    leaves empty), so ``statekit recover`` recreates them as they were, whatever its umask.
+    """
+    modes: dict[str, int] = {}
+    parts = PurePosixPath(rel).parts[:-1]
+    for depth in range(1, len(parts) + 1):
+        try:
+            st = os.lstat(state_dir.joinpath(*parts[:depth]))
+        except OSError:
+            break
+        if not stat.S_ISDIR(st.st_mode):
+            break
+        modes[PurePosixPath(*parts[:depth]).as_posix()] = stat.S_IMODE(st.st_mode)
+    return modes
 
 
 def _free_destination(dest: Path, sha256: str | None) -> Path:
@@ -45,7 +68,7 @@ def retire(state_dir: Path, rel: str, run_id: str, sha256: str | None, warnings:
     left behind are removed up to (not including) the state dir.
     """
     source = state_dir.joinpath(*PurePosixPath(rel).parts)
-    dest = _free_destination(retired_path(state_dir, run_id, rel), sha256)
+    dest = ensure_inside(_free_destination(retired_path(state_dir, run_id, rel), sha256), state_dir)
     ensure_private_dir(dest.parent, warnings)
     if dest.exists():
         # A previous attempt already placed an identical copy: only the original remains to go.
@@ -69,7 +92,8 @@ def retire(state_dir: Path, rel: str, run_id: str, sha256: str | None, warnings:
 def _copy_verified(source: Path, dest: Path, sha256: str | None) -> None:
     tmp = dest.with_name(dest.name + ".statekit-partial")
     try:
-        with open(source, "rb") as src, open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE), "wb") as out:
+        tmp.unlink(missing_ok=True)  # a partial copy left by a killed run: ours, made again
+        with open_regular_file(source) as src, open(create_file(tmp, PRIVATE_FILE_MODE), "wb") as out:
             shutil.copyfileobj(src, out, 1 << 20)
             out.flush()
             os.fsync(out.fileno())
@@ -102,4 +126,4 @@ def delete_source(state_dir: Path, rel: str) -> None:
     remove_empty_parents(source.parent, state_dir)
 
 
-__all__ = ["retire", "retired_path", "delete_source", "remove_empty_parents", "PRIVATE_DIR_MODE"]
+__all__ = ["parent_modes", "retire", "retired_path", "delete_source", "remove_empty_parents", "PRIVATE_DIR_MODE"]

@@ -258,7 +258,7 @@ def precheck(path: Path) -> None:
 def open_global(state_dir: Path, warnings: list[str] | None = None) -> tuple[Connection, SchemaReport]:
     path = global_db_path(state_dir)
     precheck(path)
-    conn = open_rw(path, warnings)
+    conn = open_rw(path, warnings, inside=state_dir)
     try:
         report = ensure_schema(conn, path, ROLE_GLOBAL, None)
     except BaseException:
@@ -273,7 +273,7 @@ def open_agent(
     """Open or create an agent database and register it in ``agent_databases``."""
     path = agent_db_path(state_dir, agent_id)
     precheck(path)
-    conn = open_rw(path, warnings)
+    conn = open_rw(path, warnings, inside=state_dir)
     try:
         report = ensure_schema(conn, path, ROLE_AGENT, agent_id)
     except BaseException:
