@@ -21,7 +21,7 @@ from typing import IO, Any, BinaryIO, cast
 
 import zstandard
 
-from statekit.fsutil import PRIVATE_FILE_MODE, CHUNK
+from statekit.fsutil import PRIVATE_FILE_MODE, CHUNK, create_file
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 GZIP_MAGIC = b"\x1f\x8b"
@@ -47,7 +47,7 @@ class SinkFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+        self._fd = create_file(path, PRIVATE_FILE_MODE)
         self.bytes_written = 0
         self.digest = hashlib.sha256()  # of every byte written: the archive digest trailer is built from it
 

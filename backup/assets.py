@@ -24,6 +24,7 @@ import json5
 from statekit.backup.manifest import Skipped
 from statekit.db import is_sqlite_file
 from statekit.errors import StatekitError, UsageError
+from statekit.fsutil import read_regular_file
 from statekit.layout import (
     AGENT_DB_NAME,
     GLOBAL_DB_REL,
@@ -104,8 +105,8 @@ def read_config(path: Path | None, warnings: list[str]) -> dict[str, Any]:
     if path is None or not path.is_file():
         return {}
     try:
-        data = json5.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        data = json5.loads(read_regular_file(path).decode("utf-8"))  # bounded, never blocks on a FIFO
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:
         warnings.append(f"{path}: config could not be parsed ({type(exc).__name__}); only the state dir paths are used")
         return {}
     return data if isinstance(data, dict) else {}
@@ -177,11 +178,11 @@ def plan_roots(
         if not is_within(real_cfg, state_dir):
             candidates.append(Root("config", "config", real_cfg if cfg.is_symlink() else Path(os.path.abspath(cfg))))
     creds = credentials_dir(state_dir, env)
-    if creds.is_dir():
-        candidates.append(Root("credentials", "credentials", creds))
+    if creds.is_dir():  # a symlinked credentials dir is backed up as the directory it points to
+        candidates.append(Root("credentials", "credentials", Path(os.path.realpath(creds))))
     for agent_id, directory in sorted(configured_agent_dirs(config, state_dir).items()):
         if directory.is_dir():
-            candidates.append(Root(_root_id("agent", agent_id), "state", directory, agent_id))
+            candidates.append(Root(_root_id("agent", agent_id), "state", Path(os.path.realpath(directory)), agent_id))
     if include_workspaces:
         for name, directory in sorted(configured_workspaces(config, state_dir).items()):
             if directory.is_dir():

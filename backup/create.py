@@ -48,7 +48,7 @@ from statekit.backup.snapshot import snapshot_db
 from statekit.backup.verify import VerifyReport, verify_archive
 from statekit.errors import ExitCode, StateDirError, StatekitError, UsageError, VerificationError
 from statekit.seams import checkpoint
-from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE, atomic_write_bytes, fsync_dir, open_regular_file, remove_orphaned_temps
+from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE, atomic_write_bytes, create_file, fsync_dir, open_regular_file, remove_orphaned_temps
 from statekit.layout import canonical_state_dir
 from statekit.states import BackupRunStatus
 
@@ -164,7 +164,7 @@ def _read_hash(path: Path, copy_to: Path) -> tuple[str, int, os.stat_result, boo
     size = 0
     with open_regular_file(path) as handle:
         before = os.fstat(handle.fileno())
-        out = os.open(copy_to, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+        out = create_file(copy_to, PRIVATE_FILE_MODE)
         try:
             for block in iter(lambda: handle.read(CHUNK), b""):
                 digest.update(block)

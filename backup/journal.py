@@ -49,7 +49,7 @@ from typing import Any
 
 from statekit.errors import BusyError, StatekitError
 from statekit.seams import checkpoint
-from statekit.fsutil import PRIVATE_DIR_MODE, atomic_write_bytes, fsync_dir
+from statekit.fsutil import PRIVATE_DIR_MODE, atomic_write_bytes, ensure_private_dir, fsync_dir, make_dir, read_regular_file
 from statekit.layout import lock_path, statekit_dir
 from statekit.locking import exclusive_lock, is_locked
 from statekit.states import RestoreStepAction
@@ -174,7 +174,7 @@ class RestoreJournal:
         }
 
     def save(self) -> None:
-        self.path.parent.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+        ensure_private_dir(self.path.parent)
         atomic_write_bytes(self.path, (json.dumps(self.to_json(), indent=1) + "\n").encode("utf-8"))
 
     def set_phase(self, phase: str) -> None:
@@ -189,7 +189,7 @@ class RestoreJournal:
     @classmethod
     def load(cls, path: Path) -> RestoreJournal:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_regular_file(path).decode("utf-8"))
         except FileNotFoundError:
             raise
         except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -243,7 +243,7 @@ class RestoreJournal:
             missing.append(current)
             current = current.parent
         for directory in reversed(missing):
-            directory.mkdir(mode=PRIVATE_DIR_MODE)
+            make_dir(directory, PRIVATE_DIR_MODE)
 
     def make_dirs(self) -> None:
         """Create the planned directories (moving each recorded non-directory out of the way first)."""
@@ -254,7 +254,7 @@ class RestoreJournal:
                 if _lexists(path) and not (path.is_dir() and not path.is_symlink()):
                     self._aside_move(path, Path(swaps[directory]), os.rename)
             if not _lexists(directory):
-                os.mkdir(directory, PRIVATE_DIR_MODE)
+                make_dir(Path(directory), PRIVATE_DIR_MODE)
 
     def place_step(self, step: JournalStep) -> bool:
         """Finish one step (idempotent): current entry and sidecars aside, staged copy renamed in. True if it moved."""

@@ -511,7 +511,7 @@ def restore_archive(
     steps, relocated, notes = _plan_steps(report, target, live_state)
     for step in steps:  # nothing is written through a symlinked directory out of the tree it belongs to
         if step.base is not None:
-            ensure_inside(step.destination.parent, step.base)
+            ensure_inside(step.destination if step.destination == step.base else step.destination.parent, step.base)
     if target is not None:
         result = RestoreResult(path, report.format, "target", target, steps, dry_run, notes=notes, relocated=relocated)
         if not dry_run:

@@ -24,7 +24,7 @@ from statekit.backup.archive import open_tar_stream
 from statekit.backup.create import sidecar_path
 from statekit.backup.lock import backup_lock
 from statekit.errors import UsageError
-from statekit.fsutil import atomic_write_bytes
+from statekit.fsutil import atomic_write_bytes, read_regular_file
 
 
 @dataclass
@@ -75,7 +75,7 @@ def read_manifest_head(path: Path) -> mf.Manifest | None:
 
 def _read_sidecar(archive: Path) -> dict[str, Any]:
     try:
-        data = json.loads(sidecar_path(archive).read_text(encoding="utf-8"))
+        data = json.loads(read_regular_file(sidecar_path(archive)).decode("utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

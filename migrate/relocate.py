@@ -32,11 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from statekit.errors import StateDirError
-from statekit.fsutil import atomic_write_bytes, ensure_private_dir, fsync_dir
+from statekit.fsutil import atomic_write_bytes, ensure_private_dir, fsync_dir, read_regular_file
 from statekit.layout import CANONICAL_DIR_NAME, LEGACY_DIR_NAMES, ResolvedStateDir, lock_path, statekit_dir
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
 
 MARKER_NAME = "relocated.json"
+MARKER_LIMIT = 64 << 10
 
 
 def marker_path(state_dir: Path) -> Path:
@@ -81,8 +82,8 @@ def both_present_message(legacy: Path, canonical: Path) -> str:
 def read_marker(state_dir: Path) -> dict[str, Any] | None:
     """The relocation marker when it describes a move *into* this state dir, else None."""
     try:
-        data = json.loads(marker_path(state_dir).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_regular_file(marker_path(state_dir), MARKER_LIMIT).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("from"), str) or not isinstance(data.get("to"), str):
         return None

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from statekit.fsutil import PRIVATE_FILE_MODE, UnsafePathError, chmod_best_effort, create_file, ensure_inside, ensure_private_dir, read_prefix
+from statekit.fsutil import PRIVATE_FILE_MODE, UnsafePathError, chmod_best_effort, create_file, ensure_inside, ensure_private_dir, file_kind_problem, read_prefix
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 STATEMENT_STEP_BUDGET = 200_000_000
@@ -445,7 +445,7 @@ def open_rw(path: Path, warnings: list[str] | None = None, *, inside: Path | Non
     The database file itself is never opened through a symlink.
     """
     if inside is not None:
-        ensure_inside(path, inside)
+        ensure_inside(path, inside, database=True)
     ensure_private_dir(path.parent, warnings)
     if not os.path.lexists(path):
         # Create the file ourselves so it never exists with a wider mode (and, under root, has its dir's owner).
@@ -453,8 +453,10 @@ def open_rw(path: Path, warnings: list[str] | None = None, *, inside: Path | Non
             os.close(create_file(path, PRIVATE_FILE_MODE))
         except FileExistsError:
             pass  # created meanwhile: opened below like any existing database
-    elif os.path.islink(path):
-        raise UnsafePathError(f"{path}: is a symbolic link; statekit opens its databases only as regular files")
+    else:
+        problem = file_kind_problem(path)  # a symlink, FIFO, socket, device or directory: never opened (a FIFO would hang)
+        if problem:
+            raise UnsafePathError(f"{path}: {problem.replace('expected a regular file', 'expected a SQLite database file')}")
     conn = connect(path, busy_timeout_ms=BUSY_TIMEOUT_MS)
     try:
         _apply_pragmas(conn)
@@ -493,6 +495,17 @@ def table_names(conn: Connection) -> set[str]:
     return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
+def _refuse_non_regular(path: Path) -> None:
+    """A FIFO or device where a database (or its -wal) should be is an error, never opened: SQLite would block on it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return  # missing: SQLite says so itself
+    problem = file_kind_problem(path, st)
+    if problem:
+        raise apsw.CantOpenError(f"{path}: {problem.replace('expected a regular file', 'expected a SQLite database file')}")
+
+
 @contextmanager
 def read_only_view(path: Path) -> Iterator[Connection]:
     """Read a database without writing a single byte next to it.
@@ -502,8 +515,10 @@ def read_only_view(path: Path) -> Iterator[Connection]:
     locks, no sidecars); when a ``-wal`` exists, the database and its WAL
     are copied to a private temp dir and read there.
     """
+    _refuse_non_regular(path)
     wal = Path(f"{path}-wal")
     if wal.exists() and wal.stat().st_size > 0:
+        _refuse_non_regular(wal)
         with tempfile.TemporaryDirectory(prefix="statekit-ro-") as tmp:
             copy = Path(tmp) / "view.sqlite"
             shutil.copyfile(path, copy)

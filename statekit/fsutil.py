@@ -145,15 +145,16 @@ def _own_file_problem(path: Path, st: os.stat_result) -> str | None:
     return None
 
 
-def ensure_inside(path: Path, root: Path) -> Path:
+def ensure_inside(path: Path, root: Path, *, database: bool = False) -> Path:
     """``path``, when it and every directory on the way stay inside ``root`` once symlinks are followed.
 
     Raises :class:`UnsafePathError` (one line naming the path and where it leads) when a
     symlinked directory, a symlink at ``path`` itself, or ``..`` would take a write outside
-    ``root``; SQLite's ``-wal``/``-shm``/``-journal`` beside a database count as part of it.
+    ``root``; with ``database``, SQLite's ``-wal``/``-shm``/``-journal`` beside it count as part of it.
     """
     top = os.path.realpath(root)
-    for candidate in (path, *(Path(f"{path}{suffix}") for suffix in ("-wal", "-shm", "-journal"))):
+    sidecars = [Path(f"{path}{suffix}") for suffix in ("-wal", "-shm", "-journal")] if database else []
+    for candidate in (path, *sidecars):
         real = os.path.realpath(os.path.abspath(candidate))
         if real != top and not real.startswith(top.rstrip(os.sep) + os.sep):
             raise UnsafePathError(

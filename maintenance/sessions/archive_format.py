@@ -17,7 +17,7 @@ from statekit.maintenance.sessions.rows import RESTORE_ORDER
 from statekit import __version__
 from statekit.db import Connection, table_names
 from statekit.errors import StatekitError, VerificationError
-from statekit.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, chmod_best_effort, ensure_private_dir, fsync_dir, sha256_bytes
+from statekit.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, create_file, read_regular_file, chmod_best_effort, ensure_private_dir, fsync_dir, sha256_bytes
 from statekit.layout import statekit_dir
 from statekit.states import SessionAction, SessionReceiptStatus
 
@@ -57,7 +57,7 @@ def receipt_path_for(archive: Path) -> Path:
 
 def _write_private(path: Path, data: bytes) -> None:
     """Create ``path`` (0600, must not exist), write, fsync file and directory."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+    fd = create_file(path, PRIVATE_FILE_MODE)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -132,8 +132,8 @@ def write_archive(state_dir: Path, change: SessionChange, document: dict[str, An
 
 def load_receipt(path: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_regular_file(path).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -192,7 +192,7 @@ def settle_pending(state_dir: Path, agent_id: str, conn: Connection) -> list[str
 def read_session_archive(path: Path) -> tuple[dict[str, Any], str]:
     """Verify the archive's hash (against its receipt, else the hash in its name) and decode it."""
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path, 1 << 32)  # never blocks on a FIFO; an archive of a huge transcript still fits
     except OSError as exc:
         raise StatekitError(f"{path}: cannot read archive: {exc.strerror or exc}") from None
     digest = sha256_bytes(data)
