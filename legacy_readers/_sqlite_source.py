@@ -43,7 +43,7 @@ def open_sidecar_copy(source: Source, handle: BinaryIO, ctx: ReadContext | None 
                 name = PurePosixPath(sibling_rel).name
                 raise SourceError(source.rel, f"cannot read {name} to see its committed rows ({exc.strerror or exc}); left in place") from None
         try:
-            conn = connect(copy)
+            conn = connect(copy, untrusted=True)  # a foreign database: no view evaluated, no trigger fired, budgeted
         except SQLiteError as exc:
             raise SourceError(source.rel, f"not a readable SQLite database ({exc})") from None
         try:

@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 
 from statekit.errors import StatekitError
-from statekit.fsutil import PRIVATE_FILE_MODE, ensure_private_dir, fsync_dir
+from statekit.fsutil import PRIVATE_FILE_MODE, create_file, ensure_private_dir, fsync_dir
 from statekit.layout import statekit_dir
 
 INSTALL_ID_NAME = "install-id"
@@ -65,7 +65,7 @@ def ensure_install_id(state_dir: Path) -> str:
     path = install_id_path(state_dir)
     value = uuid.uuid4().hex
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+        fd = create_file(path, PRIVATE_FILE_MODE)
     except FileExistsError:
         found = read_install_id(state_dir)  # another run made it first
         if found is None:
