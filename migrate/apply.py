@@ -51,7 +51,7 @@ from statekit import __version__
 from statekit.errors import ExitCode, SchemaError, SourceError, StateDirError, StatekitError
 from statekit.db import Connection, OperationalError, SQLiteError, error_name, immediate, open_rw, read_only_view, table_names
 from statekit.seams import checkpoint
-from statekit.fsutil import HashingReader, open_regular_file, remove_orphaned_temps, sha256_file
+from statekit.fsutil import HashingReader, UnsafePathError, open_regular_file, remove_orphaned_temps, sha256_file
 from statekit.layout import STATEKIT_DIR_NAME, ResolvedStateDir, global_db_path, lock_path, relative_posix
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
 from statekit.schema import open_agent, open_global
@@ -528,7 +528,7 @@ def environmental(exc: BaseException) -> bool:
 def _describe(rel: str, exc: BaseException) -> str:
     if isinstance(exc, SourceError):
         return str(exc)
-    if isinstance(exc, SchemaError):
+    if isinstance(exc, (SchemaError, UnsafePathError)):  # the latter: a database path leading out of the state dir
         return f"{rel}: {exc}"
     if isinstance(exc, SQLiteError):
         return f"{rel}: database refused the rows: {exc}"

@@ -3,10 +3,12 @@
 Every file statekit did not create is opened non-blocking and ``fstat``-ed before a byte is read,
 and whole-file reads are bounded. On 308a7ed a FIFO at a gateway lock file hung ``migrate`` and
 ``backup restore`` (forever: the run is killed here after the deadline), and a gateway lock that
-links to ``/dev/zero`` read until memory ran out; a FIFO at the config, at the database path or
-at its ``-wal`` hung backup and migrate. A database in the state dir (or restored from an
-archive) with a trigger that never ends hung ``backup create`` and ``migrate``; a view shadowing
-a table hung whoever read it. Now each run ends within the deadline with a clear outcome.
+links to ``/dev/zero`` read until memory ran out; a FIFO at the global database path hung
+``inspect``/``backup create``/``migrate``. (A FIFO or device at the config or at the ``-wal`` held
+already on 308a7ed: those placements stay as guards.) A database in the state dir (or restored
+from an archive) with a trigger that never ends hung ``backup create``; a view that never ends
+hung whoever read it (in-process, for ever). Now each run ends within the deadline with a clear
+outcome.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ def test_a_gateway_lock_that_is_not_a_file_never_hangs_migrate_or_restore(tmp_pa
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
 @pytest.mark.parametrize("place", ["openclaw.json", "state/openclaw.sqlite", "state/openclaw.sqlite-wal"])
 def test_a_config_or_database_that_is_not_a_file_never_hangs(tmp_path: Path, kind: str, place: str) -> None:
-    """Fails on 308a7ed: a FIFO at the config or the database path blocked backup create / inspect / migrate."""
+    """Fails on 308a7ed for the FIFO at ``state/openclaw.sqlite`` (inspect, backup create and migrate blocked on it)."""
     state = h.copy_world("demo-install", tmp_path)
     if place.startswith("state/"):
         run = h.fork_cli("migrate", "--yes", "--no-backup", "--state-dir", state)
@@ -98,7 +100,7 @@ def test_a_config_or_database_that_is_not_a_file_never_hangs(tmp_path: Path, kin
 
 
 def test_reading_a_device_link_is_bounded_in_memory(tmp_path: Path) -> None:
-    """A gateway lock linking to /dev/zero is refused before a byte is read: the run's peak RSS stays small."""
+    """Fails on 308a7ed (GBs read): a gateway lock linking to /dev/zero is refused before a byte is read."""
     state = h.copy_world("demo-install", tmp_path)
     _plant(state / "gateway.lock", "dev-zero")
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -114,7 +116,7 @@ def test_reading_a_device_link_is_bounded_in_memory(tmp_path: Path) -> None:
 
 
 def test_a_view_is_never_evaluated_on_a_read_only_open(tmp_path: Path) -> None:
-    """A view that never ends (shadowing a table's name) is refused at once on a read-only open."""
+    """Hangs on 308a7ed (for ever, in-process): a view that never ends, named like a table, is now refused at once."""
     db = tmp_path / "hostile.sqlite"
     conn = open_db(db)
     conn.execute(f"CREATE VIEW sessions AS {INFINITE}")
@@ -130,7 +132,7 @@ def test_a_view_is_never_evaluated_on_a_read_only_open(tmp_path: Path) -> None:
 
 
 def test_a_recursive_query_on_a_foreign_database_stops_at_the_budget(tmp_path: Path) -> None:
-    """The work budget stops a statement that returns nothing for too long; statekit names the cause."""
+    """Hangs on 308a7ed: the work budget stops a statement that returns nothing for too long, naming the cause."""
     db = tmp_path / "plain.sqlite"
     open_db(db).close()
     ro = connect(db, mode="ro")
@@ -145,7 +147,7 @@ def test_a_recursive_query_on_a_foreign_database_stops_at_the_budget(tmp_path: P
 
 
 def test_a_trigger_that_never_ends_stops_at_the_budget_and_changes_nothing(tmp_path: Path) -> None:
-    """A trigger on a table statekit writes runs out of budget; the write and the trigger's rows roll back together."""
+    """Hangs on 308a7ed: a trigger on a table statekit writes runs out of budget; the write and its rows roll back."""
     db = tmp_path / "trigger.sqlite"
     conn = open_db(db)
     conn.execute("CREATE TABLE t(x)")
@@ -181,7 +183,7 @@ def test_backup_create_on_a_state_db_with_an_endless_trigger_finishes(tmp_path: 
 
 
 def test_trusted_schema_is_off_and_limits_are_set(tmp_path: Path) -> None:
-    """Every connection: no side-effect function or virtual table from the schema, bounded statement programs."""
+    """Fails on 308a7ed: every connection has no side-effect function or virtual table from the schema, bounded programs."""
     conn = open_rw(tmp_path / "x.sqlite")
     assert conn.execute("PRAGMA trusted_schema").fetchone() == (0,)
     import apsw

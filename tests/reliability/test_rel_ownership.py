@@ -2,7 +2,8 @@
 
 * ``recover`` recreates the directories a migration's retirement removed with the modes they had
   (recorded in the receipt when the source was retired), whatever the umask. On 308a7ed
-  ``identity/`` (0700) came back 0755 under umask 022 and 0777 under umask 000.
+  ``identity/`` (0700) came back 0755 under umask 022 and 0777 under umask 000, and ``devices/``
+  (0750) came back 0700 under umask 077.
 * A root run on another user's state dir leaves every file and directory it creates (databases
   and their -wal/-shm, the lock, retired copies and their folders, the pre-migration backup and
   its folder, archives and ``.verify.json``, recovered sources) owned by that user. On 308a7ed
@@ -31,7 +32,7 @@ def _retired_dirs(state: Path) -> dict[str, int]:
 
 @pytest.mark.parametrize("umask", [0o000, 0o022, 0o077])
 def test_recover_recreates_directories_with_their_recorded_modes(tmp_path: Path, umask: int) -> None:
-    """Fails on 308a7ed: identity/ came back 0777 (umask 000) / 0755 (umask 022) / 0700 by luck (umask 077)."""
+    """Fails on 308a7ed: identity/ came back 0777 (umask 000) / 0755 (umask 022); devices/ 0700 instead of 0750 (umask 077)."""
     state = h.copy_world("every-family", tmp_path)
     modes = _retired_dirs(state)
     for rel, mode in modes.items():

@@ -1,6 +1,6 @@
 """Symlinks are never a way to lose or redirect data (issue 11, item 1).
 
-Each placement below failed on 308a7ed:
+Each placement below failed on 308a7ed (except the legacy relocation, a guard):
 
 * a state dir that is a symlink (named by ``--state-dir``, ``OPENCLAW_STATE_DIR`` or the default
   ``~/.openclaw``) was backed up as an empty archive that still said "Verification: passed"
@@ -106,7 +106,11 @@ def test_a_symlinked_state_dir_is_backed_up_migrated_and_restored_as_its_target(
 
 
 def test_a_symlinked_legacy_dir_is_relocated_as_the_link(tmp_path: Path) -> None:
-    """A found ``~/.clawdbot -> /data/clawdbot`` becomes ``~/.openclaw -> /data/clawdbot``; the data is migrated where it is."""
+    """A found ``~/.clawdbot -> /data/clawdbot`` becomes ``~/.openclaw -> /data/clawdbot``; the data is migrated where it is.
+
+    Held on 308a7ed already (rename(2) moves the link); kept as the guard of the documented choice now
+    that the state dir is resolved through links.
+    """
     state = h.copy_world("demo-install", tmp_path)
     data = tmp_path / "data" / "clawdbot"
     data.parent.mkdir()
