@@ -306,12 +306,13 @@ class Cursor(apsw.Cursor):
         return row
 
     def fetchall(self) -> list[Any]:
-        rows: list[Any] = []
-        while True:
-            row = self.fetchone()
-            if row is None:
-                return rows
-            rows.append(row)
+        self._row_done()  # one budget for the rest of the result (a result too large to hold fails on memory first)
+        try:
+            return super().fetchall()
+        except UnicodeDecodeError as exc:
+            raise _decode_failure(exc) from None
+        except apsw.InterruptError as exc:
+            raise self._budget_exceeded(exc) from None
 
 
 class Connection(apsw.Connection):

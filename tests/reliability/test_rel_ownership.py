@@ -6,7 +6,8 @@
   (0750) came back 0700 under umask 077.
 * A root run on another user's state dir leaves every file and directory it creates (databases
   and their -wal/-shm, the lock, retired copies and their folders, the pre-migration backup and
-  its folder, archives and ``.verify.json``, recovered sources) owned by that user. On 308a7ed
+  its folder, archives and ``.verify.json``, recovered sources, an in-place restore's files,
+  pre-restore copies and journal) owned by that user. On 308a7ed
   they were root's, and the user's own next run failed on them.
 """
 
@@ -76,7 +77,7 @@ def _not_owned(root: Path, uid: int) -> list[str]:
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root (the project VM runs tests as root)")
 def test_a_root_run_on_a_users_state_dir_leaves_everything_to_that_user(tmp_path: Path) -> None:
-    """Fails on 308a7ed: the databases, lock, retired copies and backups a root run made were owned by root."""
+    """Fails on 308a7ed: the databases, lock, retired copies, backups and restored files a root run made were root's."""
     state = h.copy_world("every-family", tmp_path)
     home = state.parent
     _chown_tree(home, USER, GROUP)
@@ -89,6 +90,9 @@ def test_a_root_run_on_a_users_state_dir_leaves_everything_to_that_user(tmp_path
     assert run.returncode == 0, run
     run = h.fork_cli("recover", run_id, "--state-dir", state, "--yes", env=env)
     assert run.returncode in (0, 3), run
+    archive = h.archives(home / "openclaw-backups")[-1]
+    run = h.fork_cli("backup", "restore", archive, "--state-dir", state, "--yes", env=env)  # in place: staged, aside, journal
+    assert run.returncode == 0, run
     assert (home / "openclaw-backups").is_dir() and (state / "state" / "openclaw.sqlite").is_file()
     problems = _not_owned(home, USER)
     assert not problems, problems
