@@ -108,7 +108,8 @@ def relocation_steps(resolved: ResolvedStateDir) -> list[dict[str, Any]]:
             steps.append({
                 "kind": "relocate-state-dir", "apply": True, "status": "planned",
                 "from": str(state_dir), "to": str(target),
-                "description": f"move the state dir {state_dir} → {target} (one atomic rename on the same filesystem)",
+                "description": f"move the state dir {state_dir} → {target} (one atomic rename on the same filesystem)"
+                + (f"; it is a symlink: the link is renamed, its data stays in {resolved.path}" if resolved.via_symlink else ""),
             })
     elif resolved.origin == "default":
         for legacy in conflicting_legacy_dirs(state_dir):
