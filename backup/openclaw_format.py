@@ -50,6 +50,7 @@ from statekit.backup.checks import (
 from statekit.backup.restore_steps import RestoreStep, file_mode
 from statekit.backup.snapshot import DbFacts, inspect_db
 from statekit.db import SQLITE_HEADER
+from statekit.progress import ProgressFn
 from statekit.fsutil import CHUNK
 from statekit.states import RestoreStepAction
 from statekit.values import datetime_to_iso, iso_to_ms
@@ -362,7 +363,7 @@ def _oc_read_member(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.
         sink.discard()
 
 
-def verify_openclaw(report: VerifyReport, scratch: Scratch, max_bytes: int) -> None:
+def verify_openclaw(report: VerifyReport, scratch: Scratch, max_bytes: int, progress: ProgressFn | None = None) -> None:
     trailer_problem, has_trailer = gzip_digest_problem(report.path)
     if trailer_problem:
         report.problems.append(trailer_problem)
@@ -375,7 +376,7 @@ def verify_openclaw(report: VerifyReport, scratch: Scratch, max_bytes: int) -> N
     links: set[str] = set()
     root: str | None = None
     try:
-        with open_tar_stream(report.path, "gzip", limit) as (tar, counter):
+        with open_tar_stream(report.path, "gzip", limit, progress) as (tar, counter):
             for member in tar:
                 report.entries += 1
                 if report.entries > OPENCLAW_MAX_ENTRIES:

@@ -28,6 +28,7 @@ from statekit.backup.restore_steps import RestoreStep, file_mode
 from statekit.backup.snapshot import DbFacts, inspect_db
 from statekit.errors import VerificationError
 from statekit.fsutil import CHUNK
+from statekit.progress import ProgressFn
 from statekit.states import RestoreStepAction
 
 
@@ -245,7 +246,7 @@ def _check_asset_member(
         sink.discard()
 
 
-def verify_statekit(report: VerifyReport, scratch: Scratch, max_bytes: int) -> None:
+def verify_statekit(report: VerifyReport, scratch: Scratch, max_bytes: int, progress: ProgressFn | None = None) -> None:
     structure = zstd_structure_problem(report.path)
     if structure:
         report.problems.append(structure)
@@ -261,7 +262,7 @@ def verify_statekit(report: VerifyReport, scratch: Scratch, max_bytes: int) -> N
     root: str | None = None
     stream_ok = False
     try:
-        with open_tar_stream(report.path, "zstd", min(MANIFEST_MAX + (64 << 10), max_bytes)) as (tar, counter):
+        with open_tar_stream(report.path, "zstd", min(MANIFEST_MAX + (64 << 10), max_bytes), progress) as (tar, counter):
             for member in tar:
                 report.entries += 1
                 if root is None:

@@ -18,6 +18,7 @@ class ExitCode(IntEnum):
     WARNINGS = 3
     BUSY = 4
     VERIFY_FAILED = 5
+    INTERRUPTED = 130  # SIGINT or SIGTERM, alike (the shell's 128 + SIGINT)
 
     @property
     def summary(self) -> str:
@@ -28,10 +29,11 @@ class ExitCode(IntEnum):
 EXIT_CODE_SUMMARIES: dict[ExitCode, str] = {
     ExitCode.OK: "success",
     ExitCode.FATAL: "fatal error",
-    ExitCode.USAGE: "usage error",
+    ExitCode.USAGE: "usage error (a bad option, or a path that does not exist)",
     ExitCode.WARNINGS: "finished with warnings",
     ExitCode.BUSY: "busy (lock held or gateway running)",
     ExitCode.VERIFY_FAILED: "verification failed",
+    ExitCode.INTERRUPTED: "interrupted (SIGINT or SIGTERM; the run is recorded as interrupted)",
 }
 
 
@@ -63,6 +65,32 @@ class StatekitError(Exception):
 
 class UsageError(StatekitError):
     exit_code = ExitCode.USAGE
+
+
+class NotFoundError(UsageError):
+    """A path named on the command line (or its default) does not exist: a usage error, not damage."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived: raised in the main thread by the CLI's signal handlers.
+
+    A ``KeyboardInterrupt`` so that every ``except KeyboardInterrupt`` / ``BaseException`` clean-up
+    path runs for SIGTERM exactly as for Ctrl-C; ``str()`` is the signal's name (the recorded reason).
+    """
+
+    exit_code = ExitCode.INTERRUPTED
+
+    def __init__(self, signal_name: str = "SIGINT") -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+    def __str__(self) -> str:
+        return self.signal_name
+
+
+def interruption_reason(exc: BaseException) -> str:
+    """The reason to record for an interrupted run: the signal's name (``SIGINT`` for a bare Ctrl-C)."""
+    return exc.signal_name if isinstance(exc, Interrupted) else "SIGINT"
 
 
 class StateDirError(StatekitError):

@@ -229,7 +229,7 @@ def test_failed_source_is_retried_only_when_changed_or_asked(tmp_path: Path) -> 
     state = make_state(tmp_path, {rel: good.replace('"type":"message"', '"type":7', 1)})  # JSON, but no transcript event
     assert migrate_cli(state)[0] == 3
     code, _, err = migrate_cli(state)
-    assert code == 0 and "recorded by run" in err and rel in err
+    assert code == 3 and "recorded by run" in err and rel in err  # issue 12 (6): still in place and unreadable = exit 3
     assert run_cli("migrate", "--state-dir", state, "--yes", "--no-backup", "--retry-failed").returncode == 3
     (state / rel).write_text(good)
     assert migrate_cli(state)[0] == 0
