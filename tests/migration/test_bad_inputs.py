@@ -162,7 +162,7 @@ def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_state_dir_that_does_not_exist(tmp_path: Path) -> None:
     code, _, err = migrate_cli(tmp_path / "missing")
-    assert code == 1 and "does not exist" in err and err.count("\n") == 1
+    assert code == 2 and "state dir not found" in err and err.count("\n") == 1  # issue 12 (7): a missing path is exit 2, every command
 
 
 def test_read_only_state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
