@@ -525,7 +525,7 @@ def restore_archive(
         return result
     if not live_state.is_dir():
         raise UsageError(f"{live_state}: state dir does not exist; restore into a fresh directory with --target")
-    start_phase(progress, "restore", sum(s.size for s in steps if s.action != "unchanged"), "bytes")
+    start_phase(progress, "restore", sum(s.size for s in steps if s.action != RestoreStepAction.UNCHANGED), "bytes")
     _in_place(path, report, steps, live_state, result, progress)
     return result
 

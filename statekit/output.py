@@ -191,17 +191,18 @@ def _head_rule() -> Any:
     return Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None) -> str:
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None, whole: Sequence[str] = ()) -> str:
     """An aligned text table (no colour, no box: safe for logs and pipes) that fits ``width`` columns.
 
-    Long cells (paths) wrap inside their column instead of widening the line.
+    Long cells (paths) wrap inside their column instead of widening the line; the columns named in
+    ``whole`` (run ids, times: what an operator copies) are never wrapped.
     """
     from rich.console import Console
     from rich.table import Table
 
     grid = Table(box=_head_rule(), show_edge=False, pad_edge=False, highlight=False, collapse_padding=True)
     for header in headers:
-        grid.add_column(str(header), overflow="fold")
+        grid.add_column(str(header), overflow="fold", no_wrap=header in whole)
     for row in rows:
         grid.add_row(*("" if cell is None else str(cell) for cell in row))
     buffer = io.StringIO()

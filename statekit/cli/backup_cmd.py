@@ -383,7 +383,7 @@ def register(app: typer.Typer) -> None:
             def human(_d: Any) -> str:
                 if not archives:
                     return f"No archives in {directory}"
-                return table(("CREATED (UTC)", "SIZE", "ASSETS", "VERIFIED", "ARCHIVE"), rows)
+                return table(("CREATED (UTC)", "SIZE", "ASSETS", "VERIFIED", "ARCHIVE"), rows, whole=("CREATED (UTC)", "SIZE"))
 
             out.result({"output_dir": str(directory), "archives": [a.to_json() for a in archives]}, human)
             return ExitCode.OK

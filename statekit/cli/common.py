@@ -71,8 +71,8 @@ def interruptible() -> Iterator[None]:
     try:
         yield
     finally:
-        for signum, previous in installed:
-            signal.signal(signum, previous)  # type: ignore[arg-type]
+        for number, previous in installed:
+            signal.signal(number, previous)  # type: ignore[arg-type]
 
 
 def run_command(out: Output, body: Callable[[], ExitCode | int | None]) -> None:

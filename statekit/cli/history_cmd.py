@@ -42,13 +42,13 @@ def render(history: History) -> str:
     if history.migration_runs:
         rows = [(ms_to_display(r["started_at"]), r["kind"], r["status"], r["id"],
                  ", ".join(f"{n} {s}" for s, n in r["counts"].items()) or "-", r["warnings"]) for r in history.migration_runs]
-        lines += ["  " + line for line in table(("STARTED", "KIND", "STATUS", "RUN", "SOURCES", "WARNINGS"), rows).splitlines()]
+        lines += ["  " + line for line in table(("STARTED", "KIND", "STATUS", "RUN", "SOURCES", "WARNINGS"), rows, whole=("STARTED", "RUN")).splitlines()]
     else:
         lines.append("  none")
     lines += ["", "Backup runs:"]
     if history.backup_runs:
         backup_rows = [(ms_to_display(r["created_at"]), r["status"], r["id"], r["archive_path"]) for r in history.backup_runs]
-        lines += ["  " + line for line in table(("CREATED", "STATUS", "RUN", "ARCHIVE"), backup_rows).splitlines()]
+        lines += ["  " + line for line in table(("CREATED", "STATUS", "RUN", "ARCHIVE"), backup_rows, whole=("CREATED", "RUN")).splitlines()]
     else:
         lines.append("  none")
     return "\n".join(lines)

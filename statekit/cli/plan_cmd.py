@@ -56,7 +56,7 @@ def render_plan(plan: Plan) -> str:
             (s.action, s.kind, s.rel, human_size(s.size), "-" if s.record_count is None else s.record_count, _target(s.target_tables))
             for s in plan.sources
         ]
-        lines += ["", table(("ACTION", "KIND", "PATH", "SIZE", "RECORDS", "TARGET"), rows)]
+        lines += ["", table(("ACTION", "KIND", "PATH", "SIZE", "RECORDS", "TARGET"), rows, whole=("ACTION", "SIZE", "RECORDS"))]
     problems = [s for s in plan.sources if s.action in tuple(PlanProblem)]
     for s in problems:
         lines.append(f"  ! {s.reason}")

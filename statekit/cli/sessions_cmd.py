@@ -169,7 +169,7 @@ Example:
             agents = list_sessions(state, agent)
             rows = [(a["agent_id"], s["session_key"], s["session_id"], len(s["family"]), s["transcript_events"], ms_to_display(s["updated_at"]))
                     for a in agents for s in a["sessions"]]
-            out.result({"agents": agents}, lambda _d: table(("AGENT", "KEY", "SESSION", "FAMILY", "EVENTS", "UPDATED"), rows)
+            out.result({"agents": agents}, lambda _d: table(("AGENT", "KEY", "SESSION", "FAMILY", "EVENTS", "UPDATED"), rows, whole=("SESSION", "UPDATED"))
                        if rows else "No sessions.")
             return ExitCode.OK
 
