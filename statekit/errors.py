@@ -44,8 +44,17 @@ def describe_exit_codes(meanings: Mapping[ExitCode, str | None] | None = None) -
     summary); without it, every code with its summary.
     """
     chosen: Mapping[ExitCode, str | None] = meanings if meanings is not None else dict.fromkeys(ExitCode)
-    parts = [f"{int(code)} {text or code.summary}" for code, text in sorted(chosen.items())]
-    return "Exit codes: " + ", ".join(parts) + "."
+    return "Exit codes: " + ", ".join(_describe_one(code, text) for code, text in sorted(chosen.items())) + "."
+
+
+def _describe_one(code: ExitCode, meaning: str | None) -> str:
+    """``3 finished with warnings (some sources are unreadable)``: the summary first, a command's meaning in brackets."""
+    head = code.summary.split(" (")[0]
+    if meaning is None:
+        return f"{int(code)} {code.summary}"
+    if meaning.startswith(head):
+        return f"{int(code)} {meaning}"
+    return f"{int(code)} {head} ({meaning})"
 
 
 class StatekitError(Exception):

@@ -29,9 +29,9 @@ CREATE_EXIT_CODES: dict[ExitCode, str | None] = {
     ExitCode.OK: "archive written and verified",
     ExitCode.FATAL: None,
     ExitCode.USAGE: None,
-    ExitCode.WARNINGS: "archive written, with warnings (named: skipped or unreadable files)",
+    ExitCode.WARNINGS: "the archive is written; what was skipped or unreadable is named",
     ExitCode.BUSY: "another backup of that output dir is running",
-    ExitCode.VERIFY_FAILED: "a database fails integrity_check, or the new archive failed verification (nothing published)",
+    ExitCode.VERIFY_FAILED: "a database fails integrity_check or the new archive fails its verify pass; nothing is published",
     ExitCode.INTERRUPTED: None,
 }
 VERIFY_EXIT_CODES: dict[ExitCode, str | None] = {
