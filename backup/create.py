@@ -537,7 +537,6 @@ def _create_locked(
         checkpoint("backup-partial-written")
         report = None
         if verify:
-            start_phase(progress, "verify", partial.stat().st_size, "bytes")
             report = verify_archive(partial, scratch_dir=staging, progress=progress)
             result.verify_report = report
             if not report.ok:

@@ -501,7 +501,6 @@ def restore_archive(
     """Verify ``path`` and restore it into ``target`` (fresh) or in place (see module doc)."""
     path = Path(path)
     progress = progress or (lambda _n: None)
-    start_phase(progress, "verify", path.stat().st_size if path.is_file() else None, "bytes")
     report = verify_archive(path, progress=progress)
     if not report.ok:
         more = f" (+{len(report.problems) - 1} more)" if len(report.problems) > 1 else ""

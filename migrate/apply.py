@@ -637,7 +637,7 @@ def migrate(
         # Temp files of a killed statekit write (config, retired copy, archive receipt); we hold the lock.
         remove_orphaned_temps(state_dir)
         remove_orphaned_temps(state_dir / STATEKIT_DIR_NAME, recursive=True)
-        plan = build_plan(resolved, options.env, options.retry_failed)
+        plan = build_plan(resolved, options.env, options.retry_failed, progress)
         ensure_not_schema_error(plan)
         if not plan.has_work and not interrupted_retirements(state_dir):
             # Every source is imported, or failed before in this very version and was reported then. A

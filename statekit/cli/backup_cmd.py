@@ -291,11 +291,9 @@ def register(app: typer.Typer) -> None:
         def body() -> ExitCode:
             from statekit.backup import verify_archive
             from statekit.backup.retention import record_verify_result
-            from statekit.progress import start_phase
 
             existing_file(archive, "archive")
             with out.progress() as progress:
-                start_phase(progress, "verify", archive.stat().st_size, "bytes")
                 report = verify_archive(archive, progress=progress)
             try:
                 record_verify_result(archive, report.ok, report.problems, iso_utc(datetime.now(timezone.utc)))

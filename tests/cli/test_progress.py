@@ -56,7 +56,11 @@ def test_migrate_and_restore_draw_bars_on_a_terminal(tmp_path: Path) -> None:
     assert phase_lines(drawn, "archive") and phase_lines(drawn, "verify"), drawn[-2000:]  # the pre-migration backup
     migrate = phase_lines(drawn, "migrate")
     assert any(BYTES_OF_TOTAL.search(line) for line in migrate), drawn[-2000:]
+    assert phase_lines(drawn, "plan"), drawn[-2000:]  # the plan migrate makes first (it hashes every source)
     (archive,) = (tmp_path / "bk").glob("*.tar.zst")
+    code, drawn = run_in_pty(statekit_argv("backup", "verify", archive), clean_env(), tmp_path)
+    assert code == 0, drawn[-2000:]
+    assert any(BYTES_OF_TOTAL.search(line) for line in phase_lines(drawn, "checksum") + phase_lines(drawn, "verify")), drawn[-2000:]
     code, drawn = run_in_pty(statekit_argv("backup", "restore", archive, "--target", tmp_path / "t", "--yes"), clean_env(), tmp_path)
     assert code == 0, drawn[-2000:]
     assert phase_lines(drawn, "verify") and phase_lines(drawn, "restore"), drawn[-2000:]
