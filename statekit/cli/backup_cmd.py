@@ -187,7 +187,7 @@ def restore_summary(result: RestoreResult) -> list[tuple[str, int, int, int, int
     for step in result.steps:
         try:
             rel = PurePosixPath(step.destination.relative_to(result.destination).as_posix())
-            top = rel.parts[0] + ("/" if len(rel.parts) > 1 or step.kind == "dir" else "") if rel.parts else "."
+            top = rel.parts[0] + ("/" if len(rel.parts) > 1 or step.kind == "dir" else "") if rel.parts else "./"
         except ValueError:  # outside the state dir (an OpenClaw workspace restored beside it)
             top = str(step.destination)
         counts = rows[top]

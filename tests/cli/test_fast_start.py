@@ -53,3 +53,4 @@ def test_plan_of_an_empty_dir_loads_no_reader_and_no_schema_library(tmp_path: Pa
     readers = sorted(m for m in modules if m.startswith("statekit.legacy_readers.") and m != "statekit.legacy_readers.base")
     assert readers == []
     assert heavy_in(modules, tuple(n for n in HEAVY if n != "apsw")) == []
+    assert "statekit.migrate.config_openclaw96" not in modules  # 9.6's config rules load only when there is a config
