@@ -1,7 +1,8 @@
 """Before any command: an in-place restore killed half-way on that state dir is finished or undone.
 
-The root command group (:class:`PendingRestoreGroup`) runs :func:`settle_pending_restore` first. The
-backup library is imported only when a restore journal is actually there.
+The root command group (:class:`PendingRestoreGroup`) runs :func:`settle_pending_restore` first. It
+loads ``statekit.backup.journal`` alone (not the archive code: ``statekit.backup`` resolves its names
+lazily), so ``--help`` and small commands stay fast. (Moved here from ``backup_cmd.py``, unchanged otherwise.)
 """
 
 from __future__ import annotations
