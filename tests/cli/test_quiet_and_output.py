@@ -110,13 +110,17 @@ def test_sizes_are_labelled_iec() -> None:
 
 
 def test_closed_pipe_ends_quietly(tmp_path: Path) -> None:
-    """`statekit plan | head -1`: no "Broken pipe", no traceback, exit 0. Fails on 308a7ed (exit 1, "Broken pipe")."""
-    state = make_state(tmp_path, {f"agents/main/sessions/s{i:04d}.jsonl": transcript(f"s{i:04d}", 1) for i in range(300)})
+    """`statekit plan | head`: the reader is gone before statekit writes; no "Broken pipe", no traceback, exit 0.
+
+    The read end is closed before the plan is printed (deterministic: pipes here buffer far more than a
+    plan, so a reader that leaves after one line may never be noticed). Fails on 308a7ed: exit 1,
+    "statekit: error: Broken pipe".
+    """
+    state = make_state(tmp_path, {f"agents/main/sessions/s{i:04d}.jsonl": transcript(f"s{i:04d}", 1) for i in range(50)})
     proc = subprocess.Popen(statekit_argv("plan", "--state-dir", state), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=clean_env(), cwd=tmp_path)
     assert proc.stdout is not None and proc.stderr is not None
-    proc.stdout.readline()
-    proc.stdout.close()  # what `head -1` does
+    proc.stdout.close()  # what `head` does once it has its lines
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=300) == 0 and err == "", err
 
