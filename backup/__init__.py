@@ -3,20 +3,34 @@
 The public API (used by ``migrate`` for its verified pre-migration backup)::
 
     from statekit.backup import create_backup, verify_archive, restore_archive, BackupResult
+
+The names are loaded on first use (PEP 562), so importing one submodule (``statekit.backup.journal``)
+does not load the archive code.
 """
 
-from statekit.backup.create import BackupResult, create_backup, default_output_dir
-from statekit.backup.restore import RestoreResult, restore_archive
-from statekit.backup.runs import record_backup_run
-from statekit.backup.verify import VerifyReport, verify_archive
+from __future__ import annotations
 
-__all__ = [
-    "BackupResult",
-    "RestoreResult",
-    "VerifyReport",
-    "create_backup",
-    "default_output_dir",
-    "record_backup_run",
-    "restore_archive",
-    "verify_archive",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from statekit.backup.create import BackupResult, create_backup, default_output_dir
+    from statekit.backup.restore import RestoreResult, restore_archive
+    from statekit.backup.runs import record_backup_run
+    from statekit.backup.verify import VerifyReport, verify_archive
+
+_WHERE = {
+    "BackupResult": "create", "create_backup": "create", "default_output_dir": "create",
+    "RestoreResult": "restore", "restore_archive": "restore",
+    "record_backup_run": "runs",
+    "VerifyReport": "verify", "verify_archive": "verify",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

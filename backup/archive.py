@@ -22,6 +22,7 @@ from typing import IO, Any, BinaryIO, cast
 import zstandard
 
 from statekit.fsutil import PRIVATE_FILE_MODE, CHUNK, create_file
+from statekit.progress import ProgressFn, ProgressReader
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 GZIP_MAGIC = b"\x1f\x8b"
@@ -315,9 +316,14 @@ class CountingReader:
 
 
 @contextmanager
-def open_tar_stream(path: Path, compression: str, limit: int) -> Iterator[tuple[tarfile.TarFile, CountingReader]]:
-    """A streaming (``r|``) tar reader over the decompressed bytes, counted against ``limit``."""
-    with open(path, "rb") as raw:
+def open_tar_stream(
+    path: Path, compression: str, limit: int, progress: ProgressFn | None = None
+) -> Iterator[tuple[tarfile.TarFile, CountingReader]]:
+    """A streaming (``r|``) tar reader over the decompressed bytes, counted against ``limit``.
+
+    ``progress`` (a TTY bar) is told the compressed bytes read."""
+    with open(path, "rb") as opened:
+        raw: BinaryIO = opened if progress is None else ProgressReader(opened, progress)  # type: ignore[assignment]
         if compression == "zstd":
             decompressed: BinaryIO = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, read_size=CHUNK)
         else:

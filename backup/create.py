@@ -47,6 +47,7 @@ from statekit.backup.runs import mark_interrupted, record_in_state_dir
 from statekit.backup.snapshot import snapshot_db
 from statekit.backup.verify import VerifyReport, verify_archive
 from statekit.errors import ExitCode, StateDirError, StatekitError, UsageError, VerificationError
+from statekit.progress import start_phase
 from statekit.seams import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE, atomic_write_bytes, create_file, fsync_dir, open_regular_file, remove_orphaned_temps
 from statekit.layout import canonical_state_dir
@@ -530,13 +531,14 @@ def _create_locked(
         checkpoint("backup-staging")
         items = [_Item(entry, _base_asset(entry, layout)) for entry in plan.entries]
         manifest = Manifest(now, str(plan.state_dir), options)
+        start_phase(progress, "archive", sum(e.st.st_size for e in plan.entries if e.kind in ("file", "sqlite")), "bytes")
         result.manifest = _write_archive(partial, layout.root, manifest, items, ctx, level, progress)
         result.openclaw_manifest = ctx.openclaw_manifest
         result.warnings.extend(ctx.warnings)
         checkpoint("backup-partial-written")
         report = None
         if verify:
-            report = verify_archive(partial, scratch_dir=staging)
+            report = verify_archive(partial, scratch_dir=staging, progress=progress)
             result.verify_report = report
             if not report.ok:
                 raise VerificationError(f"the new archive failed verification, nothing was published: {report.problems[0]}")

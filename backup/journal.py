@@ -53,6 +53,7 @@ from statekit.fsutil import PRIVATE_DIR_MODE, atomic_write_bytes, ensure_private
 from statekit.layout import lock_path, statekit_dir
 from statekit.locking import exclusive_lock, is_locked
 from statekit.states import RestoreStepAction
+from statekit.values import datetime_to_iso
 
 JOURNAL_NAME = "restore-journal.json"
 FORMAT = "statekit-restore-journal"
@@ -450,7 +451,7 @@ def settle_locked(state_dir: Path, direction: str = "auto") -> Recovery | None:
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime_to_iso(datetime.now(timezone.utc))  # the one ISO-8601 writer (statekit.values)
 
 
 __all__ = [

@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 
 from statekit import __version__
-from statekit.values import datetime_to_iso
+from statekit.values import datetime_to_iso, parse_iso
 
 FORMAT = "statekit-backup"
 SCHEMA_VERSION = 1
@@ -157,10 +157,11 @@ iso_utc = datetime_to_iso  # the manifest's times: ``toISOString`` form
 
 
 def _parse_iso_utc(text: str) -> datetime:
-    """``YYYY-mm-ddTHH:MM:SS[.fff...]Z`` (the schema's pattern) as an aware UTC datetime."""
-    whole, _, fraction = text.rstrip("Z").partition(".")
-    moment = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
-    return moment.replace(microsecond=int((fraction + "000000")[:6])) if fraction else moment
+    """``YYYY-mm-ddTHH:MM:SS[.fff...]Z`` (the schema's pattern) as an aware UTC datetime (the one parser: values.parse_iso)."""
+    moment = parse_iso(text)
+    if moment is None:
+        raise ValueError(f"created_at {text!r} is not an ISO-8601 time")
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
 def archive_stem(moment: datetime) -> str:

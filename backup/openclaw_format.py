@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, BinaryIO
 
 import zstandard
 
@@ -50,6 +50,7 @@ from statekit.backup.checks import (
 from statekit.backup.restore_steps import RestoreStep, file_mode
 from statekit.backup.snapshot import DbFacts, inspect_db
 from statekit.db import SQLITE_HEADER
+from statekit.progress import ProgressFn, ProgressReader, start_phase
 from statekit.fsutil import CHUNK
 from statekit.states import RestoreStepAction
 from statekit.values import datetime_to_iso, iso_to_ms
@@ -304,12 +305,13 @@ def _openclaw_manifest_problems(data: dict[str, Any], root: str) -> list[str]:
     return problems
 
 
-def gzip_digest_problem(path: Path) -> tuple[str | None, bool]:
+def gzip_digest_problem(path: Path, progress: ProgressFn | None = None) -> tuple[str | None, bool]:
     """statekit's gzip digest trailer (see :func:`backup.archive.gzip_trailer`): (problem or None, whether one was found)."""
     size = os.path.getsize(path)
     if size < GZIP_TRAILER_LEN:
         return None, False
-    with open(path, "rb") as fh:
+    with open(path, "rb") as opened:
+        fh: BinaryIO = opened if progress is None else ProgressReader(opened, progress)  # type: ignore[assignment]
         fh.seek(size - GZIP_TRAILER_LEN)
         tail = fh.read()
         start = 10
@@ -362,8 +364,10 @@ def _oc_read_member(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.
         sink.discard()
 
 
-def verify_openclaw(report: VerifyReport, scratch: Scratch, max_bytes: int) -> None:
-    trailer_problem, has_trailer = gzip_digest_problem(report.path)
+def verify_openclaw(report: VerifyReport, scratch: Scratch, max_bytes: int, progress: ProgressFn | None = None) -> None:
+    start_phase(progress, "checksum", os.path.getsize(report.path), "bytes")
+    trailer_problem, has_trailer = gzip_digest_problem(report.path, progress)
+    start_phase(progress, "verify", os.path.getsize(report.path), "bytes")
     if trailer_problem:
         report.problems.append(trailer_problem)
     compressed = os.path.getsize(report.path)
@@ -375,7 +379,7 @@ def verify_openclaw(report: VerifyReport, scratch: Scratch, max_bytes: int) -> N
     links: set[str] = set()
     root: str | None = None
     try:
-        with open_tar_stream(report.path, "gzip", limit) as (tar, counter):
+        with open_tar_stream(report.path, "gzip", limit, progress) as (tar, counter):
             for member in tar:
                 report.entries += 1
                 if report.entries > OPENCLAW_MAX_ENTRIES:

@@ -52,6 +52,7 @@ from statekit.backup.restore_steps import RestoreStep
 from statekit.backup.journal import STAGE_MARKER, JournalStep, Recovery, RestoreJournal, now_iso, pending, settle
 from statekit.backup.verify import ABSOLUTE_CAP, OPENCLAW, VerifyReport, verify_archive
 from statekit.errors import StatekitError, UsageError, VerificationError
+from statekit.progress import start_phase
 from statekit.seams import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, create_file, ensure_inside, fsync_dir, make_dir, sha256_file
 from statekit.layout import canonical_state_dir, lock_path, resolve_state_dir, statekit_dir
@@ -500,7 +501,7 @@ def restore_archive(
     """Verify ``path`` and restore it into ``target`` (fresh) or in place (see module doc)."""
     path = Path(path)
     progress = progress or (lambda _n: None)
-    report = verify_archive(path)
+    report = verify_archive(path, progress=progress)
     if not report.ok:
         more = f" (+{len(report.problems) - 1} more)" if len(report.problems) > 1 else ""
         raise VerificationError(f"{path}: archive failed verification, nothing was restored: {report.problems[0]}{more}")
@@ -515,6 +516,7 @@ def restore_archive(
     if target is not None:
         result = RestoreResult(path, report.format, "target", target, steps, dry_run, notes=notes, relocated=relocated)
         if not dry_run:
+            start_phase(progress, "restore", sum(s.size for s in steps), "bytes")
             _restore_to_target(path, report, steps, target, progress)
         return result
     for step in steps:
@@ -525,6 +527,7 @@ def restore_archive(
         return result
     if not live_state.is_dir():
         raise UsageError(f"{live_state}: state dir does not exist; restore into a fresh directory with --target")
+    start_phase(progress, "restore", sum(s.size for s in steps if s.action != RestoreStepAction.UNCHANGED), "bytes")
     _in_place(path, report, steps, live_state, result, progress)
     return result
 

@@ -28,6 +28,7 @@ from statekit.backup.restore_steps import RestoreStep, file_mode
 from statekit.backup.snapshot import DbFacts, inspect_db
 from statekit.errors import VerificationError
 from statekit.fsutil import CHUNK
+from statekit.progress import ProgressFn, ProgressReader, start_phase
 from statekit.states import RestoreStepAction
 
 
@@ -109,7 +110,7 @@ def _frame_end(fh: BinaryIO, pos: int, size: int) -> int | None:
     return pos + (4 if checksum else 0)
 
 
-def archive_digest_problem(path: Path) -> tuple[str | None, bool]:
+def archive_digest_problem(path: Path, progress: ProgressFn | None = None) -> tuple[str | None, bool]:
     """Check the archive digest trailer: (problem or None, whether a trailer was found).
 
     Covers every compressed byte, including bits a decoder ignores. Archives
@@ -117,7 +118,8 @@ def archive_digest_problem(path: Path) -> tuple[str | None, bool]:
     frame checksums and member hashes only.
     """
     size = os.path.getsize(path)
-    with open(path, "rb") as fh:
+    with open(path, "rb") as opened:
+        fh: BinaryIO = opened if progress is None else ProgressReader(opened, progress)  # type: ignore[assignment]
         if fh.read(4) != b"\x28\xb5\x2f\xfd":
             return None, False
         head_end = _frame_end(fh, 0, size)
@@ -245,12 +247,13 @@ def _check_asset_member(
         sink.discard()
 
 
-def verify_statekit(report: VerifyReport, scratch: Scratch, max_bytes: int) -> None:
+def verify_statekit(report: VerifyReport, scratch: Scratch, max_bytes: int, progress: ProgressFn | None = None) -> None:
     structure = zstd_structure_problem(report.path)
     if structure:
         report.problems.append(structure)
     else:
-        digest_problem, has_trailer = archive_digest_problem(report.path)
+        start_phase(progress, "checksum", os.path.getsize(report.path), "bytes")  # the digest trailer: every compressed byte
+        digest_problem, has_trailer = archive_digest_problem(report.path, progress)
         if digest_problem:
             report.problems.append(digest_problem)
         elif not has_trailer:
@@ -260,8 +263,9 @@ def verify_statekit(report: VerifyReport, scratch: Scratch, max_bytes: int) -> N
     links: set[str] = set()
     root: str | None = None
     stream_ok = False
+    start_phase(progress, "verify", os.path.getsize(report.path), "bytes")
     try:
-        with open_tar_stream(report.path, "zstd", min(MANIFEST_MAX + (64 << 10), max_bytes)) as (tar, counter):
+        with open_tar_stream(report.path, "zstd", min(MANIFEST_MAX + (64 << 10), max_bytes), progress) as (tar, counter):
             for member in tar:
                 report.entries += 1
                 if root is None:

@@ -27,6 +27,7 @@ from statekit.backup.checks import (
 from statekit.backup.openclaw_format import OcMember, encode_openclaw_path, gzip_digest_problem, verify_openclaw
 from statekit.backup.statekit_format import archive_digest_problem, verify_statekit, zstd_structure_problem
 from statekit.errors import StatekitError
+from statekit.progress import ProgressFn
 
 # The names callers imported from here before the per-format split.
 __all__ = [
@@ -35,8 +36,12 @@ __all__ = [
 ]
 
 
-def verify_archive(path: Path | str, *, scratch_dir: Path | None = None, max_bytes: int = ABSOLUTE_CAP) -> VerifyReport:
-    """Verify ``path`` (statekit ``.tar.zst`` or OpenClaw ``.tar.gz``) in one streaming pass."""
+def verify_archive(
+    path: Path | str, *, scratch_dir: Path | None = None, max_bytes: int = ABSOLUTE_CAP, progress: ProgressFn | None = None
+) -> VerifyReport:
+    """Verify ``path`` (statekit ``.tar.zst`` or OpenClaw ``.tar.gz``) in one streaming pass.
+
+    ``progress`` (see :mod:`statekit.progress`) is told the compressed bytes read."""
     path = Path(path)
     report = VerifyReport(path=path, format="unknown")
     if not path.exists():
@@ -50,10 +55,10 @@ def verify_archive(path: Path | str, *, scratch_dir: Path | None = None, max_byt
     try:
         if kind == "zstd":
             report.format = STATEKIT
-            verify_statekit(report, scratch, max_bytes)
+            verify_statekit(report, scratch, max_bytes, progress)
         elif kind == "gzip":
             report.format = OPENCLAW
-            verify_openclaw(report, scratch, max_bytes)
+            verify_openclaw(report, scratch, max_bytes, progress)
         else:
             report.problems.append(f"{path}: not a statekit .tar.zst or OpenClaw .tar.gz backup archive")
     except ScratchError as exc:

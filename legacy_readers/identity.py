@@ -8,9 +8,8 @@
   base64url raw 32-byte keys, converted to SPKI / PKCS#8 PEM exactly as
   Node exports them. Before anything is written the pair is verified: a
   probe payload is signed with the private key and the signature verified
-  with the public key. ``cryptography`` is not installed in statekit's
-  environment, so Ed25519 (RFC 8032) is implemented below in pure Python; it
-  only ever runs over this one key pair. A pair that does not verify fails
+  with the public key (Ed25519 and the PEM encodings come from the
+  ``cryptography`` package; statekit has no signing code of its own). A pair that does not verify fails
   with one line and the file stays. An identity row already in the database
   with a different key pair is a conflict (the pairing identity is never
   replaced silently). Key material never reaches a message or a receipt:
@@ -31,6 +30,12 @@ import binascii
 import hashlib
 from typing import Any, BinaryIO
 
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import (
+    Encoding, NoEncryption, PrivateFormat, PublicFormat, load_der_private_key, load_der_public_key,
+)  # ~25 ms: this module loads only when the plan meets identity/device.json (readers load lazily)
+
 from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult, fingerprint
 from statekit.documents import load_object
 from statekit.values import file_mtime_ms, int64 as ms, json_text as json_col
@@ -41,127 +46,41 @@ IDENTITY_TABLE = "device_identities"
 IDENTITY_KEY = "primary"
 AUTH_TABLE = "device_auth_tokens"
 
-SPKI_PREFIX = bytes.fromhex("302a300506032b6570032100")
-PKCS8_PREFIX = bytes.fromhex("302e020100300506032b657004220420")
 PROBE = b"statekit-device-identity-import-probe"
 
-# --- Ed25519 (RFC 8032), pure Python ------------------------------------------------------
-
-_P = 2**255 - 19
-_L = 2**252 + 27742317777372353535851937790883648493
-_D = -121665 * pow(121666, _P - 2, _P) % _P
-_SQRT_M1 = pow(2, (_P - 1) // 4, _P)
-
-
-def _recover_x(y: int, sign: int) -> int | None:
-    if y >= _P:
-        return None
-    x2 = (y * y - 1) * pow(_D * y * y + 1, _P - 2, _P) % _P
-    if x2 == 0:
-        return None if sign else 0
-    x = pow(x2, (_P + 3) // 8, _P)
-    if (x * x - x2) % _P:
-        x = x * _SQRT_M1 % _P
-    if (x * x - x2) % _P:
-        return None
-    if x & 1 != sign:
-        x = _P - x
-    return x
-
-
-_GY = 4 * pow(5, _P - 2, _P) % _P
-_GX = _recover_x(_GY, 0)
-assert _GX is not None
-_BASE = (_GX, _GY, 1, _GX * _GY % _P)
-_ZERO = (0, 1, 1, 0)
-
-Point = tuple[int, int, int, int]
-
-
-def _add(p: Point, q: Point) -> Point:
-    a = (p[1] - p[0]) * (q[1] - q[0]) % _P
-    b = (p[1] + p[0]) * (q[1] + q[0]) % _P
-    c = 2 * p[3] * q[3] * _D % _P
-    d = 2 * p[2] * q[2] % _P
-    e, f, g, h = b - a, d - c, d + c, b + a
-    return (e * f % _P, g * h % _P, f * g % _P, e * h % _P)
-
-
-def _mul(scalar: int, point: Point) -> Point:
-    result = _ZERO
-    while scalar > 0:
-        if scalar & 1:
-            result = _add(result, point)
-        point = _add(point, point)
-        scalar >>= 1
-    return result
-
-
-def _same(p: Point, q: Point) -> bool:
-    return (p[0] * q[2] - q[0] * p[2]) % _P == 0 and (p[1] * q[2] - q[1] * p[2]) % _P == 0
-
-
-def _encode(point: Point) -> bytes:
-    zinv = pow(point[2], _P - 2, _P)
-    x, y = point[0] * zinv % _P, point[1] * zinv % _P
-    return (y | ((x & 1) << 255)).to_bytes(32, "little")
-
-
-def _decode(data: bytes) -> Point | None:
-    if len(data) != 32:
-        return None
-    y = int.from_bytes(data, "little")
-    sign, y = y >> 255, y & ((1 << 255) - 1)
-    x = _recover_x(y, sign)
-    return None if x is None else (x, y, 1, x * y % _P)
-
-
-def _hash_int(*parts: bytes) -> int:
-    return int.from_bytes(hashlib.sha512(b"".join(parts)).digest(), "little")
-
-
-def _expand(seed: bytes) -> tuple[int, bytes]:
-    digest = hashlib.sha512(seed).digest()
-    scalar = int.from_bytes(digest[:32], "little")
-    scalar &= (1 << 254) - 8
-    scalar |= 1 << 254
-    return scalar, digest[32:]
-
-
-def ed25519_public_key(seed: bytes) -> bytes:
-    scalar, _ = _expand(seed)
-    return _encode(_mul(scalar, _BASE))
-
-
-def ed25519_sign(seed: bytes, message: bytes) -> bytes:
-    scalar, prefix = _expand(seed)
-    public = _encode(_mul(scalar, _BASE))
-    r = _hash_int(prefix, message) % _L
-    big_r = _encode(_mul(r, _BASE))
-    k = _hash_int(big_r, public, message) % _L
-    return big_r + ((r + k * scalar) % _L).to_bytes(32, "little")
-
-
-def ed25519_verify(public: bytes, message: bytes, signature: bytes) -> bool:
-    if len(signature) != 64:
-        return False
-    point_a = _decode(public)
-    point_r = _decode(signature[:32])
-    s = int.from_bytes(signature[32:], "little")
-    if point_a is None or point_r is None or s >= _L:
-        return False
-    k = _hash_int(signature[:32], public, message) % _L
-    return _same(_mul(s, _BASE), _add(point_r, _mul(k, point_a)))
-
-
-# --- key encodings ------------------------------------------------------------------------
+# --- Ed25519 and key encodings: the ``cryptography`` package (OpenSSL) ----------------------
 
 
 class KeyFormatError(ValueError):
     """A key that does not decode; the message never contains key material."""
 
 
-def _pem_body(pem: str, label: str) -> bytes:
+def ed25519_public_key(seed: bytes) -> bytes:
+    """The raw 32-byte public key of a 32-byte private seed."""
+    return _private(seed).public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+def ed25519_sign(seed: bytes, message: bytes) -> bytes:
+    return _private(seed).sign(message)
+
+
+def ed25519_verify(public: bytes, message: bytes, signature: bytes) -> bool:
+    try:
+        Ed25519PublicKey.from_public_bytes(public).verify(signature, message)
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+def _private(seed: bytes) -> Ed25519PrivateKey:
+    try:
+        return Ed25519PrivateKey.from_private_bytes(seed)
+    except ValueError:
+        raise KeyFormatError("is not a 32-byte Ed25519 private key") from None
+
+
+def _pem_der(pem: str, label: str) -> bytes:
+    """The DER inside one PEM block (its framing named in the error, so the message says what is wrong)."""
     lines = [line.strip() for line in pem.strip().splitlines() if line.strip()]
     if len(lines) < 3 or lines[0] != f"-----BEGIN {label}-----" or lines[-1] != f"-----END {label}-----":
         raise KeyFormatError(f"is not a PEM {label.lower()} block")
@@ -171,24 +90,26 @@ def _pem_body(pem: str, label: str) -> bytes:
         raise KeyFormatError("PEM body is not valid base64") from None
 
 
-def _pem(label: str, der: bytes) -> str:
-    body = base64.b64encode(der).decode("ascii")
-    lines = [body[i : i + 64] for i in range(0, len(body), 64)]
-    return f"-----BEGIN {label}-----\n" + "\n".join(lines) + f"\n-----END {label}-----\n"
-
-
 def raw_public_from_pem(pem: str) -> bytes:
-    der = _pem_body(pem, "PUBLIC KEY")
-    if len(der) != len(SPKI_PREFIX) + 32 or not der.startswith(SPKI_PREFIX):
+    der = _pem_der(pem, "PUBLIC KEY")
+    try:
+        key = load_der_public_key(der)
+    except (ValueError, UnsupportedAlgorithm):
+        raise KeyFormatError("is not an Ed25519 SPKI public key") from None
+    if not isinstance(key, Ed25519PublicKey):
         raise KeyFormatError("is not an Ed25519 SPKI public key")
-    return der[len(SPKI_PREFIX) :]
+    return key.public_bytes(Encoding.Raw, PublicFormat.Raw)
 
 
 def seed_from_pem(pem: str) -> bytes:
-    der = _pem_body(pem, "PRIVATE KEY")
-    if len(der) != len(PKCS8_PREFIX) + 32 or not der.startswith(PKCS8_PREFIX):
+    der = _pem_der(pem, "PRIVATE KEY")
+    try:
+        key = load_der_private_key(der, password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        raise KeyFormatError("is not an Ed25519 PKCS#8 private key") from None
+    if not isinstance(key, Ed25519PrivateKey):
         raise KeyFormatError("is not an Ed25519 PKCS#8 private key")
-    return der[len(PKCS8_PREFIX) :]
+    return key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
 
 
 def b64url_decode(value: str) -> bytes:
@@ -201,16 +122,25 @@ def b64url_decode(value: str) -> bytes:
 
 
 def public_pem_from_raw(raw: bytes) -> str:
-    return _pem("PUBLIC KEY", SPKI_PREFIX + raw)
+    """SPKI PEM, as Node's ``crypto.KeyObject.export({type: "spki", format: "pem"})`` writes it."""
+    try:
+        key = Ed25519PublicKey.from_public_bytes(raw)
+    except ValueError:
+        raise KeyFormatError("is not a 32-byte Ed25519 public key") from None
+    return key.public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo).decode("ascii")
 
 
 def private_pem_from_seed(seed: bytes) -> str:
-    return _pem("PRIVATE KEY", PKCS8_PREFIX + seed)
+    """PKCS#8 PEM, as Node's ``export({type: "pkcs8", format: "pem"})`` writes it."""
+    return _private(seed).private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()).decode("ascii")
 
 
 def pair_verifies(raw_public: bytes, seed: bytes) -> bool:
     """Sign a probe with the private key, verify with the public key."""
-    return ed25519_verify(raw_public, PROBE, ed25519_sign(seed, PROBE))
+    try:
+        return ed25519_verify(raw_public, PROBE, ed25519_sign(seed, PROBE))
+    except KeyFormatError:
+        return False
 
 
 # --- identity/device.json -----------------------------------------------------------------

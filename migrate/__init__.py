@@ -5,9 +5,29 @@ Usable from Python without the CLI::
     from statekit.migrate import build_plan, migrate
     plan = build_plan(Path("~/.openclaw").expanduser())
     report = migrate(Path("~/.openclaw").expanduser())
+
+The names are loaded on first use (PEP 562): ``statekit.migrate.plan`` alone does not load the apply loop.
 """
 
-from statekit.migrate.apply import MigrateOptions, MigrationReport, migrate
-from statekit.migrate.plan import Plan, PlannedSource, build_plan
+from __future__ import annotations
 
-__all__ = ["MigrateOptions", "MigrationReport", "Plan", "PlannedSource", "build_plan", "migrate"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from statekit.migrate.apply import MigrateOptions, MigrationReport, migrate
+    from statekit.migrate.plan import Plan, PlannedSource, build_plan
+
+_WHERE = {
+    "MigrateOptions": "apply", "MigrationReport": "apply", "migrate": "apply",
+    "Plan": "plan", "PlannedSource": "plan", "build_plan": "plan",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

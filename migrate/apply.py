@@ -48,10 +48,11 @@ from statekit.migrate.receipts import (
 )
 from statekit.migrate.retire import delete_source, parent_modes, retire, retired_path
 from statekit import __version__
-from statekit.errors import ExitCode, SchemaError, SourceError, StateDirError, StatekitError
+from statekit.errors import ExitCode, SchemaError, SourceError, StateDirError, StatekitError, interruption_reason
 from statekit.db import Connection, OperationalError, SQLiteError, error_name, immediate, open_rw, read_only_view, table_names
 from statekit.seams import checkpoint
 from statekit.fsutil import HashingReader, UnsafePathError, open_regular_file, remove_orphaned_temps, sha256_file
+from statekit.progress import ProgressReader, null_progress, start_phase
 from statekit.layout import STATEKIT_DIR_NAME, ResolvedStateDir, global_db_path, lock_path, relative_posix
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
 from statekit.schema import open_agent, open_global
@@ -105,6 +106,7 @@ class MigrationReport:
     changes: list[str] = field(default_factory=list)
     started_at: int = 0
     finished_at: int | None = None
+    interrupted: str | None = None  # the signal that stopped the run (SIGINT, SIGTERM)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -133,6 +135,7 @@ class MigrationReport:
             "changes": self.changes,
             "warnings": self.warnings,
             "notices": self.notices,
+            **({"interrupted": True, "interrupted_by": self.interrupted} if self.interrupted else {}),
         }
 
 
@@ -150,7 +153,7 @@ class Migration:
     def __init__(self, state_dir: Path, options: MigrateOptions, progress: Callable[[int], None] | None = None) -> None:
         self.state_dir = state_dir
         self.options = options
-        self.progress = progress or (lambda _n: None)
+        self.progress = progress or null_progress
         self.run_id = str(uuid.uuid4())
         self.report = MigrationReport(state_dir=state_dir, run_id=self.run_id, status="running", started_at=now_ms())
         self.global_conn: Connection | None = None
@@ -192,6 +195,7 @@ class Migration:
         checkpoint("run-opened")
         self.receipts = load_receipts(self.global_conn)
         self.config = plan_config(plan)
+        start_phase(self.progress, "migrate", sum(p.size or 0 for p in plan.sources if p.needs_import), "bytes")
         try:
             self._converge_interrupted_retirements()
             for planned in plan.sources:
@@ -205,7 +209,11 @@ class Migration:
         except BaseException as exc:
             self.report.status = RunStatus.FAILED
             self.report.finished_at = now_ms()
-            self.report.warnings.append(f"run failed: {exc}")
+            if isinstance(exc, KeyboardInterrupt):  # SIGINT or SIGTERM (statekit.errors.Interrupted): name it
+                self.report.interrupted = interruption_reason(exc)
+                self.report.warnings.append(f"run interrupted by {self.report.interrupted}")
+            else:
+                self.report.warnings.append(f"run failed: {exc}")
             try:
                 close_run(self.global_conn, self.run_id, self.report.finished_at, RunStatus.FAILED, self.report.to_json())
             except SQLiteError:
@@ -234,7 +242,8 @@ class Migration:
             from statekit.backup import create_backup
         except ImportError as exc:  # pragma: no cover - the backup package ships with statekit
             raise StatekitError(f"the backup package is unavailable ({exc}); rerun with --no-backup to skip the backup") from None
-        result = create_backup(self.state_dir, self.options.backup_output, verify=True, record=False, env=self.options.env)
+        result = create_backup(self.state_dir, self.options.backup_output, verify=True, record=False, env=self.options.env,
+                               progress=self.progress)
         self.report.backup_path = result.archive_path
         self.report.changes.append(f"verified pre-migration backup: {result.archive_path}")
         self.report.warnings.extend(getattr(result, "warnings", []) or [])
@@ -267,9 +276,9 @@ class Migration:
         outcome = SourceOutcome(planned.kind, planned.rel, planned.agent_id, planned.action, planned.record_count)
         if planned.action in ("unreadable", "conflict"):
             outcome.message = planned.reason or f"{planned.rel}: {planned.action}"
-            if planned.failure_recorded:
+            if planned.failure_recorded:  # still in place, still unreadable: a warning (exit 3) on every run
                 outcome.status = "left-in-place"
-                outcome.notices.append(outcome.message)
+                self.report.warnings.append(outcome.message)
             elif planned.source_key and planned.sha256:
                 self._set_receipt_status(planned, ReceiptStatus.FAILED, {"error": outcome.message, "action": planned.action})
             return outcome
@@ -299,7 +308,8 @@ class Migration:
         )
         try:
             with open_regular_file(source.path) as raw:
-                hashing = HashingReader(raw)
+                watched = None if self.progress is null_progress else ProgressReader(raw, self.progress)  # the TTY bar only
+                hashing = HashingReader(raw if watched is None else cast(BinaryIO, watched))
                 transaction.begin()
                 try:
                     checkpoint("before-write")
@@ -310,6 +320,8 @@ class Migration:
                             result = reader.write(source, cast(BinaryIO, hashing), ctx)
                     if hashing.finish() != planned.sha256:
                         raise _SourceChanged()
+                    if watched is not None:
+                        watched.flush_progress()
                     write_receipt(
                         self.global_conn,
                         key=planned.source_key or "",
@@ -626,15 +638,15 @@ def migrate(
         # Temp files of a killed statekit write (config, retired copy, archive receipt); we hold the lock.
         remove_orphaned_temps(state_dir)
         remove_orphaned_temps(state_dir / STATEKIT_DIR_NAME, recursive=True)
-        plan = build_plan(resolved, options.env, options.retry_failed)
+        plan = build_plan(resolved, options.env, options.retry_failed, progress)
         ensure_not_schema_error(plan)
         if not plan.has_work and not interrupted_retirements(state_dir):
-            # Every source is imported, or failed before in this very version and was reported then:
-            # nothing new happened, so nothing new failed (exit 0); the leftovers are named as notes.
+            # Every source is imported, or failed before in this very version and was reported then. A
+            # source still in place and still unreadable is work left undone: a warning (exit 3), every run.
             report = MigrationReport(state_dir=state_dir, run_id=None, status="nothing-to-do", started_at=now_ms())
             for planned in plan.sources:
                 if planned.action in ("unreadable", "conflict"):
-                    report.notices.append(planned.reason or planned.rel)
+                    report.warnings.append(planned.reason or planned.rel)
                     report.outcomes.append(SourceOutcome(planned.kind, planned.rel, planned.agent_id, "left-in-place", message=planned.reason))
             from statekit.migrate.steps import config_warnings
 

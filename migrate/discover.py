@@ -170,7 +170,6 @@ def _probe_workspace(state_dir: Path, rel_dir: str, readers: tuple[Reader, ...])
 
 def discover(state_dir: Path) -> Discovery:
     found = Discovery(state_dir=state_dir)
-    readers = all_readers()
     pending_sidecars: list[FileEntry] = []
     for rel, entry, pruned in walk(state_dir):
         if entry is None:
@@ -178,7 +177,7 @@ def discover(state_dir: Path) -> Discovery:
             if pruned == "statekit":
                 found.statekit_files += count
                 continue
-            probed = _probe_workspace(state_dir, rel, readers) if pruned == "workspace" else []
+            probed = _probe_workspace(state_dir, rel, all_readers()) if pruned == "workspace" else []
             for item, reader in probed:
                 found.legacy.append((item, reader))
             found.user_content.append((rel + "/", pruned or "user content", count - len(probed)))
@@ -188,7 +187,7 @@ def discover(state_dir: Path) -> Discovery:
         except OSError:
             continue
         item = FileEntry(rel, st.st_size, st.st_mtime_ns // 1_000_000, _file_type(st.st_mode))
-        claimed = next((r for r in readers if r.claims(rel)), None)
+        claimed = next((r for r in all_readers() if r.claims(rel)), None)  # loaded on the first file (cached)
         if claimed is not None:
             found.legacy.append((item, claimed))
             continue

@@ -23,6 +23,7 @@ from statekit.db import read_only_view
 from statekit.errors import SchemaError, SourceError, StateDirError
 from statekit.fsutil import HashingReader, file_kind_problem, open_regular_file
 from statekit.layout import ResolvedStateDir, config_path, relative_posix
+from statekit.progress import ProgressFn, start_phase
 from statekit.schema import SCHEMA_VERSION
 
 ACTIVE_ACTIONS = ("import", "import+archive", "drop")
@@ -308,8 +309,12 @@ def _agent_conflicts(sources: list[PlannedSource], databases: list[PlannedDataba
                 source.reason = f"{rel}: {blocked[rel].problem}"
 
 
-def build_plan(resolved: ResolvedStateDir | Path, env: dict[str, str] | None = None, retry_failed: bool = False) -> Plan:
-    """Discover and plan. Writes nothing: not the state dir, not a database, not a lock."""
+def build_plan(
+    resolved: ResolvedStateDir | Path, env: dict[str, str] | None = None, retry_failed: bool = False, progress: ProgressFn | None = None
+) -> Plan:
+    """Discover and plan. Writes nothing: not the state dir, not a database, not a lock.
+
+    ``progress`` (see :mod:`statekit.progress`) is told the bytes of each source once it is planned."""
     if isinstance(resolved, Path):
         resolved = ResolvedStateDir(resolved, "flag")
     state_dir = resolved.path
@@ -322,7 +327,12 @@ def build_plan(resolved: ResolvedStateDir | Path, env: dict[str, str] | None = N
     databases = [inspect_database(state_dir, entry) for entry in found.databases]
     cfg = config_path(state_dir, env)
     ctx = ReadContext(state_dir, wall_clock_ms(), read_config(cfg))  # one config, one clock for every reader
-    sources = [plan_source(state_dir, entry, reader, receipts, retry_failed, ctx) for entry, reader in found.legacy]
+    start_phase(progress, "plan", sum(entry.size for entry, _ in found.legacy), "bytes")
+    sources = []
+    for entry, reader in found.legacy:
+        sources.append(plan_source(state_dir, entry, reader, receipts, retry_failed, ctx))
+        if progress is not None:
+            progress(entry.size)
     _resolve_conflicts(sources)
     _agent_conflicts(sources, databases)
     sources.sort(key=lambda s: (s.reader.order if s.reader else 1000, s.agent_id or "", s.rel))

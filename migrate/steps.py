@@ -35,7 +35,6 @@ from typing import Any
 
 from statekit.documents import parse_json5_document
 from statekit.migrate.config_aliases import ConfigRewrite, rebase_paths, render, rewrite_aliases
-from statekit.migrate.config_openclaw96 import OPENCLAW_RELEASE, config_problems, rewrite_for_openclaw96
 from statekit.migrate.receipts import source_key, write_receipt
 from statekit.migrate.relocate import marker_path, read_marker, relocation_steps
 from statekit.migrate.retire import retired_path
@@ -114,6 +113,8 @@ def compute_config(state_dir: Path, config: Path, resolved: ResolvedStateDir, en
 
 def _make_valid_for_openclaw96(rewrite: ConfigRewrite) -> None:
     """Add the 2026.9.6 rewrites to ``rewrite``, or record why the config must be left alone."""
+    from statekit.migrate.config_openclaw96 import rewrite_for_openclaw96  # 9.6's rules load only when there is a config
+
     result = rewrite_for_openclaw96(rewrite.document)
     if result.unfixable:
         rewrite.blockers = [f"{p.path}: {p.reason}" for p in result.unfixable]
@@ -124,6 +125,8 @@ def _make_valid_for_openclaw96(rewrite: ConfigRewrite) -> None:
 
 
 def _refused_step(rel: str, rewrite: ConfigRewrite) -> dict[str, Any]:
+    from statekit.migrate.config_openclaw96 import OPENCLAW_RELEASE
+
     withheld = len(rewrite.withheld)
     also = f"; none of the {withheld} rewrite(s) statekit could do is applied either" if withheld else ""
     return {
@@ -172,6 +175,8 @@ def config_step(state_dir: Path, config_path: Path | None, resolved: ResolvedSta
 
 
 def _outside_step(config_path: Path) -> dict[str, Any] | None:
+    from statekit.migrate.config_openclaw96 import OPENCLAW_RELEASE, config_problems
+
     try:
         document = parse_json5_document(read_regular_file(config_path), config_path.name)
     except (OSError, SourceError):

@@ -14,12 +14,14 @@ import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 import json5
-import jsonschema
 
 from statekit.errors import SourceError
+
+if TYPE_CHECKING:  # imported when a schema is first used (a fast --help and empty plan)
+    import jsonschema
 
 SCHEMA_PACKAGE = "statekit.legacy_readers"
 _BOM = b"\xef\xbb\xbf"
@@ -122,6 +124,8 @@ def load_schema(name: str) -> dict[str, Any]:
 @lru_cache(maxsize=None)
 def validator(name: str) -> jsonschema.protocols.Validator:
     """A checked validator for the named schema (built once)."""
+    import jsonschema.validators
+
     schema = load_schema(name)
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)

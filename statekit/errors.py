@@ -18,6 +18,7 @@ class ExitCode(IntEnum):
     WARNINGS = 3
     BUSY = 4
     VERIFY_FAILED = 5
+    INTERRUPTED = 130  # SIGINT or SIGTERM, alike (the shell's 128 + SIGINT)
 
     @property
     def summary(self) -> str:
@@ -28,10 +29,11 @@ class ExitCode(IntEnum):
 EXIT_CODE_SUMMARIES: dict[ExitCode, str] = {
     ExitCode.OK: "success",
     ExitCode.FATAL: "fatal error",
-    ExitCode.USAGE: "usage error",
+    ExitCode.USAGE: "usage error (a bad option, or a path that does not exist)",
     ExitCode.WARNINGS: "finished with warnings",
     ExitCode.BUSY: "busy (lock held or gateway running)",
     ExitCode.VERIFY_FAILED: "verification failed",
+    ExitCode.INTERRUPTED: "interrupted (SIGINT or SIGTERM; the run is recorded as interrupted)",
 }
 
 
@@ -42,8 +44,17 @@ def describe_exit_codes(meanings: Mapping[ExitCode, str | None] | None = None) -
     summary); without it, every code with its summary.
     """
     chosen: Mapping[ExitCode, str | None] = meanings if meanings is not None else dict.fromkeys(ExitCode)
-    parts = [f"{int(code)} {text or code.summary}" for code, text in sorted(chosen.items())]
-    return "Exit codes: " + ", ".join(parts) + "."
+    return "Exit codes: " + ", ".join(_describe_one(code, text) for code, text in sorted(chosen.items())) + "."
+
+
+def _describe_one(code: ExitCode, meaning: str | None) -> str:
+    """``3 finished with warnings (some sources are unreadable)``: the summary first, a command's meaning in brackets."""
+    head = code.summary.split(" (")[0]
+    if meaning is None:
+        return f"{int(code)} {code.summary}"
+    if meaning.startswith(head):
+        return f"{int(code)} {meaning}"
+    return f"{int(code)} {head} ({meaning})"
 
 
 class StatekitError(Exception):
@@ -63,6 +74,32 @@ class StatekitError(Exception):
 
 class UsageError(StatekitError):
     exit_code = ExitCode.USAGE
+
+
+class NotFoundError(UsageError):
+    """A path named on the command line (or its default) does not exist: a usage error, not damage."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived: raised in the main thread by the CLI's signal handlers.
+
+    A ``KeyboardInterrupt`` so that every ``except KeyboardInterrupt`` / ``BaseException`` clean-up
+    path runs for SIGTERM exactly as for Ctrl-C; ``str()`` is the signal's name (the recorded reason).
+    """
+
+    exit_code = ExitCode.INTERRUPTED
+
+    def __init__(self, signal_name: str = "SIGINT") -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+    def __str__(self) -> str:
+        return self.signal_name
+
+
+def interruption_reason(exc: BaseException) -> str:
+    """The reason to record for an interrupted run: the signal's name (``SIGINT`` for a bare Ctrl-C)."""
+    return exc.signal_name if isinstance(exc, Interrupted) else "SIGINT"
 
 
 class StateDirError(StatekitError):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import io
 import os
 import secrets
 import stat
@@ -168,12 +169,9 @@ def ensure_inside(path: Path, root: Path, *, database: bool = False) -> Path:
 
 
 def sha256_file(path: Path) -> str:
-    """SHA-256 of a regular file (a FIFO or device is refused with OSError, never read)."""
-    digest = hashlib.sha256()
+    """SHA-256 of a regular file (a FIFO or device is refused with OSError, never read); streams in C."""
     with open_regular_file(path, follow_symlinks=True) as handle:
-        for block in iter(lambda: handle.read(CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -308,7 +306,7 @@ def file_kind_problem(path: Path, st: os.stat_result | None = None) -> str | Non
     return None
 
 
-def open_regular_file(path: Path, *, follow_symlinks: bool = False) -> BinaryIO:
+def open_regular_file(path: Path, *, follow_symlinks: bool = False) -> io.BufferedReader:
     """Open ``path`` for binary reading, refusing FIFOs, sockets and devices without blocking.
 
     A symlink at ``path`` is refused unless ``follow_symlinks`` (then what it points to must be a

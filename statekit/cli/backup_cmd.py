@@ -2,26 +2,67 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from datetime import datetime, timezone
-from pathlib import Path
-from typing import Annotated, Any
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from typer.core import TyperGroup
 
-from statekit.backup import create_backup, default_output_dir, restore_archive, verify_archive
-from statekit.backup.create import BackupResult
-from statekit.backup.journal import JournalError, Recovery, describe_pending, journal_path, settle_locked
-from statekit.backup.manifest import iso_utc
-from statekit.backup.restore import RestoreResult, abort_restore, resume_restore
-from statekit.backup.retention import list_archives, prune_archives, record_verify_result
-from statekit.backup.verify import VerifyReport
-from statekit.cli.common import DryRunOpt, JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, run_command
-from statekit.errors import BusyError, ExitCode, StatekitError, UsageError, describe_exit_codes
-from statekit.layout import resolve_state_dir
-from statekit.output import Output, human_size, table
+from statekit.cli.common import (
+    DryRunOpt, JsonOpt, NoProgressOpt, QuietOpt, StateDirOpt, VerboseOpt, YesOpt, confirm_or_refuse, existing_dir, existing_file,
+    existing_state_dir, output, run_command,
+)
+from statekit.errors import ExitCode, UsageError, describe_exit_codes
+from statekit.output import human_size, table
+from statekit.values import datetime_to_iso as iso_utc
 
-EXIT_CODES = describe_exit_codes(dict.fromkeys((ExitCode.OK, ExitCode.FATAL, ExitCode.USAGE, ExitCode.BUSY, ExitCode.VERIFY_FAILED)))
+if TYPE_CHECKING:
+    from statekit.backup.create import BackupResult
+    from statekit.backup.journal import Recovery
+    from statekit.backup.restore import RestoreResult
+    from statekit.backup.verify import VerifyReport
+
+# The codes each subcommand returns, and what each means there (None: the summary in statekit.errors).
+# Each *_HELP below renders its own; EXIT_CODES is their union (what `backup` as a whole can return).
+CREATE_EXIT_CODES: dict[ExitCode, str | None] = {
+    ExitCode.OK: "archive written and verified",
+    ExitCode.FATAL: None,
+    ExitCode.USAGE: None,
+    ExitCode.WARNINGS: "the archive is written; what was skipped or unreadable is named",
+    ExitCode.BUSY: "another backup of that output dir is running",
+    ExitCode.VERIFY_FAILED: "a database fails integrity_check or the new archive fails its verify pass; nothing is published",
+    ExitCode.INTERRUPTED: None,
+}
+VERIFY_EXIT_CODES: dict[ExitCode, str | None] = {
+    ExitCode.OK: "the archive is intact",
+    ExitCode.FATAL: None,
+    ExitCode.USAGE: "usage error (or the archive does not exist)",
+    ExitCode.VERIFY_FAILED: "the archive is damaged (one line per problem)",
+    ExitCode.INTERRUPTED: None,
+}
+RESTORE_EXIT_CODES: dict[ExitCode, str | None] = {
+    ExitCode.OK: "restored (or planned, with --dry-run)",
+    ExitCode.FATAL: None,
+    ExitCode.USAGE: "usage error (or the archive does not exist)",
+    ExitCode.BUSY: None,
+    ExitCode.VERIFY_FAILED: "the archive failed verification (nothing was restored)",
+    ExitCode.INTERRUPTED: "interrupted (the next command finishes or undoes it)",
+}
+LIST_EXIT_CODES: dict[ExitCode, str | None] = {
+    ExitCode.OK: "listed (also when there is no archive yet)",
+    ExitCode.FATAL: None,
+    ExitCode.USAGE: "usage error (or --output / the state dir does not exist)",
+}
+PRUNE_EXIT_CODES: dict[ExitCode, str | None] = {
+    ExitCode.OK: "pruned (or planned, with --dry-run)",
+    ExitCode.FATAL: None,
+    ExitCode.USAGE: "usage error (no --keep-* rule, or --output / the state dir does not exist)",
+    ExitCode.BUSY: None,
+}
+EXIT_CODES: dict[ExitCode, str | None] = {
+    code: None for codes in (CREATE_EXIT_CODES, VERIFY_EXIT_CODES, RESTORE_EXIT_CODES, LIST_EXIT_CODES, PRUNE_EXIT_CODES) for code in codes
+}
 
 OutputOpt = Annotated[
     Path | None,
@@ -42,7 +83,7 @@ Examples:
     statekit backup create --state-dir ~/.openclaw --output ~/openclaw-backups --quiet
     statekit backup create --format openclaw --output ~/openclaw-backups
 
-{EXIT_CODES}
+{describe_exit_codes(CREATE_EXIT_CODES)}
 """
 
 VERIFY_HELP = f"""Check an archive in one streaming pass (statekit .tar.zst or OpenClaw .tar.gz).
@@ -54,7 +95,7 @@ Example:
 \b
     statekit backup verify ~/openclaw-backups/openclaw-backup-20260102T030000Z.tar.zst
 
-{EXIT_CODES}
+{describe_exit_codes(VERIFY_EXIT_CODES)}
 """
 
 RESTORE_HELP = f"""Restore an archive (verified first) into a fresh --target dir, or in place.
@@ -72,7 +113,7 @@ Examples:
     statekit backup restore ARCHIVE --state-dir ~/.openclaw --yes
     statekit backup restore --resume --state-dir ~/.openclaw --yes
 
-{EXIT_CODES}
+{describe_exit_codes(RESTORE_EXIT_CODES)}
 """
 
 LIST_HELP = f"""List archives with time, size, asset count and last verify result.
@@ -82,7 +123,7 @@ Example:
 \b
     statekit backup list --output ~/openclaw-backups
 
-{EXIT_CODES}
+{describe_exit_codes(LIST_EXIT_CODES)}
 """
 
 PRUNE_HELP = f"""Delete old archives, keeping the union of the --keep-* rules (UTC buckets).
@@ -94,12 +135,17 @@ Example:
 \b
     statekit backup prune --keep-last 3 --keep-daily 7 --keep-monthly 6 --dry-run
 
-{EXIT_CODES}
+{describe_exit_codes(PRUNE_EXIT_CODES)}
 """
 
 
 def _output_dir(output: Path | None, state_dir: Path | None) -> Path:
-    return output if output is not None else default_output_dir(resolve_state_dir(state_dir).path)
+    """--output (which must exist), else the default folder beside the (existing) state dir."""
+    from statekit.backup import default_output_dir
+
+    if output is not None:
+        return existing_dir(output, "--output")
+    return default_output_dir(existing_state_dir(state_dir).path)
 
 
 # --------------------------------------------------------------------------- rendering
@@ -135,14 +181,33 @@ def render_verify(report: VerifyReport) -> str:
     return "\n".join(lines)
 
 
-def render_restore(result: RestoreResult) -> str:
+def restore_summary(result: RestoreResult) -> list[tuple[str, int, int, int, int]]:
+    """Per top-level entry of the destination: (entry, create, replace, unchanged, bytes), in path order."""
+    rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for step in result.steps:
+        try:
+            rel = PurePosixPath(step.destination.relative_to(result.destination).as_posix())
+            top = rel.parts[0] + ("/" if len(rel.parts) > 1 or step.kind == "dir" else "") if rel.parts else "./"
+        except ValueError:  # outside the state dir (an OpenClaw workspace restored beside it)
+            top = str(step.destination)
+        counts = rows[top]
+        counts[("create", "replace", "unchanged").index(str(step.action))] += 1
+        counts[3] += step.size
+    return [(top, *values) for top, values in sorted(rows.items())]  # type: ignore[misc]
+
+
+def render_restore(result: RestoreResult, verbose: bool = False) -> str:
     counts = result.counts()
     head = "Dry run: restore plan" if result.dry_run else "Restored"
     lines = [f"{head} ({result.mode}) from {result.archive} into {result.destination}"]
     if result.recovered is not None:
         lines.append(f"First {result.recovered.summary()}")
-    if result.dry_run:
+    if result.dry_run and verbose:
         lines += [f"  {s.action:<9} {s.archive_path} -> {s.destination}" for s in result.steps]
+    elif result.dry_run:
+        rows = [(top, create, replace, unchanged, human_size(size)) for top, create, replace, unchanged, size in restore_summary(result)]
+        lines += ["", table(("ENTRY", "CREATE", "REPLACE", "UNCHANGED", "SIZE"), rows), "",
+                  "(per top-level entry; --verbose or --json lists every file)"]
     lines.append(f"{counts['create']} create, {counts['replace']} replace, {counts['unchanged']} unchanged")
     if result.pre_restore_dir:
         lines.append(f"Previous files moved to {result.pre_restore_dir}")
@@ -183,7 +248,7 @@ def register(app: typer.Typer) -> None:
     @sub.command("create", help=CREATE_HELP)
     def create_cmd(
         state_dir: StateDirOpt = None,
-        output: OutputOpt = None,
+        output_dir: OutputOpt = None,
         include_workspaces: Annotated[bool, typer.Option("--include-workspaces", help="Also archive workspaces outside the state dir.")] = False,
         level: Annotated[int | None, typer.Option("--level", min=1, max=22, help="Compression level: zstd 1-22 (default 3); gzip 1-9 with --format openclaw (default 6).", show_default=False)] = None,
         fmt: Annotated[str, typer.Option("--format", help="statekit (.tar.zst, the default) or openclaw (.tar.gz that OpenClaw 2026.9.6 restores).")] = "statekit",
@@ -191,24 +256,26 @@ def register(app: typer.Typer) -> None:
         dry_run: DryRunOpt = False,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
+        no_progress: NoProgressOpt = False,
     ) -> None:
-        out = Output(json_mode=json_out, quiet=quiet)
+        out = output(json_out, quiet, no_progress)
 
         def body() -> ExitCode:
-            resolved = resolve_state_dir(state_dir)
-            with out.progress("backup", None) as advance:
-                if fmt not in ("statekit", "openclaw"):
-                    raise UsageError(f"--format must be statekit or openclaw, not {fmt!r}")
+            from statekit.backup import create_backup
+
+            resolved = existing_state_dir(state_dir)
+            if fmt not in ("statekit", "openclaw"):
+                raise UsageError(f"--format must be statekit or openclaw, not {fmt!r}")
+            with out.progress() as progress:
                 result = create_backup(
-                    resolved.path, output, include_workspaces=include_workspaces,
+                    resolved.path, output_dir, include_workspaces=include_workspaces,
                     level=level if level is not None else (6 if fmt == "openclaw" else 3),
-                    verify=not no_verify, dry_run=dry_run, progress=advance, fmt=fmt,
+                    verify=not no_verify, dry_run=dry_run, progress=progress, fmt=fmt,
                 )
             out.result(result.to_json(), lambda _d: render_create(result))
-            if not quiet and not json_out:
-                for warning in result.warnings:
-                    out.warn(warning)
-            return ExitCode.OK
+            for warning in result.warnings:  # shown under --quiet too: cron mails them
+                out.warn(warning)
+            return ExitCode.WARNINGS if result.warnings else ExitCode.OK
 
         run_command(out, body)
 
@@ -217,11 +284,17 @@ def register(app: typer.Typer) -> None:
         archive: Annotated[Path, typer.Argument(help="The archive to check.")],
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
+        no_progress: NoProgressOpt = False,
     ) -> None:
-        out = Output(json_mode=json_out, quiet=quiet)
+        out = output(json_out, quiet, no_progress)
 
         def body() -> ExitCode:
-            report = verify_archive(archive)
+            from statekit.backup import verify_archive
+            from statekit.backup.retention import record_verify_result
+
+            existing_file(archive, "archive")
+            with out.progress() as progress:
+                report = verify_archive(archive, progress=progress)
             try:
                 record_verify_result(archive, report.ok, report.problems, iso_utc(datetime.now(timezone.utc)))
             except OSError:
@@ -244,24 +317,29 @@ def register(app: typer.Typer) -> None:
         resume: Annotated[bool, typer.Option("--resume", help="Finish the interrupted in-place restore of the state dir.")] = False,
         abort: Annotated[bool, typer.Option("--abort", help="Undo the interrupted in-place restore of the state dir.")] = False,
         dry_run: DryRunOpt = False,
+        verbose: VerboseOpt = False,
         yes: YesOpt = False,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
+        no_progress: NoProgressOpt = False,
     ) -> None:
-        out = Output(json_mode=json_out, quiet=quiet)
+        out = output(json_out, quiet, no_progress)
 
         def settle_body() -> ExitCode:
+            from statekit.backup.journal import journal_path
+            from statekit.backup.restore import abort_restore, resume_restore
+
             if resume and abort:
                 raise UsageError("use either --resume or --abort, not both")
             if archive is not None or target is not None or dry_run:
                 raise UsageError("--resume/--abort take no ARCHIVE, --target or --dry-run: the restore journal names them")
-            state = resolve_state_dir(state_dir).path
+            state = existing_state_dir(state_dir).path
             if journal_path(state).exists():
                 confirm_or_refuse(out, f"{'Finish' if resume else 'Undo'} the interrupted restore in {state}?", yes)
             restored = None
             if resume:
-                with out.progress("restore", None) as advance:
-                    recovery, restored = resume_restore(state, progress=advance)
+                with out.progress() as progress:
+                    recovery, restored = resume_restore(state, progress=progress)
             else:
                 recovery = abort_restore(state)
             data = {"ok": True, "state_dir": str(state), "pending": recovery is not None,
@@ -270,33 +348,40 @@ def register(app: typer.Typer) -> None:
             return ExitCode.OK
 
         def body() -> ExitCode:
+            from statekit.backup import restore_archive
+
             if resume or abort:
                 return settle_body()
             if archive is None:
                 raise UsageError("missing ARCHIVE (or --resume / --abort for an interrupted restore)")
+            existing_file(archive, "archive")
+            if state_dir is not None and target is None:
+                existing_state_dir(state_dir)
             if not dry_run:
                 where = target if target is not None else (state_dir or "the recorded state dir")
                 confirm_or_refuse(out, f"Restore {archive} into {where}?", yes)
-            with out.progress("restore", None) as advance:
-                result = restore_archive(archive, target=target, state_dir=state_dir, dry_run=dry_run, progress=advance)
-            out.result(result.to_json(), lambda _d: render_restore(result))
+            with out.progress() as progress:
+                result = restore_archive(archive, target=target, state_dir=state_dir, dry_run=dry_run, progress=progress)
+            out.result(result.to_json(), lambda _d: render_restore(result, verbose))
             return ExitCode.OK
 
         run_command(out, body)
 
     @sub.command("list", help=LIST_HELP)
-    def list_cmd(state_dir: StateDirOpt = None, output: OutputOpt = None, json_out: JsonOpt = False, quiet: QuietOpt = False) -> None:
-        out = Output(json_mode=json_out, quiet=quiet)
+    def list_cmd(state_dir: StateDirOpt = None, output_dir: OutputOpt = None, json_out: JsonOpt = False, quiet: QuietOpt = False) -> None:
+        out = output(json_out, quiet)
 
         def body() -> ExitCode:
-            directory = _output_dir(output, state_dir)
-            archives = list_archives(directory)
+            from statekit.backup.retention import list_archives
+
+            directory = _output_dir(output_dir, state_dir)
+            archives = list_archives(directory) if directory.exists() else []
             rows = [(iso_utc(a.created), human_size(a.size), a.assets if a.assets is not None else "-", _verified_text(a.verified), a.path.name) for a in archives]
 
             def human(_d: Any) -> str:
                 if not archives:
                     return f"No archives in {directory}"
-                return table(("CREATED (UTC)", "SIZE", "ASSETS", "VERIFIED", "ARCHIVE"), rows)
+                return table(("CREATED (UTC)", "SIZE", "ASSETS", "VERIFIED", "ARCHIVE"), rows, whole=("CREATED (UTC)", "SIZE"))
 
             out.result({"output_dir": str(directory), "archives": [a.to_json() for a in archives]}, human)
             return ExitCode.OK
@@ -306,7 +391,7 @@ def register(app: typer.Typer) -> None:
     @sub.command("prune", help=PRUNE_HELP)
     def prune_cmd(
         state_dir: StateDirOpt = None,
-        output: OutputOpt = None,
+        output_dir: OutputOpt = None,
         keep_last: Annotated[int, typer.Option("--keep-last", min=0, help="Keep the N newest archives.")] = 0,
         keep_daily: Annotated[int, typer.Option("--keep-daily", min=0, help="Keep the newest archive of each of the N newest days.")] = 0,
         keep_weekly: Annotated[int, typer.Option("--keep-weekly", min=0, help="... of the N newest ISO weeks.")] = 0,
@@ -315,10 +400,12 @@ def register(app: typer.Typer) -> None:
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
     ) -> None:
-        out = Output(json_mode=json_out, quiet=quiet)
+        out = output(json_out, quiet)
 
         def body() -> ExitCode:
-            directory = _output_dir(output, state_dir)
+            from statekit.backup.retention import prune_archives
+
+            directory = _output_dir(output_dir, state_dir)
             decisions = prune_archives(
                 directory, dry_run=dry_run, keep_last=keep_last, keep_daily=keep_daily, keep_weekly=keep_weekly, keep_monthly=keep_monthly
             )
@@ -339,77 +426,3 @@ def register(app: typer.Typer) -> None:
         run_command(out, body)
 
     app.add_typer(sub, name="backup")
-
-
-# --------------------------------------------------------------------------- an interrupted restore, before any command
-
-GROUPS = ("backup", "sessions")
-# commands that promise to write nothing: they only say that a restore is pending
-READ_ONLY = {("inspect",), ("plan",), ("history",), ("sessions", "list"), ("backup", "verify"), ("backup", "list")}
-SELF_SETTLING = {("backup", "restore")}  # settles its own destination (and --resume / --abort)
-
-
-def _command_path(args: list[str]) -> tuple[str, ...]:
-    if not args or args[0].startswith("-"):
-        return ()
-    if args[0] in GROUPS and len(args) > 1 and not args[1].startswith("-"):
-        return (args[0], args[1])
-    return (args[0],)
-
-
-def _option_value(args: list[str], name: str) -> str | None:
-    for index, arg in enumerate(args):
-        if arg == "--":
-            break
-        if arg == name and index + 1 < len(args):
-            return args[index + 1]
-        if arg.startswith(name + "="):
-            return arg[len(name) + 1 :]
-    return None
-
-
-def settle_pending_restore(args: list[str]) -> None:
-    """Before any command: an in-place restore killed half-way on that state dir is finished or undone.
-
-    Commands that write first roll it forward (interrupted while swapping) or back (while staging), under
-    the state-dir lock; read-only ones (``inspect``, ``plan``, ``history``, ``sessions list``, ``backup
-    verify|list``, any ``--dry-run``) only say it is pending. ``backup restore`` handles its own destination.
-    """
-    path = _command_path(args)
-    if not path or "--help" in args or "-h" in args or path in SELF_SETTLING:
-        return
-    out = Output(json_mode="--json" in args, quiet="--quiet" in args or "-q" in args)
-    try:
-        state = resolve_state_dir(_option_value(args, "--state-dir")).path
-    except (OSError, ValueError):
-        return
-    if not journal_path(state).exists():
-        return
-    if path in READ_ONLY or "--dry-run" in args:
-        line = describe_pending(state) if path != ("inspect",) else None  # inspect reports it as a finding
-        if line:
-            out.warn(line)
-        return
-    try:
-        recovery = settle_locked(state)
-    except BusyError as exc:
-        out.error(f"an in-place restore is running on {state} ({exc}); wait for it to finish")
-        raise typer.Exit(int(ExitCode.BUSY)) from None
-    except (JournalError, StatekitError) as exc:
-        out.error(f"{exc}; nothing else was done")
-        raise typer.Exit(int(getattr(exc, "exit_code", ExitCode.FATAL))) from None
-    except OSError as exc:
-        out.error(f"finishing the interrupted restore of {state} failed at {exc.filename or state}: {exc.strerror or exc}; "
-                  f"run `statekit backup restore --resume` or `--abort` once the cause is fixed")
-        raise typer.Exit(int(ExitCode.FATAL)) from None
-    if recovery is not None:
-        out.warn(recovery.summary())
-
-
-class PendingRestoreGroup(TyperGroup):
-    """The root command group: settles an interrupted in-place restore (see above) before the command runs."""
-
-    def invoke(self, ctx: Any) -> Any:
-        args = [*getattr(ctx, "_protected_args", []), *ctx.args]
-        settle_pending_restore(list(args))
-        return super().invoke(ctx)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from statekit.maintenance.inspect import InspectReport, inspect_state
-from statekit.cli.common import JsonOpt, QuietOpt, StateDirOpt, run_command
+from statekit.cli.common import JsonOpt, QuietOpt, StateDirOpt, existing_state_dir, output, run_command
 from statekit.errors import ExitCode, UsageError, describe_exit_codes
-from statekit.layout import resolve_state_dir
-from statekit.output import Output, table
+from statekit.output import table
+
+if TYPE_CHECKING:
+    from statekit.maintenance.inspect import InspectReport
 
 # The codes this command returns, and what each means here (None: the summary in statekit.errors).
 EXIT_CODES: dict[ExitCode, str | None] = {
@@ -39,12 +40,24 @@ Example:
 """
 
 
+def _integrity_word(integrity: str | None) -> str:
+    """The header says ok or FAILED; the failing lines are printed once, as the database's finding below."""
+    if not integrity:
+        return "-"
+    return "ok" if integrity == "ok" else "FAILED"
+
+
+def inspect_warnings(report: InspectReport) -> list[str]:
+    """Every line that makes inspect exit 3 or 5: corruption and findings, per database and overall."""
+    return [line for db in report.databases for line in db.corruption + db.findings] + list(report.findings)
+
+
 def render(report: InspectReport) -> str:
     lines = [f"State dir: {report.state_dir}  [{report.status}]"]
     for db in report.databases:
         data = db.to_json()
         lines += ["", f"{db.path}  role={data['role']}  agent={data['agent_id'] or '-'}  user_version={db.user_version}  "
-                      f"integrity={db.integrity or '-'}  [{db.status}]"]
+                      f"integrity={_integrity_word(db.integrity)}  [{db.status}]"]
         fk = sum(db.foreign_key_violations.values())
         lines.append(f"  foreign_key_check: {'ok' if not fk else f'{fk} violation(s)'}")
         interesting = {t: n for t, n in db.row_counts.items() if n}
@@ -76,13 +89,18 @@ def register(app: typer.Typer) -> None:
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
     ) -> None:
-        out = Output(json_mode=json_out, quiet=quiet)
+        out = output(json_out, quiet)
 
         def body() -> ExitCode:
+            from statekit.maintenance.inspect import inspect_state
+
             if agent is not None and all_agents:
                 raise UsageError("use either --agent ID or --all-agents, not both")
-            report = inspect_state(resolve_state_dir(state_dir), agent)
+            report = inspect_state(existing_state_dir(state_dir), agent)
             out.result(report.to_json(), lambda _d: render(report))
+            if out.quiet or out.json_mode:
+                for line in inspect_warnings(report):
+                    out.warn(line)
             return report.exit_code
 
         run_command(out, body)

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from statekit.migrate.apply import MigrateOptions, MigrationReport, migrate
-from statekit.migrate.plan import build_plan
-from statekit.cli.common import JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, run_command
-from statekit.cli.plan_cmd import render_plan
+from statekit.cli.common import (
+    DryRunOpt, JsonOpt, NoProgressOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, existing_dir, existing_state_dir, output,
+    run_command,
+)
+from statekit.cli.plan_cmd import render_plan, show_plan
 from statekit.errors import ExitCode, describe_exit_codes
-from statekit.layout import resolve_state_dir
-from statekit.output import Output, table
+from statekit.output import table
 from statekit.states import SourceOutcome
+
+if TYPE_CHECKING:
+    from statekit.migrate.apply import MigrationReport
 
 # The codes this command returns, and what each means here (None: the summary in statekit.errors).
 EXIT_CODES: dict[ExitCode, str | None] = {
@@ -24,6 +27,7 @@ EXIT_CODES: dict[ExitCode, str | None] = {
     ExitCode.WARNINGS: "some sources could not be imported in this run (named)",
     ExitCode.BUSY: None,
     ExitCode.VERIFY_FAILED: "the pre-migration backup failed verification",
+    ExitCode.INTERRUPTED: "interrupted by SIGINT or SIGTERM (the run is recorded as interrupted; a rerun carries on)",
 }
 
 HELP = f"""Import legacy state files into SQLite (gateway stopped, offline).
@@ -33,11 +37,13 @@ each source in one transaction with its receipt, validates the rows, then
 moves the source byte-exact to .statekit/migrated/<run_id>/. Safe to rerun:
 imported sources are skipped, an interrupted run converges.
 
+--dry-run shows the plan (the same as `statekit plan`) and writes nothing.
 Without --yes it shows the plan and asks on a terminal; elsewhere it refuses.
 
 Example:
 
 \b
+    statekit migrate --state-dir ~/.openclaw --dry-run
     statekit migrate --state-dir ~/.openclaw --yes
     statekit migrate --yes --json > migrate-report.json
 
@@ -73,19 +79,31 @@ def register(app: typer.Typer) -> None:
         backup_output: Annotated[Path | None, typer.Option("--backup-output", help="Directory for the pre-migration backup archive.")] = None,
         remove_sources: Annotated[bool, typer.Option("--remove-sources", help="Delete imported sources instead of keeping a byte-exact copy.")] = False,
         retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Try again sources whose unchanged file failed in an earlier run.")] = False,
+        dry_run: DryRunOpt = False,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
+        no_progress: NoProgressOpt = False,
     ) -> None:
-        out = Output(json_mode=json_out, quiet=quiet)
+        out = output(json_out, quiet, no_progress)
 
         def body() -> ExitCode:
-            resolved = resolve_state_dir(state_dir)
+            from statekit.migrate.apply import MigrateOptions, migrate
+            from statekit.migrate.plan import build_plan
+
+            resolved = existing_state_dir(state_dir)
+            if dry_run:  # the plan: read-only, what `statekit plan` prints
+                with out.progress() as progress:
+                    return show_plan(out, build_plan(resolved, retry_failed=retry_failed, progress=progress))
+            if backup_output is not None and backup_output.exists():
+                existing_dir(backup_output, "--backup-output")
             if not yes:
-                plan = build_plan(resolved)
+                with out.progress() as progress:
+                    plan = build_plan(resolved, retry_failed=retry_failed, progress=progress)
                 out.info(render_plan(plan))
                 confirm_or_refuse(out, "Migrate these sources now?", yes)
             options = MigrateOptions(backup=not no_backup, backup_output=backup_output, remove_sources=remove_sources, retry_failed=retry_failed)
-            report = migrate(resolved, options)
+            with out.progress() as progress:
+                report = migrate(resolved, options, progress)
             out.result(report.to_json(), lambda _d: render_report(report))
             for notice in report.notices:
                 out.note(notice)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from statekit.migrate.plan import Plan, build_plan
-from statekit.cli.common import JsonOpt, QuietOpt, StateDirOpt, run_command
+from statekit.cli.common import JsonOpt, NoProgressOpt, QuietOpt, StateDirOpt, existing_state_dir, output, run_command
 from statekit.errors import ExitCode, describe_exit_codes
-from statekit.layout import resolve_state_dir
 from statekit.output import Output, human_size, table
 from statekit.states import PlanProblem
+
+if TYPE_CHECKING:
+    from statekit.migrate.plan import Plan
 
 # The codes this command returns, and what each means here (None: the summary in statekit.errors).
 EXIT_CODES: dict[ExitCode, str | None] = {
@@ -55,7 +56,7 @@ def render_plan(plan: Plan) -> str:
             (s.action, s.kind, s.rel, human_size(s.size), "-" if s.record_count is None else s.record_count, _target(s.target_tables))
             for s in plan.sources
         ]
-        lines += ["", table(("ACTION", "KIND", "PATH", "SIZE", "RECORDS", "TARGET"), rows)]
+        lines += ["", table(("ACTION", "KIND", "PATH", "SIZE", "RECORDS", "TARGET"), rows, whole=("ACTION", "SIZE", "RECORDS"))]
     problems = [s for s in plan.sources if s.action in tuple(PlanProblem)]
     for s in problems:
         lines.append(f"  ! {s.reason}")
@@ -78,21 +79,40 @@ def render_plan(plan: Plan) -> str:
     return "\n".join(lines)
 
 
+def plan_warnings(plan: Plan) -> list[str]:
+    """What makes the plan exit 3: unreadable or conflicting sources, refused or unparseable steps (one line each)."""
+    lines = [s.reason or f"{s.rel}: {s.action}" for s in plan.sources if s.action in tuple(PlanProblem)]
+    lines += [f"step refused: {step.get('description')}" for step in plan.steps if step.get("status") in ("refused", "unparseable")]
+    return lines
+
+
 def plan_exit_code(plan: Plan) -> ExitCode:
-    blocked_step = any(step.get("status") in ("refused", "unparseable") for step in plan.steps)
-    problems = any(s.action in tuple(PlanProblem) for s in plan.sources)
-    return ExitCode.WARNINGS if problems or blocked_step else ExitCode.OK
+    return ExitCode.WARNINGS if plan_warnings(plan) else ExitCode.OK
+
+
+def show_plan(out: Output, plan: Plan) -> ExitCode:
+    """The plan as the result (JSON or text); under --quiet its warnings still show, one line each."""
+    data: dict[str, Any] = plan.to_json()
+    out.result(data, lambda _d: render_plan(plan))
+    if out.quiet or out.json_mode:
+        for line in plan_warnings(plan):
+            out.warn(line)
+    return plan_exit_code(plan)
 
 
 def register(app: typer.Typer) -> None:
     @app.command("plan", help=HELP)
-    def plan_command(state_dir: StateDirOpt = None, json_out: JsonOpt = False, quiet: QuietOpt = False) -> None:
-        out = Output(json_mode=json_out, quiet=quiet)
+    def plan_command(
+        state_dir: StateDirOpt = None, json_out: JsonOpt = False, quiet: QuietOpt = False, no_progress: NoProgressOpt = False
+    ) -> None:
+        out = output(json_out, quiet, no_progress)
 
         def body() -> ExitCode:
-            plan = build_plan(resolve_state_dir(state_dir))
-            data: dict[str, Any] = plan.to_json()
-            out.result(data, lambda _d: render_plan(plan))
-            return plan_exit_code(plan)
+            from statekit.migrate.plan import build_plan
+
+            resolved = existing_state_dir(state_dir)
+            with out.progress() as progress:
+                plan = build_plan(resolved, progress=progress)
+            return show_plan(out, plan)
 
         run_command(out, body)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from statekit.maintenance.recover import RecoverReport, recover, write_report
-from statekit.cli.common import DryRunOpt, JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, run_command
+from statekit.cli.common import DryRunOpt, JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, existing_state_dir, output, run_command
 from statekit.errors import ExitCode, describe_exit_codes
-from statekit.layout import resolve_state_dir
-from statekit.output import Output, table
+from statekit.output import table
+
+if TYPE_CHECKING:
+    from statekit.maintenance.recover import RecoverReport
 
 # The codes this command returns, and what each means here (None: the summary in statekit.errors).
 EXIT_CODES: dict[ExitCode, str | None] = {
@@ -68,10 +69,12 @@ def register(app: typer.Typer) -> None:
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
     ) -> None:
-        out = Output(json_mode=json_out, quiet=quiet)
+        out = output(json_out, quiet)
 
         def body() -> ExitCode:
-            state = resolve_state_dir(state_dir).path
+            from statekit.maintenance.recover import recover, write_report
+
+            state = existing_state_dir(state_dir).path
             if not dry_run:
                 if not yes:
                     out.info(render(recover(state, run_id, dry_run=True)))

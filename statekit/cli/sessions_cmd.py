@@ -7,19 +7,15 @@ from typing import Annotated
 
 import typer
 
+from typing import TYPE_CHECKING
+
 from statekit.values import ms_to_display
-from statekit.maintenance.sessions import (
-    SessionChange,
-    change_session,
-    list_session_archives,
-    list_sessions,
-    preview_change,
-    restore_session_archive,
-)
-from statekit.cli.common import DryRunOpt, JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, run_command
+from statekit.cli.common import DryRunOpt, JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, existing_file, existing_state_dir, run_command
 from statekit.errors import ExitCode, describe_exit_codes
-from statekit.layout import resolve_state_dir
 from statekit.output import Output, table
+
+if TYPE_CHECKING:
+    from statekit.maintenance.sessions import SessionChange
 
 # The codes this command returns, and what each means here (None: the summary in statekit.errors).
 EXIT_CODES: dict[ExitCode, str | None] = {
@@ -75,7 +71,9 @@ def render_change(change: SessionChange) -> str:
 
 def _change_command(action: str, key: str, agent: str | None, state_dir: Path | None, dry_run: bool, yes: bool, out: Output) -> None:
     def body() -> ExitCode:
-        state = resolve_state_dir(state_dir).path
+        from statekit.maintenance.sessions import change_session, preview_change
+
+        state = existing_state_dir(state_dir).path
         if dry_run:
             change = preview_change(state, action, key, agent)
         else:
@@ -158,7 +156,9 @@ Example:
         out = Output(json_mode=json_out, quiet=quiet)
 
         def body() -> ExitCode:
-            state = resolve_state_dir(state_dir).path
+            from statekit.maintenance.sessions import list_session_archives, list_sessions
+
+            state = existing_state_dir(state_dir).path
             if archives:
                 found = list_session_archives(state, agent)
                 rows = [(a["status"], a["agent_id"], a["reason"], a["session_key"], sum((a["rows"] or {}).values()),
@@ -169,7 +169,7 @@ Example:
             agents = list_sessions(state, agent)
             rows = [(a["agent_id"], s["session_key"], s["session_id"], len(s["family"]), s["transcript_events"], ms_to_display(s["updated_at"]))
                     for a in agents for s in a["sessions"]]
-            out.result({"agents": agents}, lambda _d: table(("AGENT", "KEY", "SESSION", "FAMILY", "EVENTS", "UPDATED"), rows)
+            out.result({"agents": agents}, lambda _d: table(("AGENT", "KEY", "SESSION", "FAMILY", "EVENTS", "UPDATED"), rows, whole=("SESSION", "UPDATED"))
                        if rows else "No sessions.")
             return ExitCode.OK
 
@@ -195,7 +195,10 @@ Example:
         out = Output(json_mode=json_out, quiet=quiet)
 
         def body() -> ExitCode:
-            state = resolve_state_dir(state_dir).path
+            from statekit.maintenance.sessions import restore_session_archive
+
+            state = existing_state_dir(state_dir).path
+            existing_file(archive, "session archive")
             if not dry_run:
                 confirm_or_refuse(out, f"Restore the rows of {archive}?", yes)
             result = restore_session_archive(state, archive, dry_run=dry_run)

@@ -8,6 +8,7 @@ indexes. A database whose ``user_version`` is newer than ours is refused.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from statekit.errors import SchemaError
 from statekit.layout import agent_db_path, global_db_path
 
 SCHEMA_VERSION = 1
+PLAN_SCHEMA_NAME = "plan.schema.json"  # the `statekit plan --json` format, package data (docs/plan.schema.json links here)
 ROLE_GLOBAL = "global"
 ROLE_AGENT = "agent"
 
@@ -292,3 +294,9 @@ def register_agent_database(global_conn: Connection, agent_id: str, path: Path, 
         " ON CONFLICT(agent_id, path) DO UPDATE SET last_seen_at = excluded.last_seen_at, size_bytes = excluded.size_bytes",
         (agent_id, str(path), SCHEMA_VERSION, now_ms, size),
     )
+
+
+def plan_schema() -> dict[str, Any]:
+    """The JSON Schema (2020-12) of ``statekit plan --json``, as installed with the package."""
+    loaded: dict[str, Any] = json.loads(resources.files(__name__).joinpath(PLAN_SCHEMA_NAME).read_text(encoding="utf-8"))
+    return loaded

@@ -94,7 +94,7 @@ def test_restore_dry_run_prints_plan(capsys, state_tree, tmp_path):
     run(capsys, "backup", "create", "--state-dir", state_tree.root, "--output", tmp_path / "o", "--quiet")
     (archive,) = (tmp_path / "o").glob("*.tar.zst")
     target = tmp_path / "t"
-    code, out, _ = run(capsys, "backup", "restore", archive, "--target", target, "--dry-run")
+    code, out, _ = run(capsys, "backup", "restore", archive, "--target", target, "--dry-run", "--verbose")  # every file
     assert code == 0 and not target.exists()
     assert f"create    {archive.name.removesuffix('.tar.zst')}/payload/state/state/openclaw.sqlite -> {target}/state/openclaw.sqlite" in out
     code, out, _ = run(capsys, "backup", "restore", archive, "--target", target, "--dry-run", "--json")

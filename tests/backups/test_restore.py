@@ -87,7 +87,7 @@ def test_archive_swapped_after_verification_is_rolled_back(archive, tmp_path, mo
 
     bad = rewrite(archive, tmp_path / "bad.tar.zst", change)
     good_report = restore_mod.verify_archive(archive)
-    monkeypatch.setattr(restore_mod, "verify_archive", lambda path: good_report)  # verified one file, reads another
+    monkeypatch.setattr(restore_mod, "verify_archive", lambda path, **_: good_report)  # verified one file, reads another
     target = tmp_path / "restored"
     with pytest.raises(VerificationError, match="do not match the manifest"):
         restore_archive(bad, target=target)

@@ -54,8 +54,6 @@ KNOWN_PATTERNS = {
     ("migrate/discover.py", "ns mtime"): 2,
     ("migrate/apply.py", "ns mtime"): 1,
     ("migrate/steps.py", "ns mtime"): 1,
-    # the restore journal's own timestamps (whole seconds), not a value OpenClaw reads
-    ("backup/journal.py", "ISO format"): 1,
 }
 
 

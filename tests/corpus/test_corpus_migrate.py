@@ -85,7 +85,8 @@ def test_plan_migrate_rerun(tree: str, tmp_path: Path) -> None:
     dbs = sorted(state.rglob("openclaw*.sqlite"))
     snapshot = {db: db_dump(db) for db in dbs}
     again = run_cli("migrate", "--state-dir", state, "--yes", "--no-backup")
-    assert again.returncode == 0, again.stderr
+    # issue 12 (6): a source still in place and unreadable keeps the rerun at exit 3 (each one named); else 0
+    assert again.returncode == (3 if result.returncode == 3 and "left in place" in again.stderr else 0), again.stderr
     assert {db: db_dump(db) for db in dbs} == snapshot
 
 

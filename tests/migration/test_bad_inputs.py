@@ -162,7 +162,7 @@ def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_state_dir_that_does_not_exist(tmp_path: Path) -> None:
     code, _, err = migrate_cli(tmp_path / "missing")
-    assert code == 1 and "does not exist" in err and err.count("\n") == 1
+    assert code == 2 and "state dir not found" in err and err.count("\n") == 1  # issue 12 (7): a missing path is exit 2, every command
 
 
 def test_read_only_state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -229,7 +229,7 @@ def test_failed_source_is_retried_only_when_changed_or_asked(tmp_path: Path) -> 
     state = make_state(tmp_path, {rel: good.replace('"type":"message"', '"type":7', 1)})  # JSON, but no transcript event
     assert migrate_cli(state)[0] == 3
     code, _, err = migrate_cli(state)
-    assert code == 0 and "recorded by run" in err and rel in err
+    assert code == 3 and "recorded by run" in err and rel in err  # issue 12 (6): still in place and unreadable = exit 3
     assert run_cli("migrate", "--state-dir", state, "--yes", "--no-backup", "--retry-failed").returncode == 3
     (state / rel).write_text(good)
     assert migrate_cli(state)[0] == 0

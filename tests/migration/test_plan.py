@@ -64,8 +64,8 @@ def test_unrecognised_files_are_listed_not_touched(tmp_path: Path) -> None:
 
 def test_missing_state_dir_is_one_clear_line(tmp_path: Path) -> None:
     result = run_cli("plan", "--state-dir", tmp_path / "nope")
-    assert result.returncode == 1
-    assert result.stderr.strip().count("\n") == 0 and "does not exist" in result.stderr
+    assert result.returncode == 2  # issue 12 (7): a path that does not exist is exit 2 for every command
+    assert result.stderr.strip().count("\n") == 0 and "not found" in result.stderr
     assert "Traceback" not in result.stderr
 
 

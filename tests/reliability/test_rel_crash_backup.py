@@ -317,7 +317,8 @@ def _journal(state: Path) -> dict | None:
 
 def _settle_command(world: RestoreWorld, how: str) -> tuple:
     state = world.arena.state
-    if how == "prune":
+    if how == "prune":  # prune needs an existing --output (issue 12: a missing path is exit 2)
+        (world.base / "settle-out").mkdir(exist_ok=True)
         return ("backup", "prune", "--keep-last", "5", "--state-dir", state, "--output", world.base / "settle-out")
     if how == "create":
         return ("backup", "create", "--state-dir", state, "--output", world.base / "settle-out")
