@@ -38,6 +38,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("statekit.locking", "os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK"): "non-blocking, no-follow probe of a lock",
     ("statekit.install", "os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)"): "non-blocking, no-follow, then fstat",
     ("statekit.backup.archive", "tarfile.open(fileobj="): "a stream over an archive already open",
+    ("statekit.output", "os.open(os.devnull"): "the null device, to silence a closed stdout",
+    ("statekit.output", "open(os.devnull"): "the null device, to silence a closed stdout",
+    ("statekit.schema", "resources.files(__name__)"): "statekit's own package data (the plan schema)",
 }
 
 EXEMPT_MODULES = {"statekit.fsutil"}  # the primitives themselves
