@@ -246,15 +246,30 @@ def create_remote(state_dir: Path, url_loc: S3Location, *, recipients: Recipient
         if dry_run:
             assert result.planned_path is not None
             return RemoteCreate(result, url_loc.url_of(url_loc.key(install_id, result.planned_path.name)), None)
-        assert result.archive_path is not None
-        key = url_loc.key(install_id, result.archive_path.name)
-        if _exists(client, url_loc, key):
-            raise RemoteError(f"refusing to overwrite existing backup archive {url_loc.url_of(key)}")
-        uploaded = upload_file(client, url_loc, key, result.archive_path,
-                               archive_metadata(result, install_id, recipients is not None))
-        return RemoteCreate(result, url_loc.url_of(key), uploaded)
+        uploaded = send_archive(client, url_loc, install_id, result)
+        return RemoteCreate(result, url_loc.url_of(uploaded.key), uploaded)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def send_archive(client: Any, loc: S3Location, install_id: str, result: BackupResult) -> Uploaded:
+    """Upload the finished local archive of ``result`` under ``<prefix>/<install_id>/<name>`` (never over an existing one)."""
+    assert result.archive_path is not None
+    key = loc.key(install_id, result.archive_path.name)
+    if _exists(client, loc, key):
+        raise RemoteError(f"refusing to overwrite existing backup archive {loc.url_of(key)}")
+    encrypted = result.archive_path.name.endswith(AGE_SUFFIX)
+    return upload_file(client, loc, key, result.archive_path, archive_metadata(result, install_id, encrypted))
+
+
+def copy_offsite(state_dir: Path, url: str, result: BackupResult) -> str:
+    """A copy of an already published local archive (``migrate --backup-to``): the local one stays for ``undo``."""
+    from statekit.backup.locations import parse_s3
+
+    loc = parse_s3(url)
+    client = make_client()
+    check_bucket(client, loc)
+    return loc.url_of(send_archive(client, loc, ensure_install_id(state_dir), result).key)
 
 
 def _exists(client: Any, loc: S3Location, key: str) -> bool:

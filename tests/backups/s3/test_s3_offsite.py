@@ -202,3 +202,19 @@ def test_list_and_prune_are_per_install_unless_all_installs(state_tree, bucket, 
     code, out, err = run(capsys, "backup", "prune", "--output", f"s3://{bucket}/fleet", "--all-installs", "--keep-last", "1")
     assert code == 0, err
     assert sorted(objects(s3_env, bucket)) == sorted([mine, others[-1]])
+
+
+def test_migrate_backup_to_copies_the_pre_migration_backup_offsite(tmp_path, bucket, s3_env, capsys):
+    """``migrate --backup-to s3://...``: the local pre-migration backup stays (undo needs it), a byte-identical copy
+    lands in the bucket under this install's id."""
+    from helpers import make_state
+
+    header = '{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}\n'
+    state = make_state(tmp_path, {"agents/main/sessions/s1.jsonl": header, "agents/main/sessions/sessions.json": '{"main": {"sessionId": "s1"}}'})
+    out = tmp_path / "backups"
+    code, stdout, err = run(capsys, "migrate", "--state-dir", state, "--yes", "--backup-output", out, "--backup-to", f"s3://{bucket}/pre")
+    assert code in (0, 3), err
+    (local,) = out.glob("*.tar.zst")
+    (key,) = objects(s3_env, bucket)
+    assert key == f"pre/{read_install_id(state)}/{local.name}"
+    assert s3_env.client().get_object(Bucket=bucket, Key=key)["Body"].read() == local.read_bytes()  # type: ignore[attr-defined]
