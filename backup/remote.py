@@ -42,7 +42,7 @@ from statekit.backup.locations import ArchiveKey, S3Location, parse_archive_key
 from statekit.backup.restore import RestoreResult, restore_archive
 from statekit.backup.retention import ArchiveInfo, PruneDecision, plan_prune
 from statekit.backup.verify import VerifyReport, verify_archive
-from statekit.errors import StatekitError, VerificationError
+from statekit.errors import StatekitError, UsageError, VerificationError
 from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE
 from statekit.install import ensure_install_id, read_install_id
 from statekit.seams import checkpoint
@@ -236,6 +236,8 @@ def create_remote(state_dir: Path, url_loc: S3Location, *, recipients: Recipient
                   client: Any = None, dry_run: bool = False, **options: Any) -> RemoteCreate:
     """``backup create --to s3://...``: build + verify locally (staging beside the state dir), upload, check."""
     state_dir = Path(os.path.abspath(state_dir))
+    if options.get("fmt", "statekit") != "statekit":
+        raise UsageError("--to s3:// takes statekit archives (.tar.zst[.age]), not --format openclaw")
     client = client or make_client()
     check_bucket(client, url_loc)
     install_id = (read_install_id(state_dir) or "<install-id>") if dry_run else ensure_install_id(state_dir)
@@ -325,14 +327,15 @@ class Listing:
     requests: int = 0
 
 
-def list_remote(client: Any, loc: S3Location, install_id: str | None, *, heads: bool = False) -> Listing:
+def list_remote(client: Any, loc: S3Location, install_id: str | None, *, heads: bool = False, page_size: int = 1000) -> Listing:
     """Archives under ``loc`` of one install (or all when ``install_id`` is None), newest first; paginated.
 
     ``heads`` also reads each object's statekit metadata (one HEAD each)."""
     prefix = loc.install_prefix(install_id)
     listing = Listing([], [])
     with _s3_errors(loc.url):
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket=loc.bucket, Prefix=prefix):
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=loc.bucket, Prefix=prefix,
+                                                                       PaginationConfig={"PageSize": page_size}):
             listing.requests += 1
             for item in page.get("Contents", []):
                 parsed = parse_archive_key(item["Key"])
