@@ -121,10 +121,6 @@ def is_encrypted(path: Path) -> bool:
         return False
 
 
-def encrypted_name(name: str) -> str:
-    return name + AGE_SUFFIX
-
-
 def _exclusive(path: Path) -> BinaryIO:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
     return os.fdopen(fd, "wb")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -171,3 +172,22 @@ def test_plain_age_zstd_tar_recover_an_encrypted_archive(state_tree, tmp_path):
     (root,) = dest.iterdir()
     assert (root / "manifest.json").is_file()
     assert (root / "payload" / "state" / "credentials" / "oauth.json").read_text() == (state_tree.root / "credentials" / "oauth.json").read_text()
+
+
+@pytest.mark.parametrize("point", ["backup-verified", "backup-encrypted"])
+def test_killed_encrypted_create_publishes_nothing_and_the_rerun_leaves_no_clear_copy(state_tree, tmp_path, keypair, point):
+    """SIGKILL before / after the age pass: no archive is published, the clear copy exists only inside the 0700
+    staging dir, and the next run removes it and publishes one encrypted archive."""
+    _identity, public = keypair
+    out = tmp_path / "out"
+    runner = Path(__file__).resolve().parents[1] / "faultkit" / "run_statekit.py"
+    args = [sys.executable, str(runner), "backup", "create", "--state-dir", str(state_tree.root), "--output", str(out), "-r", public]
+    killed = subprocess.run(args, env={**os.environ, "STATEKIT_CRASHPOINT": point}, capture_output=True, timeout=300)
+    assert killed.returncode == -9
+    assert not list(out.glob("*.tar.zst.age")) and not list(out.glob("*.tar.zst"))
+    clear = [p for p in out.rglob("*.tar.zst")]
+    assert all((p.parent.stat().st_mode & 0o777) == 0o700 and p.parent != out for p in clear)
+    again = subprocess.run(args, capture_output=True, timeout=300, text=True)
+    assert again.returncode == 0, again.stderr
+    assert len(list(out.glob("*.tar.zst.age"))) == 1
+    assert not list(out.rglob("*.tar.zst")) and not list(out.rglob("*.partial"))
