@@ -53,6 +53,7 @@ META = "statekit-"  # x-amz-meta-statekit-*
 DELETE_BATCH = 1000  # DeleteObjects' limit
 STALE_UPLOAD_HOURS = 24.0
 STAGING_PREFIX = ".statekit-offsite-"
+REMOTE_PLACEHOLDER = Path("/.statekit-remote")  # stands for the URL in a report (the CLI shows the URL there)
 
 
 class RemoteError(StatekitError):
@@ -465,12 +466,18 @@ def verify_remote(url: str, identities: Identities | None, *, client: Any = None
         with fetched(url, identities, client=client) as plain:
             report = verify_archive(plain)
             report.problems = [p.replace(str(plain), url) for p in report.problems]
+            report.path = REMOTE_PLACEHOLDER / plain.name
     except VerificationError as exc:
-        return VerifyReport(path=Path(url.removeprefix("s3://")), format="remote", problems=[str(exc)])
+        return VerifyReport(path=REMOTE_PLACEHOLDER / url.rpartition("/")[2], format="remote", problems=[str(exc)])
     report.notes.append(f"fetched from {url}")
     return report
 
 
 def restore_remote(url: str, identities: Identities | None, *, client: Any = None, **options: Any) -> RestoreResult:
+    """Restore an offsite archive from its scratch copy; ``result.archive`` is the copy's path (callers show ``url``)."""
     with fetched(url, identities, client=client) as plain:
-        return restore_archive(plain, **options)
+        try:
+            return restore_archive(plain, **options)
+        except StatekitError as exc:
+            exc.message = exc.message.replace(str(plain), url)
+            raise

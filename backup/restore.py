@@ -505,7 +505,11 @@ def restore_archive(
     path = Path(path)
     if is_encrypted(path):
         with decrypted_copy(path, identities) as plain:
-            result = restore_archive(plain, target=target, state_dir=state_dir, dry_run=dry_run, progress=progress)
+            try:
+                result = restore_archive(plain, target=target, state_dir=state_dir, dry_run=dry_run, progress=progress)
+            except StatekitError as exc:  # name the archive, not its scratch copy
+                exc.message = exc.message.replace(str(plain), str(path))
+                raise
         result.archive = path
         return result
     progress = progress or (lambda _n: None)

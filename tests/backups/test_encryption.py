@@ -120,8 +120,9 @@ def test_any_tampered_byte_fails_verify_and_restores_nothing(state_tree, tmp_pat
     code, _out, err = run(capsys, "backup", "verify", bad, "--identity", identity_file)
     assert code == 5 and err.strip() and "Traceback" not in err
     target = tmp_path / "never"
-    with pytest.raises(VerificationError):
+    with pytest.raises(VerificationError) as failed:
         restore_archive(bad, target=target, identities=load_identities(identity_file))
+    assert str(bad) in str(failed.value) and ".statekit-decrypt" not in str(failed.value)
     assert not target.exists() or not any(target.iterdir())
 
 

@@ -114,10 +114,12 @@ def test_object_tampered_in_the_bucket_fails_verify_with_exit_5(state_tree, buck
     body[len(body) // 2] ^= 0x04
     client.put_object(Bucket=bucket, Key=key, Body=bytes(body), Metadata=got["Metadata"])  # type: ignore[attr-defined]
     ident = ("--identity", identity) if encrypted else ()
-    code, _out, err = run(capsys, "backup", "verify", data["archive"], *ident)
+    code, out, err = run(capsys, "backup", "verify", data["archive"], *ident)
     assert code == 5 and "Traceback" not in err
+    assert data["archive"] in err and "s3://s3://" not in err + out and ".statekit-" not in err + out
     code, _out, err = run(capsys, "backup", "restore", data["archive"], "--target", tmp_path / "r", "--yes", *ident)
     assert code == 5 and not (tmp_path / "r").exists()
+    assert data["archive"] in err and ".statekit-" not in err
     # the same bytes without the recorded digest: the archive's own checks (age tags / digest trailer) still catch it
     client.put_object(Bucket=bucket, Key=key, Body=bytes(body))  # type: ignore[attr-defined]
     code, _out, err = run(capsys, "backup", "verify", data["archive"], *ident)
