@@ -220,3 +220,20 @@ def test_migrate_backup_to_copies_the_pre_migration_backup_offsite(tmp_path, buc
     (key,) = objects(s3_env, bucket)
     assert key == f"pre/{read_install_id(state)}/{local.name}"
     assert s3_env.client().get_object(Bucket=bucket, Key=key)["Body"].read() == local.read_bytes()  # type: ignore[attr-defined]
+
+
+def test_dry_runs_write_nothing_to_the_bucket(state_tree, bucket, s3_env, capsys):
+    code, out, err = run(capsys, "backup", "create", "--state-dir", state_tree.root, "--to", f"s3://{bucket}/fleet", "--dry-run")
+    assert code == 0, err
+    assert f"s3://{bucket}/fleet/" in out and "nothing was written" in out
+    assert objects(s3_env, bucket) == [] and uploads(s3_env, bucket) == []
+    data = _create(capsys, state_tree.root, f"s3://{bucket}/fleet")
+    (key,) = objects(s3_env, bucket)
+    older = key.replace(key.rpartition("/")[2], "openclaw-backup-20200101T000000Z.tar.zst")
+    s3_env.client().copy_object(Bucket=bucket, Key=older, CopySource={"Bucket": bucket, "Key": key})  # type: ignore[attr-defined]
+    code, out, err = run(capsys, "backup", "prune", "--state-dir", state_tree.root, "--output", f"s3://{bucket}/fleet",
+                         "--keep-last", "1", "--dry-run")
+    assert code == 0 and "would delete" in out and sorted(objects(s3_env, bucket)) == sorted([key, older])
+    code, out, err = run(capsys, "backup", "restore", data["archive"], "--target", state_tree.home / "r", "--dry-run")
+    assert code == 0, err
+    assert data["archive"] in out and not (state_tree.home / "r").exists()
