@@ -23,7 +23,7 @@ import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +34,7 @@ from typing import Any
 import boto3
 import botocore.exceptions
 from botocore.config import Config
+from s3transfer.utils import ReadFileChunk
 
 from statekit.backup import manifest as mf
 from statekit.backup.create import BackupResult, create_backup
@@ -116,35 +117,30 @@ class Uploaded:
 
 
 def upload_file(client: Any, loc: S3Location, key: str, path: Path, metadata: dict[str, str], *,
-                part_size: int = PART_SIZE, workers: int = WORKERS, progress: Callable[[int], None] | None = None) -> Uploaded:
-    """One multipart upload of ``path`` (see module doc); aborted on any failure in this process."""
+                part_size: int = PART_SIZE, workers: int = WORKERS) -> Uploaded:
+    """One multipart upload of ``path`` (see module doc); aborted on any failure in this process.
+
+    Each worker reads its own byte range from the file twice (its SHA-256, then the body botocore streams), so no
+    part is ever held in memory whole: memory stays flat whatever the archive size."""
     where = loc.url_of(key)
+    size = path.stat().st_size
     metadata = {**metadata, f"{META}sha256": file_sha256(path)}
+    ranges = [(number, offset, min(part_size, size - offset)) for number, offset in enumerate(range(0, max(size, 1), part_size), 1)]
     with _s3_errors(where):
         upload_id = client.create_multipart_upload(Bucket=loc.bucket, Key=key, Metadata=metadata,
                                                    ChecksumAlgorithm="SHA256")["UploadId"]
-    whole = hashlib.sha256()
-    size = 0
-    part_digests: list[bytes] = []
     done: list[dict[str, Any]] = []
     try:
-        with _s3_errors(where), ThreadPoolExecutor(max_workers=workers) as pool, open(path, "rb") as handle:
+        with _s3_errors(where), ThreadPoolExecutor(max_workers=workers) as pool:
             pending: list[Future[dict[str, Any]]] = []
-            number = 0
-            while block := handle.read(part_size):
-                number += 1
-                whole.update(block)
-                size += len(block)
-                digest = hashlib.sha256(block).digest()
-                part_digests.append(digest)
-                pending.append(pool.submit(_put_part, client, loc.bucket, key, upload_id, number, block, _b64(digest)))
-                del block
-                while len(pending) >= workers:  # at most ``workers`` parts in memory
+            for number, offset, length in ranges:
+                pending.append(pool.submit(_put_part, client, loc.bucket, key, upload_id, path, number, offset, length))
+                while len(pending) >= 2 * workers:  # keep the queue short: an interrupted run sends little more
                     done.append(pending.pop(0).result())
-                    _part_done(progress, done)
+                    checkpoint("s3-part-uploaded")
             for future in pending:
                 done.append(future.result())
-                _part_done(progress, done)
+                checkpoint("s3-part-uploaded")
             checkpoint("s3-upload-parts-sent")
             client.complete_multipart_upload(
                 Bucket=loc.bucket, Key=key, UploadId=upload_id,
@@ -156,9 +152,28 @@ def upload_file(client: Any, loc: S3Location, key: str, path: Path, metadata: di
             pass
         raise
     checkpoint("s3-upload-completed")
-    result = Uploaded(key, size, whole.hexdigest(), len(part_digests), requests=len(part_digests) + 3)
-    _check_uploaded(client, loc, result, part_digests, metadata[f"{META}sha256"])
+    result = Uploaded(key, size, metadata[f"{META}sha256"], len(ranges), requests=len(ranges) + 3)
+    _check_uploaded(client, loc, result, [base64.b64decode(p["ChecksumSHA256"]) for p in sorted(done, key=lambda p: int(p["PartNumber"]))])
     return result
+
+
+def _range_sha256(path: Path, offset: int, length: int) -> bytes:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        left = length
+        while left > 0 and (block := handle.read(min(CHUNK, left))):
+            digest.update(block)
+            left -= len(block)
+    return digest.digest()
+
+
+def _put_part(client: Any, bucket: str, key: str, upload_id: str, path: Path, number: int, offset: int, length: int) -> dict[str, Any]:
+    checksum = _b64(_range_sha256(path, offset, length))
+    with ReadFileChunk.from_filename(str(path), offset, length, enable_callbacks=False) as body:
+        response = client.upload_part(Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=body,
+                                      ContentLength=length, ChecksumAlgorithm="SHA256", ChecksumSHA256=checksum)
+    return {"PartNumber": number, "ETag": response["ETag"], "ChecksumSHA256": checksum}
 
 
 def file_sha256(path: Path) -> str:
@@ -166,24 +181,12 @@ def file_sha256(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def _put_part(client: Any, bucket: str, key: str, upload_id: str, number: int, block: bytes, checksum: str) -> dict[str, Any]:
-    response = client.upload_part(Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=block,
-                                  ChecksumAlgorithm="SHA256", ChecksumSHA256=checksum)
-    return {"PartNumber": number, "ETag": response["ETag"], "ChecksumSHA256": checksum}
-
-
-def _part_done(progress: Callable[[int], None] | None, done: list[dict[str, Any]]) -> None:
-    checkpoint("s3-part-uploaded")
-    if progress is not None:
-        progress(1)
-
-
 def composite_sha256(part_digests: list[bytes]) -> str:
     """S3's checksum of a multipart object: SHA-256 of the concatenated part SHA-256s, then ``-<parts>``."""
     return f"{_b64(hashlib.sha256(b''.join(part_digests)).digest())}-{len(part_digests)}"
 
 
-def _check_uploaded(client: Any, loc: S3Location, up: Uploaded, part_digests: list[bytes], metadata_sha: str) -> None:
+def _check_uploaded(client: Any, loc: S3Location, up: Uploaded, part_digests: list[bytes]) -> None:
     """The published object has the size and SHA-256 that were sent (S3's checksum, else a re-read)."""
     where = loc.url_of(up.key)
     with _s3_errors(where):
@@ -192,7 +195,7 @@ def _check_uploaded(client: Any, loc: S3Location, up: Uploaded, part_digests: li
     if int(head["ContentLength"]) != up.size:
         raise VerificationError(f"{where}: uploaded object has {head['ContentLength']} bytes, {up.size} were sent")
     stored = head.get("ChecksumSHA256")
-    if stored and metadata_sha == up.sha256:
+    if stored:
         composite = composite_sha256(part_digests)
         # AWS reports ``<b64>-<parts>``; some S3-compatible servers leave the part count off
         if stored not in (composite, composite.rpartition("-")[0], _b64(bytes.fromhex(up.sha256))):
@@ -204,7 +207,7 @@ def _check_uploaded(client: Any, loc: S3Location, up: Uploaded, part_digests: li
         for block in iter(lambda: body.read(CHUNK), b""):
             digest.update(block)
     up.requests += 1
-    if digest.hexdigest() != up.sha256 or metadata_sha != up.sha256:
+    if digest.hexdigest() != up.sha256:
         raise VerificationError(f"{where}: uploaded object's bytes differ from what was sent (re-read)")
 
 
