@@ -41,19 +41,23 @@ from statekit.backup.create import BackupResult, create_backup
 from statekit.backup.encryption import AGE_SUFFIX, Identities, Recipients, decrypt_stream, require_identities
 from statekit.backup.locations import ArchiveKey, S3Location, parse_archive_key
 from statekit.backup.restore import RestoreResult, restore_archive
+from statekit.backup.runs import mark_interrupted, record_in_state_dir
 from statekit.backup.retention import ArchiveInfo, PruneDecision, plan_prune
 from statekit.backup.verify import VerifyReport, verify_archive
 from statekit.errors import StatekitError, UsageError, VerificationError
 from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE
 from statekit.install import ensure_install_id, read_install_id
 from statekit.seams import checkpoint
+from statekit.states import BackupRunStatus
 
 PART_SIZE = 8 << 20  # boto3's own multipart_chunksize default
 WORKERS = 8
 META = "statekit-"  # x-amz-meta-statekit-*
+MAX_PARTS = 10_000
 DELETE_BATCH = 1000  # DeleteObjects' limit
 STALE_UPLOAD_HOURS = 24.0
 STAGING_PREFIX = ".statekit-offsite-"
+RUN_ID_FILE = "run-id"
 REMOTE_PLACEHOLDER = Path("/.statekit-remote")  # stands for the URL in a report (the CLI shows the URL there)
 
 
@@ -124,6 +128,7 @@ def upload_file(client: Any, loc: S3Location, key: str, path: Path, metadata: di
     part is ever held in memory whole: memory stays flat whatever the archive size."""
     where = loc.url_of(key)
     size = path.stat().st_size
+    part_size = max(part_size, -(-size // MAX_PARTS))  # S3 allows 10,000 parts
     metadata = {**metadata, f"{META}sha256": file_sha256(path)}
     ranges = [(number, offset, min(part_size, size - offset)) for number, offset in enumerate(range(0, max(size, 1), part_size), 1)]
     with _s3_errors(where):
@@ -153,7 +158,12 @@ def upload_file(client: Any, loc: S3Location, key: str, path: Path, metadata: di
         raise
     checkpoint("s3-upload-completed")
     result = Uploaded(key, size, metadata[f"{META}sha256"], len(ranges), requests=len(ranges) + 3)
-    _check_uploaded(client, loc, result, [base64.b64decode(p["ChecksumSHA256"]) for p in sorted(done, key=lambda p: int(p["PartNumber"]))])
+    try:
+        _check_uploaded(client, loc, result, [base64.b64decode(p["ChecksumSHA256"]) for p in sorted(done, key=lambda p: int(p["PartNumber"]))])
+    except VerificationError:
+        with _s3_errors(where):
+            client.delete_object(Bucket=loc.bucket, Key=key)  # never leave a published archive that differs from the sent one
+        raise
     return result
 
 
@@ -245,14 +255,23 @@ def create_remote(state_dir: Path, url_loc: S3Location, *, recipients: Recipient
     client = client or make_client()
     check_bucket(client, url_loc)
     install_id = (read_install_id(state_dir) or "<install-id>") if dry_run else ensure_install_id(state_dir)
-    remove_dead_staging(state_dir.parent)
+    remove_dead_staging(state_dir.parent, state_dir)
     staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=state_dir.parent))
     try:
         result = create_backup(state_dir, staging, recipients=recipients, dry_run=dry_run, **options)
+        if not dry_run:
+            (staging / RUN_ID_FILE).write_text(result.run_id, encoding="utf-8")  # for the next run, should this one be killed
         if dry_run:
             assert result.planned_path is not None
             return RemoteCreate(result, url_loc.url_of(url_loc.key(install_id, result.planned_path.name)), None)
-        uploaded = send_archive(client, url_loc, install_id, result)
+        try:
+            uploaded = send_archive(client, url_loc, install_id, result)
+        except BaseException as exc:
+            # the run's ``ok`` row (written before the snapshots, as for a local backup) becomes ``failed``
+            if options.get("record", True):
+                record_in_state_dir(state_dir, result, BackupRunStatus.FAILED,
+                                    error=str(exc) if isinstance(exc, StatekitError) else type(exc).__name__)
+            raise
         return RemoteCreate(result, url_loc.url_of(uploaded.key), uploaded)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -288,8 +307,10 @@ def _exists(client: Any, loc: S3Location, key: str) -> bool:
     return True
 
 
-def remove_dead_staging(parent: Path) -> None:
-    """Remove the staging dirs of offsite runs that were killed (their pid is gone): a clear archive may be inside."""
+def remove_dead_staging(parent: Path, state_dir: Path) -> None:
+    """Remove the staging dirs of offsite runs that were killed (their pid is gone: a clear archive may be inside),
+    and mark their ``ok`` rows in ``state_dir`` failed (a run id of another install beside it matches no row)."""
+    interrupted = []
     for path in parent.glob(f"{STAGING_PREFIX}*"):
         pid = path.name[len(STAGING_PREFIX) :].split("-", 1)[0]
         if not pid.isdigit() or not path.is_dir() or path.is_symlink():
@@ -298,9 +319,14 @@ def remove_dead_staging(parent: Path) -> None:
             os.kill(int(pid), 0)
             continue  # still running (or another user's: not ours to remove)
         except ProcessLookupError:
+            try:
+                interrupted.append((path / RUN_ID_FILE).read_text(encoding="utf-8").strip())
+            except (OSError, UnicodeDecodeError):
+                pass
             shutil.rmtree(path, ignore_errors=True)
         except PermissionError:
             continue
+    mark_interrupted(state_dir, [run_id for run_id in interrupted if len(run_id) == 32])
 
 
 # --------------------------------------------------------------------------- list / prune

@@ -16,6 +16,7 @@ import pytest
 from pyrage import x25519
 
 from s3_helpers import S3Server, start_subprocess_server
+from helpers import rows
 from statekit.backup.locations import parse_archive_key
 from statekit.cli import main
 from statekit.install import read_install_id
@@ -177,6 +178,8 @@ def test_killed_during_upload_publishes_nothing_rerun_completes_prune_aborts_the
     data = _create(capsys, state_tree.root, url)
     assert [f"s3://{bucket}/{k}" for k in objects(s3_env, bucket)] == [data["archive"]]
     assert not list(state_tree.home.glob(".statekit-offsite-*")), "the rerun removed the dead run's staging copy"
+    runs = dict(rows(state_tree.global_db, "SELECT id, status FROM backup_runs"))
+    assert runs[data["run_id"]] == "ok" and sorted(runs.values()) == ["failed", "ok"], "the killed run's row says failed"
     code, out, err = run(capsys, "backup", "list", "--state-dir", state_tree.root, "--output", url)
     assert code == 0 and "1 incomplete upload" in out
     code, out, err = run(capsys, "backup", "prune", "--state-dir", state_tree.root, "--output", url, "--keep-last", "1",
@@ -237,3 +240,20 @@ def test_dry_runs_write_nothing_to_the_bucket(state_tree, bucket, s3_env, capsys
     code, out, err = run(capsys, "backup", "restore", data["archive"], "--target", state_tree.home / "r", "--dry-run")
     assert code == 0, err
     assert data["archive"] in out and not (state_tree.home / "r").exists()
+
+
+def test_an_existing_object_is_never_overwritten_and_the_run_is_recorded_failed(state_tree, bucket, s3_env, capsys):
+    from datetime import datetime, timedelta, timezone
+
+    from statekit.backup.manifest import ARCHIVE_SUFFIX, archive_stem
+    from statekit.install import ensure_install_id
+
+    install = ensure_install_id(state_tree.root)
+    now = datetime.now(timezone.utc)
+    taken = [f"fleet/{install}/{archive_stem(now + timedelta(seconds=s))}{ARCHIVE_SUFFIX}" for s in range(-1, 30)]
+    for key in taken:
+        s3_env.client().put_object(Bucket=bucket, Key=key, Body=b"someone else's")  # type: ignore[attr-defined]
+    code, out, err = run(capsys, "backup", "create", "--state-dir", state_tree.root, "--to", f"s3://{bucket}/fleet")
+    assert code == 1 and "refusing to overwrite existing backup archive" in err and out == ""
+    assert all(s3_env.client().get_object(Bucket=bucket, Key=k)["Body"].read() == b"someone else's" for k in taken)  # type: ignore[attr-defined]
+    assert [status for (status,) in rows(state_tree.global_db, "SELECT status FROM backup_runs")] == ["failed"]
