@@ -124,13 +124,16 @@ def upload_file(client: Any, loc: S3Location, key: str, path: Path, metadata: di
                 part_size: int = PART_SIZE, workers: int = WORKERS) -> Uploaded:
     """One multipart upload of ``path`` (see module doc); aborted on any failure in this process.
 
-    Each worker reads its own byte range from the file twice (its SHA-256, then the body botocore streams), so no
-    part is ever held in memory whole: memory stays flat whatever the archive size."""
+    One read pass hashes the file (the object's SHA-256 for its metadata, and each part's); then each worker streams
+    its own byte range to the server, so no part is ever held in memory whole: memory stays flat whatever the size."""
     where = loc.url_of(key)
     size = path.stat().st_size
     part_size = max(part_size, -(-size // MAX_PARTS))  # S3 allows 10,000 parts
-    metadata = {**metadata, f"{META}sha256": file_sha256(path)}
+    whole, part_digests = hash_parts(path, part_size)
+    metadata = {**metadata, f"{META}sha256": whole}
     ranges = [(number, offset, min(part_size, size - offset)) for number, offset in enumerate(range(0, max(size, 1), part_size), 1)]
+    if len(part_digests) != len(ranges):
+        raise StatekitError(f"{path}: changed size while being uploaded")
     with _s3_errors(where):
         upload_id = client.create_multipart_upload(Bucket=loc.bucket, Key=key, Metadata=metadata,
                                                    ChecksumAlgorithm="SHA256")["UploadId"]
@@ -139,7 +142,8 @@ def upload_file(client: Any, loc: S3Location, key: str, path: Path, metadata: di
         with _s3_errors(where), ThreadPoolExecutor(max_workers=workers) as pool:
             pending: list[Future[dict[str, Any]]] = []
             for number, offset, length in ranges:
-                pending.append(pool.submit(_put_part, client, loc.bucket, key, upload_id, path, number, offset, length))
+                pending.append(pool.submit(_put_part, client, loc.bucket, key, upload_id, path, number, offset, length,
+                                           _b64(part_digests[number - 1])))
                 while len(pending) >= 2 * workers:  # keep the queue short: an interrupted run sends little more
                     done.append(pending.pop(0).result())
                     checkpoint("s3-part-uploaded")
@@ -159,7 +163,7 @@ def upload_file(client: Any, loc: S3Location, key: str, path: Path, metadata: di
     checkpoint("s3-upload-completed")
     result = Uploaded(key, size, metadata[f"{META}sha256"], len(ranges), requests=len(ranges) + 3)
     try:
-        _check_uploaded(client, loc, result, [base64.b64decode(p["ChecksumSHA256"]) for p in sorted(done, key=lambda p: int(p["PartNumber"]))])
+        _check_uploaded(client, loc, result, part_digests)
     except VerificationError:
         with _s3_errors(where):
             client.delete_object(Bucket=loc.bucket, Key=key)  # never leave a published archive that differs from the sent one
@@ -167,28 +171,32 @@ def upload_file(client: Any, loc: S3Location, key: str, path: Path, metadata: di
     return result
 
 
-def _range_sha256(path: Path, offset: int, length: int) -> bytes:
-    digest = hashlib.sha256()
+def hash_parts(path: Path, part_size: int) -> tuple[str, list[bytes]]:
+    """The file's SHA-256 (hex) and the SHA-256 of each ``part_size`` range, in one read pass."""
+    whole = hashlib.sha256()
+    parts: list[bytes] = []
     with open(path, "rb") as handle:
-        handle.seek(offset)
-        left = length
-        while left > 0 and (block := handle.read(min(CHUNK, left))):
-            digest.update(block)
-            left -= len(block)
-    return digest.digest()
+        while True:
+            part = hashlib.sha256()
+            left = part_size
+            while left > 0 and (block := handle.read(min(CHUNK, left))):
+                whole.update(block)
+                part.update(block)
+                left -= len(block)
+            if left == part_size and parts:
+                break
+            parts.append(part.digest())
+            if left > 0:
+                break
+    return whole.hexdigest(), parts
 
 
-def _put_part(client: Any, bucket: str, key: str, upload_id: str, path: Path, number: int, offset: int, length: int) -> dict[str, Any]:
-    checksum = _b64(_range_sha256(path, offset, length))
+def _put_part(client: Any, bucket: str, key: str, upload_id: str, path: Path, number: int, offset: int, length: int,
+              checksum: str) -> dict[str, Any]:
     with ReadFileChunk.from_filename(str(path), offset, length, enable_callbacks=False) as body:
         response = client.upload_part(Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=body,
                                       ContentLength=length, ChecksumAlgorithm="SHA256", ChecksumSHA256=checksum)
     return {"PartNumber": number, "ETag": response["ETag"], "ChecksumSHA256": checksum}
-
-
-def file_sha256(path: Path) -> str:
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def composite_sha256(part_digests: list[bytes]) -> str:
