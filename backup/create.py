@@ -40,6 +40,7 @@ from typing import Any
 from statekit.backup import manifest as mf
 from statekit.backup import openclaw_format as ocf
 from statekit.backup.archive import END_OF_ARCHIVE, ArchiveWriter, member_bytes, write_all, write_joined, write_payload_then_tail
+from statekit.backup.encryption import AGE_SUFFIX, Recipients, encrypt_file
 from statekit.backup.assets import AssetPlan, Entry, plan_assets
 from statekit.backup.lock import backup_lock
 from statekit.backup.manifest import Asset, Manifest, Skipped
@@ -435,6 +436,7 @@ def create_backup(
     env: Mapping[str, str] | None = None,
     progress: Progress | None = None,
     fmt: str = "statekit",
+    recipients: Recipients | None = None,
 ) -> BackupResult:
     """Create one verified archive of ``state_dir`` (see module doc): ``openclaw-backup-<UTC>.tar.zst``, or with
     ``fmt="openclaw"`` a ``<UTC ms>+00-00-openclaw-backup.tar.gz`` that OpenClaw 2026.9.6 verifies and restores."""
@@ -446,8 +448,10 @@ def create_backup(
     top = 9 if fmt == "openclaw" else 22
     if not 1 <= level <= top:
         raise StatekitError(f"compression level {level} is outside 1..{top} ({'gzip' if fmt == 'openclaw' else 'zstd'})", exit_code=ExitCode.USAGE)
+    if recipients is not None and fmt != "statekit":
+        raise UsageError("age encryption (--recipient) is for statekit archives, not --format openclaw")
     output_dir = Path(os.path.abspath(output_dir)) if output_dir is not None else default_output_dir(state_dir)
-    now, archive_root, final = _free_archive_name(output_dir, fmt)
+    now, archive_root, final = _free_archive_name(output_dir, fmt, suffix=AGE_SUFFIX if recipients is not None else "")
     layout = _Layout(fmt, archive_root)
     options = {"include_workspaces": include_workspaces, "level": level, "verify": verify}
     plan = plan_assets(state_dir, output_dir, include_workspaces=include_workspaces, env=env)
@@ -478,7 +482,7 @@ def create_backup(
                     if warning:
                         result.warnings.append(warning)
                     checkpoint("backup-recorded")
-                _create_locked(plan, final, layout, now, options, level, verify, progress, result, staging, env)
+                _create_locked(plan, final, layout, now, options, level, verify, progress, result, staging, env, recipients)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
     except BaseException as exc:
@@ -492,7 +496,7 @@ def create_backup(
     return result
 
 
-def _free_archive_name(output_dir: Path, fmt: str = "statekit", attempts: int = 3) -> tuple[datetime, str, Path]:
+def _free_archive_name(output_dir: Path, fmt: str = "statekit", attempts: int = 3, suffix: str = "") -> tuple[datetime, str, Path]:
     """Now, the archive stem and its path. Names have a one-second resolution (the contract's
     ``YYYYmmddTHHMMSSZ``; OpenClaw's names have milliseconds) and are never overwritten: when the name is
     taken (a pre-migration backup a moment ago), wait for the next tick rather than refuse."""
@@ -503,7 +507,7 @@ def _free_archive_name(output_dir: Path, fmt: str = "statekit", attempts: int = 
             final = output_dir / f"{archive_root}{ocf.ARCHIVE_SUFFIX}"
         else:
             archive_root = mf.archive_stem(now)
-            final = output_dir / f"{archive_root}{mf.ARCHIVE_SUFFIX}"
+            final = output_dir / f"{archive_root}{mf.ARCHIVE_SUFFIX}{suffix}"
         if not final.exists() or attempt == attempts - 1:
             return now, archive_root, final
         time.sleep(0.002 if fmt == "openclaw" else 1.0 - now.microsecond / 1_000_000 + 0.001)
@@ -522,27 +526,35 @@ def _create_locked(
     result: BackupResult,
     staging: Path,
     env: Mapping[str, str] | None = None,
+    recipients: Recipients | None = None,
 ) -> None:
     if final.exists():
         raise StatekitError(f"refusing to overwrite existing backup archive {final}")
     partial = final.with_name(final.name + PARTIAL_SUFFIX)
+    # Encrypted: the clear archive is written and verified in the private staging dir, then streamed
+    # through age into the ``.partial`` that gets published.
+    written = staging / final.name[: -len(AGE_SUFFIX)] if recipients is not None else partial
     ctx = _Context(staging, layout, skipped=list(plan.skipped), plan=plan, env=env)
     try:
         checkpoint("backup-staging")
         items = [_Item(entry, _base_asset(entry, layout)) for entry in plan.entries]
         manifest = Manifest(now, str(plan.state_dir), options)
         start_phase(progress, "archive", sum(e.st.st_size for e in plan.entries if e.kind in ("file", "sqlite")), "bytes")
-        result.manifest = _write_archive(partial, layout.root, manifest, items, ctx, level, progress)
+        result.manifest = _write_archive(written, layout.root, manifest, items, ctx, level, progress)
         result.openclaw_manifest = ctx.openclaw_manifest
         result.warnings.extend(ctx.warnings)
         checkpoint("backup-partial-written")
         report = None
         if verify:
-            report = verify_archive(partial, scratch_dir=staging, progress=progress)
+            report = verify_archive(written, scratch_dir=staging, progress=progress)
             result.verify_report = report
             if not report.ok:
                 raise VerificationError(f"the new archive failed verification, nothing was published: {report.problems[0]}")
         checkpoint("backup-verified")
+        if recipients is not None:
+            encrypt_file(written, partial, recipients)
+            written.unlink()
+            checkpoint("backup-encrypted")
         _publish(partial, final)
         fsync_dir(final.parent)
         checkpoint("backup-published")

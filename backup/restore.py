@@ -50,6 +50,7 @@ from statekit.backup.archive import open_tar_stream, write_all
 from statekit.backup.assets import is_within
 from statekit.backup.restore_steps import RestoreStep
 from statekit.backup.journal import STAGE_MARKER, JournalStep, Recovery, RestoreJournal, now_iso, pending, settle
+from statekit.backup.encryption import Identities, decrypted_copy, is_encrypted
 from statekit.backup.verify import ABSOLUTE_CAP, OPENCLAW, VerifyReport, verify_archive
 from statekit.errors import StatekitError, UsageError, VerificationError
 from statekit.progress import start_phase
@@ -497,9 +498,21 @@ def restore_archive(
     state_dir: Path | None = None,
     dry_run: bool = False,
     progress: Progress | None = None,
+    identities: Identities | None = None,
 ) -> RestoreResult:
-    """Verify ``path`` and restore it into ``target`` (fresh) or in place (see module doc)."""
+    """Verify ``path`` and restore it into ``target`` (fresh) or in place (see module doc).
+
+    An age-encrypted archive is decrypted (authenticated) into a private scratch copy first, and that is restored."""
     path = Path(path)
+    if is_encrypted(path):
+        with decrypted_copy(path, identities) as plain:
+            try:
+                result = restore_archive(plain, target=target, state_dir=state_dir, dry_run=dry_run, progress=progress)
+            except StatekitError as exc:  # name the archive, not its scratch copy
+                exc.message = exc.message.replace(str(plain), str(path))
+                raise
+        result.archive = path
+        return result
     progress = progress or (lambda _n: None)
     report = verify_archive(path, progress=progress)
     if not report.ok:

@@ -22,6 +22,7 @@ import zstandard
 from statekit.backup import manifest as mf
 from statekit.backup.archive import open_tar_stream
 from statekit.backup.create import sidecar_path
+from statekit.backup.encryption import AGE_SUFFIX
 from statekit.backup.lock import backup_lock
 from statekit.errors import UsageError
 from statekit.fsutil import atomic_write_bytes, read_regular_file
@@ -87,12 +88,12 @@ def list_archives(output_dir: Path) -> list[ArchiveInfo]:
         return []
     found = []
     for path in output_dir.iterdir():
-        created = mf.parse_archive_time(path.name)
+        created = mf.parse_archive_time(path.name.removesuffix(AGE_SUFFIX))
         if created is None or not path.is_file() or path.is_symlink():
             continue
         side = _read_sidecar(path)
         assets = side.get("assets")
-        if not isinstance(assets, int):
+        if not isinstance(assets, int) and not path.name.endswith(AGE_SUFFIX):
             head = read_manifest_head(path)
             assets = len(head.assets) if head else None
         verified = side.get("verified")

@@ -21,12 +21,13 @@ import tempfile
 from pathlib import Path
 
 from statekit.backup.archive import sniff_format
+from statekit.backup.encryption import Identities, decrypted_copy, is_encrypted
 from statekit.backup.checks import (
     ABSOLUTE_CAP, OPENCLAW, STATEKIT, Scratch, ScratchError, VerifyReport, link_escapes, member_path_problem,
 )
 from statekit.backup.openclaw_format import OcMember, encode_openclaw_path, gzip_digest_problem, verify_openclaw
 from statekit.backup.statekit_format import archive_digest_problem, verify_statekit, zstd_structure_problem
-from statekit.errors import StatekitError
+from statekit.errors import StatekitError, VerificationError
 from statekit.progress import ProgressFn
 
 # The names callers imported from here before the per-format split.
@@ -37,9 +38,10 @@ __all__ = [
 
 
 def verify_archive(
-    path: Path | str, *, scratch_dir: Path | None = None, max_bytes: int = ABSOLUTE_CAP, progress: ProgressFn | None = None
+    path: Path | str, *, scratch_dir: Path | None = None, max_bytes: int = ABSOLUTE_CAP, progress: ProgressFn | None = None,
+    identities: Identities | None = None,
 ) -> VerifyReport:
-    """Verify ``path`` (statekit ``.tar.zst`` or OpenClaw ``.tar.gz``) in one streaming pass.
+    """Verify ``path`` (statekit ``.tar.zst`` or OpenClaw ``.tar.gz``, or either age-encrypted) in one streaming pass.
 
     ``progress`` (see :mod:`statekit.progress`) is told the compressed bytes read."""
     path = Path(path)
@@ -50,6 +52,8 @@ def verify_archive(
     if not path.is_file():
         report.problems.append(f"{path}: not a regular file")
         return report
+    if is_encrypted(path):
+        return _decrypt_then_verify(path, scratch_dir, max_bytes, identities)
     kind = sniff_format(path)
     scratch = Scratch(scratch_dir)
     try:
@@ -71,3 +75,17 @@ def verify_archive(
     report.ok = not report.problems
     return report
 
+
+
+def _decrypt_then_verify(path: Path, scratch_dir: Path | None, max_bytes: int, identities: Identities | None) -> VerifyReport:
+    """Decrypt into a private scratch copy (age authenticates every byte: damage fails here), then verify that."""
+    try:
+        with decrypted_copy(path, identities, scratch_dir) as plain:
+            report = verify_archive(plain, scratch_dir=scratch_dir, max_bytes=max_bytes)
+    except VerificationError as exc:
+        report = VerifyReport(path=path, format="age", problems=[str(exc)])
+        return report
+    report.problems = [p.replace(str(plain), str(path)) for p in report.problems]  # noqa: B023  (plain: set above)
+    report.path = path
+    report.notes.append("age-encrypted archive: decrypted and authenticated")
+    return report

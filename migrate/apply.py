@@ -65,6 +65,7 @@ WARNING_OUTCOMES = ("failed", "unreadable", "conflict")
 class MigrateOptions:
     backup: bool = True
     backup_output: Path | None = None
+    backup_to: str | None = None  # s3://bucket/prefix: also copy the pre-migration backup offsite (backup/remote.py)
     remove_sources: bool = False
     retry_failed: bool = False
     env: dict[str, str] | None = None
@@ -246,6 +247,10 @@ class Migration:
                                progress=self.progress)
         self.report.backup_path = result.archive_path
         self.report.changes.append(f"verified pre-migration backup: {result.archive_path}")
+        if self.options.backup_to:
+            from statekit.backup.remote import copy_offsite
+
+            self.report.changes.append(f"offsite copy of the pre-migration backup: {copy_offsite(self.state_dir, self.options.backup_to, result)}")
         self.report.warnings.extend(getattr(result, "warnings", []) or [])
         return result
 

@@ -14,11 +14,12 @@ from statekit.cli.common import (
     existing_state_dir, output, run_command,
 )
 from statekit.errors import ExitCode, UsageError, describe_exit_codes
-from statekit.output import human_size, table
+from statekit.output import Output, human_size, table
 from statekit.values import datetime_to_iso as iso_utc
 
 if TYPE_CHECKING:
     from statekit.backup.create import BackupResult
+    from statekit.backup.encryption import Identities, Recipients
     from statekit.backup.journal import Recovery
     from statekit.backup.restore import RestoreResult
     from statekit.backup.verify import VerifyReport
@@ -68,6 +69,15 @@ OutputOpt = Annotated[
     Path | None,
     typer.Option("--output", "-o", help="Archive directory (default: openclaw-backups/ beside the state dir).", show_default=False),
 ]
+LocationOpt = Annotated[
+    str | None,
+    typer.Option("--output", "-o", help="Archive directory, or s3://bucket/prefix (default: openclaw-backups/ beside the state dir).", show_default=False),
+]
+AllInstallsOpt = Annotated[bool, typer.Option("--all-installs", help="s3://: every install in the bucket prefix, not only this state dir's.")]
+RecipientOpt = Annotated[list[str] | None, typer.Option("--recipient", "-r", help="Encrypt to this age public key (age1...; repeatable): the archive becomes .tar.zst.age.", show_default=False)]
+RecipientsFileOpt = Annotated[list[Path] | None, typer.Option("--recipients-file", "-R", help="Encrypt to the age public keys in this file (one a line; repeatable).", show_default=False)]
+IdentityOpt = Annotated[Path | None, typer.Option("--identity", "-i", help="age identity file (as age-keygen writes it) for encrypted archives.", show_default=False)]
+ToOpt = Annotated[str | None, typer.Option("--to", help="Offsite destination s3://bucket/prefix (AWS configuration chain; AWS_ENDPOINT_URL for S3-compatible stores).", show_default=False)]
 
 CREATE_HELP = f"""Back up the state dir into one verified openclaw-backup-<UTC>.tar.zst.
 
@@ -137,6 +147,88 @@ Example:
 
 {describe_exit_codes(PRUNE_EXIT_CODES)}
 """
+
+
+def _recipients(keys: list[str] | None, files: list[Path] | None) -> Recipients | None:
+    from statekit.backup.encryption import load_recipients
+
+    return load_recipients(keys or (), files or ()) if keys or files else None
+
+
+def _identities(path: Path | None) -> Identities | None:
+    from statekit.backup.encryption import load_identities
+
+    return load_identities(path) if path is not None else None
+
+
+def _is_remote(location: str | None) -> bool:
+    from statekit.backup.locations import is_remote
+
+    return is_remote(location)
+
+
+def _swap(value: Any, local: str, url: str) -> Any:
+    """Show an offsite archive's URL where the local scratch copy's path would appear."""
+    if isinstance(value, str):
+        return value.replace(local, url)
+    if isinstance(value, dict):
+        return {k: _swap(v, local, url) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_swap(v, local, url) for v in value]
+    return value
+
+
+def _install_scope(state_dir: Path | None, all_installs: bool) -> str | None:
+    if all_installs:
+        return None
+    from statekit.install import read_install_id
+
+    found = read_install_id(existing_state_dir(state_dir).path)
+    if found is None:
+        raise UsageError("this state dir has no install id yet (no backup was made from it); pass --all-installs")
+    return found
+
+
+def _list_remote(out: Output, url: str, state_dir: Path | None, all_installs: bool) -> ExitCode:
+    from statekit.backup.locations import parse_s3
+    from statekit.backup.remote import list_remote, make_client
+
+    install = _install_scope(state_dir, all_installs)
+    listing = list_remote(make_client(), parse_s3(url), install, heads=install is not None)
+    archives = listing.archives
+    rows = [(iso_utc(a.key.created), human_size(a.size), a.key.install_id[:12], "age" if a.key.encrypted else "-",
+             a.metadata.get("statekit-assets", "-"), a.key.name) for a in archives]
+
+    def human(_d: Any) -> str:
+        lines = [f"No archives in {url}" if not archives else table(("CREATED (UTC)", "SIZE", "INSTALL", "ENC", "ASSETS", "ARCHIVE"), rows)]
+        if listing.incomplete:
+            lines.append(f"{len(listing.incomplete)} incomplete upload(s) (not archives; `backup prune` aborts stale ones)")
+        return "\n".join(lines)
+
+    out.result({"output": url, "install_id": install, "archives": [a.to_json() for a in archives],
+                "incomplete_uploads": len(listing.incomplete)}, human)
+    return ExitCode.OK
+
+
+def _prune_remote(out: Output, url: str, state_dir: Path | None, all_installs: bool, dry_run: bool, stale_hours: float,
+                  rules: dict[str, int]) -> ExitCode:
+    from statekit.backup.locations import parse_s3
+    from statekit.backup.remote import make_client, prune_remote
+
+    install = _install_scope(state_dir, all_installs)
+    done = prune_remote(make_client(), parse_s3(url), install, rules, dry_run=dry_run, stale_hours=stale_hours)
+    verb = "would delete" if dry_run else "deleted"
+
+    def human(_d: Any) -> str:
+        lines = [f"keep   {a.url}  ({', '.join(d.reasons)})" if d.keep else f"{verb}  {a.url}" for a, d in done.decisions]
+        lines += [f"{'would abort' if dry_run else 'aborted'} incomplete upload {u}" for u in done.aborted]
+        kept = sum(d.keep for _a, d in done.decisions)
+        lines.append(f"{kept} kept, {len(done.decisions) - kept} {verb}" + (" (dry run; nothing was deleted)" if dry_run else ""))
+        return "\n".join(lines)
+
+    out.result({"output": url, "dry_run": dry_run, "archives": [{**a.to_json(), "keep": d.keep, "reasons": d.reasons} for a, d in done.decisions],
+                "aborted_uploads": done.aborted}, human)
+    return ExitCode.OK
 
 
 def _output_dir(output: Path | None, state_dir: Path | None) -> Path:
@@ -253,6 +345,9 @@ def register(app: typer.Typer) -> None:
         level: Annotated[int | None, typer.Option("--level", min=1, max=22, help="Compression level: zstd 1-22 (default 3); gzip 1-9 with --format openclaw (default 6).", show_default=False)] = None,
         fmt: Annotated[str, typer.Option("--format", help="statekit (.tar.zst, the default) or openclaw (.tar.gz that OpenClaw 2026.9.6 restores).")] = "statekit",
         no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the verify pass (snapshot checks still run).")] = False,
+        recipient: RecipientOpt = None,
+        recipients_file: RecipientsFileOpt = None,
+        to: ToOpt = None,
         dry_run: DryRunOpt = False,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
@@ -266,13 +361,23 @@ def register(app: typer.Typer) -> None:
             resolved = existing_state_dir(state_dir)
             if fmt not in ("statekit", "openclaw"):
                 raise UsageError(f"--format must be statekit or openclaw, not {fmt!r}")
+            keys = _recipients(recipient, recipients_file)
+            if to is not None and output_dir is not None:
+                raise UsageError("use either --output DIR or --to s3://bucket/prefix, not both")
             with out.progress() as progress:
-                result = create_backup(
-                    resolved.path, output_dir, include_workspaces=include_workspaces,
-                    level=level if level is not None else (6 if fmt == "openclaw" else 3),
-                    verify=not no_verify, dry_run=dry_run, progress=progress, fmt=fmt,
-                )
-            out.result(result.to_json(), lambda _d: render_create(result))
+                options: dict[str, Any] = dict(include_workspaces=include_workspaces, verify=not no_verify, dry_run=dry_run,
+                                               level=level if level is not None else (6 if fmt == "openclaw" else 3),
+                                               progress=progress, fmt=fmt, recipients=keys)
+                if to is not None:
+                    from statekit.backup.locations import parse_s3
+                    from statekit.backup.remote import create_remote
+
+                    sent = create_remote(resolved.path, parse_s3(to), **options)
+                    result, local = sent.result, sent.result.archive_path or sent.result.planned_path
+                    out.result(_swap(result.to_json(), str(local), sent.url), lambda _d: _swap(render_create(result), str(local), sent.url))
+                else:
+                    result = create_backup(resolved.path, output_dir, **options)
+                    out.result(result.to_json(), lambda _d: render_create(result))
             for warning in result.warnings:  # shown under --quiet too: cron mails them
                 out.warn(warning)
             return ExitCode.WARNINGS if result.warnings else ExitCode.OK
@@ -281,7 +386,8 @@ def register(app: typer.Typer) -> None:
 
     @sub.command("verify", help=VERIFY_HELP)
     def verify_cmd(
-        archive: Annotated[Path, typer.Argument(help="The archive to check.")],
+        archive: Annotated[str, typer.Argument(help="The archive to check (a path or s3://bucket/key).")],
+        identity: IdentityOpt = None,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
         no_progress: NoProgressOpt = False,
@@ -292,14 +398,22 @@ def register(app: typer.Typer) -> None:
             from statekit.backup import verify_archive
             from statekit.backup.retention import record_verify_result
 
-            existing_file(archive, "archive")
-            with out.progress() as progress:
-                report = verify_archive(archive, progress=progress)
-            try:
-                record_verify_result(archive, report.ok, report.problems, iso_utc(datetime.now(timezone.utc)))
-            except OSError:
-                pass
-            out.result(report.to_json(), lambda _d: render_verify(report))
+            keys = _identities(identity)
+            if _is_remote(archive):
+                from statekit.backup.remote import verify_remote
+
+                report = verify_remote(archive, keys)
+                shown = str(report.path)
+                out.result(_swap(report.to_json(), shown, archive), lambda _d: _swap(render_verify(report), shown, archive))
+            else:
+                path = existing_file(Path(archive), "archive")
+                with out.progress() as progress:
+                    report = verify_archive(path, progress=progress, identities=keys)
+                try:
+                    record_verify_result(path, report.ok, report.problems, iso_utc(datetime.now(timezone.utc)))
+                except OSError:
+                    pass
+                out.result(report.to_json(), lambda _d: render_verify(report))
             if not report.ok:
                 if not json_out:
                     for problem in report.problems:
@@ -311,7 +425,8 @@ def register(app: typer.Typer) -> None:
 
     @sub.command("restore", help=RESTORE_HELP)
     def restore_cmd(
-        archive: Annotated[Path | None, typer.Argument(help="The archive to restore (not with --resume/--abort).", show_default=False)] = None,
+        archive: Annotated[str | None, typer.Argument(help="The archive to restore: a path or s3://bucket/key (not with --resume/--abort).", show_default=False)] = None,
+        identity: IdentityOpt = None,
         target: Annotated[Path | None, typer.Option("--target", help="A missing or empty dir to rebuild the state dir in.", show_default=False)] = None,
         state_dir: StateDirOpt = None,
         resume: Annotated[bool, typer.Option("--resume", help="Finish the interrupted in-place restore of the state dir.")] = False,
@@ -354,27 +469,40 @@ def register(app: typer.Typer) -> None:
                 return settle_body()
             if archive is None:
                 raise UsageError("missing ARCHIVE (or --resume / --abort for an interrupted restore)")
-            existing_file(archive, "archive")
+            if not _is_remote(archive):
+                existing_file(Path(archive), "archive")
             if state_dir is not None and target is None:
                 existing_state_dir(state_dir)
             if not dry_run:
                 where = target if target is not None else (state_dir or "the recorded state dir")
                 confirm_or_refuse(out, f"Restore {archive} into {where}?", yes)
+            keys = _identities(identity)
             with out.progress() as progress:
-                result = restore_archive(archive, target=target, state_dir=state_dir, dry_run=dry_run, progress=progress)
+                options: dict[str, Any] = dict(target=target, state_dir=state_dir, dry_run=dry_run, progress=progress)
+                if _is_remote(archive):
+                    from statekit.backup.remote import restore_remote
+
+                    result = restore_remote(archive, keys, **options)
+                    shown = str(result.archive)
+                    out.result(_swap(result.to_json(), shown, archive), lambda _d: _swap(render_restore(result, verbose), shown, archive))
+                    return ExitCode.OK
+                result = restore_archive(Path(archive), identities=keys, **options)
             out.result(result.to_json(), lambda _d: render_restore(result, verbose))
             return ExitCode.OK
 
         run_command(out, body)
 
     @sub.command("list", help=LIST_HELP)
-    def list_cmd(state_dir: StateDirOpt = None, output_dir: OutputOpt = None, json_out: JsonOpt = False, quiet: QuietOpt = False) -> None:
+    def list_cmd(state_dir: StateDirOpt = None, output_dir: LocationOpt = None, all_installs: AllInstallsOpt = False,
+                 json_out: JsonOpt = False, quiet: QuietOpt = False) -> None:
         out = output(json_out, quiet)
 
         def body() -> ExitCode:
             from statekit.backup.retention import list_archives
 
-            directory = _output_dir(output_dir, state_dir)
+            if _is_remote(output_dir):
+                return _list_remote(out, str(output_dir), state_dir, all_installs)
+            directory = _output_dir(Path(output_dir) if output_dir else None, state_dir)
             archives = list_archives(directory) if directory.exists() else []
             rows = [(iso_utc(a.created), human_size(a.size), a.assets if a.assets is not None else "-", _verified_text(a.verified), a.path.name) for a in archives]
 
@@ -391,7 +519,9 @@ def register(app: typer.Typer) -> None:
     @sub.command("prune", help=PRUNE_HELP)
     def prune_cmd(
         state_dir: StateDirOpt = None,
-        output_dir: OutputOpt = None,
+        output_dir: LocationOpt = None,
+        all_installs: AllInstallsOpt = False,
+        stale_upload_hours: Annotated[float, typer.Option("--stale-upload-hours", min=0, help="s3://: abort incomplete uploads started more than this many hours ago.")] = 24.0,
         keep_last: Annotated[int, typer.Option("--keep-last", min=0, help="Keep the N newest archives.")] = 0,
         keep_daily: Annotated[int, typer.Option("--keep-daily", min=0, help="Keep the newest archive of each of the N newest days.")] = 0,
         keep_weekly: Annotated[int, typer.Option("--keep-weekly", min=0, help="... of the N newest ISO weeks.")] = 0,
@@ -405,7 +535,10 @@ def register(app: typer.Typer) -> None:
         def body() -> ExitCode:
             from statekit.backup.retention import prune_archives
 
-            directory = _output_dir(output_dir, state_dir)
+            rules = dict(keep_last=keep_last, keep_daily=keep_daily, keep_weekly=keep_weekly, keep_monthly=keep_monthly)
+            if _is_remote(output_dir):
+                return _prune_remote(out, str(output_dir), state_dir, all_installs, dry_run, stale_upload_hours, rules)
+            directory = _output_dir(Path(output_dir) if output_dir else None, state_dir)
             decisions = prune_archives(
                 directory, dry_run=dry_run, keep_last=keep_last, keep_daily=keep_daily, keep_weekly=keep_weekly, keep_monthly=keep_monthly
             )

@@ -77,6 +77,7 @@ def register(app: typer.Typer) -> None:
         yes: YesOpt = False,
         no_backup: Annotated[bool, typer.Option("--no-backup", help="Skip the pre-migration backup (not recommended).")] = False,
         backup_output: Annotated[Path | None, typer.Option("--backup-output", help="Directory for the pre-migration backup archive.")] = None,
+        backup_to: Annotated[str | None, typer.Option("--backup-to", help="Also copy the pre-migration backup to s3://bucket/prefix.", show_default=False)] = None,
         remove_sources: Annotated[bool, typer.Option("--remove-sources", help="Delete imported sources instead of keeping a byte-exact copy.")] = False,
         retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Try again sources whose unchanged file failed in an earlier run.")] = False,
         dry_run: DryRunOpt = False,
@@ -101,7 +102,7 @@ def register(app: typer.Typer) -> None:
                     plan = build_plan(resolved, retry_failed=retry_failed, progress=progress)
                 out.info(render_plan(plan))
                 confirm_or_refuse(out, "Migrate these sources now?", yes)
-            options = MigrateOptions(backup=not no_backup, backup_output=backup_output, remove_sources=remove_sources, retry_failed=retry_failed)
+            options = MigrateOptions(backup=not no_backup, backup_output=backup_output, backup_to=backup_to, remove_sources=remove_sources, retry_failed=retry_failed)
             with out.progress() as progress:
                 report = migrate(resolved, options, progress)
             out.result(report.to_json(), lambda _d: render_report(report))
