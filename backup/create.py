@@ -40,9 +40,9 @@ from typing import Any
 from statekit.backup import manifest as mf
 from statekit.backup import openclaw_format as ocf
 from statekit.backup.archive import END_OF_ARCHIVE, ArchiveWriter, member_bytes, write_all, write_joined, write_payload_then_tail
-from statekit.backup.assets import AssetPlan, Entry, plan_assets
+from statekit.backup.assets import AssetPlan, Entry, completeness_problems, plan_assets, quiet_skip
 from statekit.backup.lock import backup_lock
-from statekit.backup.manifest import Asset, Manifest, Skipped
+from statekit.backup.manifest import Asset, Manifest, Skipped, display_path
 from statekit.backup.runs import mark_interrupted, record_in_state_dir
 from statekit.backup.snapshot import snapshot_db
 from statekit.backup.verify import VerifyReport, verify_archive
@@ -139,6 +139,7 @@ class _Context:
     plan: AssetPlan | None = None
     env: Mapping[str, str] | None = None
     openclaw_manifest: dict[str, Any] | None = None
+    registry: list[tuple[str, str]] = field(default_factory=list)  # agent databases the global one registers
 
     def scratch_name(self, prefix: str) -> Path:
         return self.staging / f"{prefix}-{next(self.counter)}"  # next() on a count is atomic under the GIL
@@ -213,6 +214,7 @@ def _stage_sqlite(item: _Item, ctx: _Context) -> None:
     asset.schema_version = facts.user_version
     asset.size, asset.sha256 = snap.size, snap.sha256
     item.staged = snap.path
+    ctx.registry.extend(facts.registry)
 
 
 def _start_snapshots(items: list[_Item], ctx: _Context, pool: ThreadPoolExecutor) -> dict[int, Future[None]]:
@@ -410,6 +412,19 @@ def write_sidecar(archive: Path, report: VerifyReport | None, manifest: dict[str
     atomic_write_bytes(sidecar_path(archive), (json.dumps(data, indent=1) + "\n").encode("utf-8"))
 
 
+def skip_warnings(skipped: list[Skipped]) -> list[str]:
+    """One line for every skipped entry that is not statekit's own file or a sidecar of a snapshotted database."""
+    return [f"{display_path(s.source_path)}: not backed up ({s.reason})" for s in skipped if not quiet_skip(s.reason)]
+
+
+def check_complete(plan: AssetPlan, manifest: Manifest, ctx: _Context) -> None:
+    """Refuse to publish an archive that misses a database or the config that exists, or holds no state (exit 5)."""
+    problems = completeness_problems(plan.state_dir, manifest.assets, ctx.env, tuple(ctx.registry))
+    if problems:
+        more = f" (+{len(problems) - 1} more: {'; '.join(display_path(p) for p in problems[1:4])})" if len(problems) > 1 else ""
+        raise VerificationError(f"the archive is incomplete, nothing was published: {display_path(problems[0])}{more}")
+
+
 def _planned_manifest(plan: AssetPlan, now: datetime, options: dict[str, Any], layout: _Layout) -> dict[str, Any]:
     assets = [_base_asset(e, layout) for e in plan.entries]
     for asset, entry in zip(assets, plan.entries):
@@ -456,6 +471,7 @@ def create_backup(
                           format=fmt)
     if dry_run:
         result.dry_run = True
+        result.warnings.extend(skip_warnings(plan.skipped))
         return result
     try:
         with backup_lock(output_dir):
@@ -531,7 +547,9 @@ def _create_locked(
         manifest = Manifest(now, str(plan.state_dir), options)
         result.manifest = _write_archive(partial, layout.root, manifest, items, ctx, level, progress)
         result.openclaw_manifest = ctx.openclaw_manifest
+        check_complete(plan, manifest, ctx)
         result.warnings.extend(ctx.warnings)
+        result.warnings.extend(skip_warnings(manifest.skipped))
         checkpoint("backup-partial-written")
         report = None
         if verify:

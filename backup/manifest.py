@@ -153,6 +153,23 @@ class Manifest:
         }
 
 
+def display_path(text: str) -> str:
+    """A name for a one-line message: a byte that is not UTF-8 (a ``surrogateescape`` code point) as ``\\xNN``,
+    control characters (newlines) escaped; everything else as it is."""
+    if text.isprintable():
+        return text
+    out = []
+    for char in text:
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif char.isprintable():
+            out.append(char)
+        else:
+            out.append(repr(char)[1:-1])
+    return "".join(out)
+
+
 iso_utc = datetime_to_iso  # the manifest's times: ``toISOString`` form
 
 

@@ -185,6 +185,8 @@ def _manifest_consistency(manifest: mf.Manifest, root: str) -> tuple[list[str], 
             problems.append(f"manifest declares {path} twice")
             continue
         declared[path] = asset
+    if not any(asset.kind != "dir" for asset in manifest.assets):
+        problems.append("archive holds no state: its manifest lists no file, database or link (an empty or incomplete backup)")
     totals = manifest.declared_totals or manifest.totals()
     if totals["assets"] != len(manifest.assets):
         problems.append(f"manifest totals say {totals['assets']} assets, it lists {len(manifest.assets)}")

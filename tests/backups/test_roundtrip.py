@@ -44,7 +44,9 @@ def _archived_files(state: Path) -> dict[str, tuple]:
     result = {}
     for rel, value in tree_state(state).items():
         path = state / rel
-        if value[0] == "file" and (path.read_bytes()[:16] == b"SQLite format 3\x00" or skip_reason(rel, path.lstat())):
+        beside = {path.name[: -len(x)] for x in ("-wal", "-shm", "-journal") if path.name.endswith(x)}
+        snapshotted = frozenset(b for b in beside if (path.parent / b).is_file() and (path.parent / b).read_bytes()[:16] == b"SQLite format 3\x00")
+        if value[0] == "file" and (path.read_bytes()[:16] == b"SQLite format 3\x00" or skip_reason(rel, path.lstat(), snapshotted)):
             continue
         result[rel] = value
     return result
