@@ -30,6 +30,7 @@ import shutil
 import tempfile
 import time
 import uuid
+from contextlib import contextmanager
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -46,9 +47,11 @@ from statekit.backup.manifest import Asset, Manifest, Skipped, display_path
 from statekit.backup.runs import mark_interrupted, record_in_state_dir
 from statekit.backup.snapshot import snapshot_db
 from statekit.backup.verify import VerifyReport, verify_archive
-from statekit.errors import ExitCode, StateDirError, StatekitError, UsageError, VerificationError
+from statekit.errors import BusyError, ExitCode, StateDirError, StatekitError, UsageError, VerificationError
 from statekit.seams import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE, atomic_write_bytes, fsync_dir, open_regular_file, remove_orphaned_temps
+from statekit.layout import lock_path
+from statekit.locking import exclusive_lock
 from statekit.states import BackupRunStatus
 
 DEFAULT_OUTPUT_NAME = "openclaw-backups"
@@ -432,6 +435,39 @@ def _planned_manifest(plan: AssetPlan, now: datetime, options: dict[str, Any], l
     return Manifest(now, str(plan.state_dir), options, assets, list(plan.skipped)).to_json()
 
 
+LOCK_POLL_SECONDS = 0.2
+
+
+@contextmanager
+def state_dir_shared_lock(state_dir: Path, wait: float = 0.0) -> Iterator[None]:
+    """A shared hold on the state dir's lock (``.statekit/lock``) for the whole backup: a ``migrate``, an in-place
+    restore or a ``recover`` (which hold it exclusively) never runs while files are being archived, and a backup
+    never starts while one of them runs. Waits up to ``wait`` seconds, then refuses (BusyError, exit 4).
+
+    A state dir where the lock file cannot be created (read-only to us) has no writer that could hold it: the
+    backup goes on without it."""
+    path = lock_path(state_dir)
+    deadline = time.monotonic() + max(wait, 0.0)
+    while True:
+        try:
+            with exclusive_lock(path, f"state dir {state_dir}", shared=True):
+                yield
+            return
+        except BusyError as exc:
+            if time.monotonic() >= deadline:
+                waited = f" (waited {wait:g} s)" if wait > 0 else ""
+                raise BusyError(
+                    f"{state_dir}: a migrate, in-place restore or recover is running on this state dir ({exc}){waited}; "
+                    "nothing was archived -- back up when it has finished, or give --wait SECONDS"
+                ) from None
+            time.sleep(min(LOCK_POLL_SECONDS, max(deadline - time.monotonic(), 0.01)))
+        except PermissionError:
+            if path.exists() and not os.access(path, os.R_OK):
+                raise
+            yield
+            return
+
+
 def _out_of_space(exc: OSError, where: Path) -> StatekitError:
     return StatekitError(f"{where.parent}: no space left on device while writing the backup; nothing was published")
 
@@ -448,9 +484,38 @@ def create_backup(
     env: Mapping[str, str] | None = None,
     progress: Progress | None = None,
     fmt: str = "statekit",
+    state_lock_held: bool = False,
+    lock_wait: float = 0.0,
 ) -> BackupResult:
     """Create one verified archive of ``state_dir`` (see module doc): ``openclaw-backup-<UTC>.tar.zst``, or with
-    ``fmt="openclaw"`` a ``<UTC ms>+00-00-openclaw-backup.tar.gz`` that OpenClaw 2026.9.6 verifies and restores."""
+    ``fmt="openclaw"`` a ``<UTC ms>+00-00-openclaw-backup.tar.gz`` that OpenClaw 2026.9.6 verifies and restores.
+
+    Holds the state dir's lock shared while it plans and archives (:func:`state_dir_shared_lock`, waiting up to
+    ``lock_wait`` seconds), unless the caller already holds it exclusively (``state_lock_held``: migrate's
+    pre-migration backup)."""
+    if dry_run or state_lock_held:
+        return _create_backup(state_dir, output_dir, include_workspaces=include_workspaces, level=level, verify=verify,
+                              dry_run=dry_run, record=record, env=env, progress=progress, fmt=fmt)
+    if not Path(state_dir).is_dir():
+        raise StateDirError(f"{os.path.abspath(state_dir)}: state dir does not exist or is not a directory")
+    with state_dir_shared_lock(Path(os.path.abspath(state_dir)), lock_wait):
+        return _create_backup(state_dir, output_dir, include_workspaces=include_workspaces, level=level, verify=verify,
+                              dry_run=dry_run, record=record, env=env, progress=progress, fmt=fmt)
+
+
+def _create_backup(
+    state_dir: Path,
+    output_dir: Path | None,
+    *,
+    include_workspaces: bool,
+    level: int,
+    verify: bool,
+    dry_run: bool,
+    record: bool,
+    env: Mapping[str, str] | None,
+    progress: Progress | None,
+    fmt: str,
+) -> BackupResult:
     state_dir = Path(os.path.abspath(state_dir))
     if fmt not in FORMATS:
         raise UsageError(f"unknown archive format {fmt!r}; choose one of {', '.join(FORMATS)}")

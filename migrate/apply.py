@@ -234,7 +234,8 @@ class Migration:
             from statekit.backup import create_backup
         except ImportError as exc:  # pragma: no cover - the backup package ships with statekit
             raise StatekitError(f"the backup package is unavailable ({exc}); rerun with --no-backup to skip the backup") from None
-        result = create_backup(self.state_dir, self.options.backup_output, verify=True, record=False, env=self.options.env)
+        result = create_backup(self.state_dir, self.options.backup_output, verify=True, record=False, env=self.options.env,
+                               state_lock_held=True)
         self.report.backup_path = result.archive_path
         self.report.changes.append(f"verified pre-migration backup: {result.archive_path}")
         self.report.warnings.extend(getattr(result, "warnings", []) or [])

@@ -16,24 +16,27 @@ from statekit.fsutil import PRIVATE_FILE_MODE, ensure_private_dir
 
 
 @contextmanager
-def exclusive_lock(path: Path, what: str) -> Iterator[Path]:
+def exclusive_lock(path: Path, what: str, *, shared: bool = False) -> Iterator[Path]:
     """Hold an exclusive, non-blocking ``flock`` on ``path`` (created 0600) or raise BusyError.
 
     The lock file stays on disk; the kernel drops the lock when the holder
     exits, even on SIGKILL, so a crashed run never blocks the next one.
+    ``shared``: a shared lock instead (``backup create``: any number of readers, excluded by every writer
+    holding it exclusively -- migrate, in-place restore, recover); a shared holder does not write its pid.
     """
     ensure_private_dir(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except OSError as exc:
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 holder = _read_holder(fd)
                 raise BusyError(f"{what} is busy: another statekit run holds {path}{holder}") from None
             raise
-        os.ftruncate(fd, 0)
-        os.write(fd, json.dumps({"pid": os.getpid()}).encode())
+        if not shared:
+            os.ftruncate(fd, 0)
+            os.write(fd, json.dumps({"pid": os.getpid()}).encode())
         yield path
     finally:
         os.close(fd)

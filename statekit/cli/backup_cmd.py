@@ -188,6 +188,7 @@ def register(app: typer.Typer) -> None:
         level: Annotated[int | None, typer.Option("--level", min=1, max=22, help="Compression level: zstd 1-22 (default 3); gzip 1-9 with --format openclaw (default 6).", show_default=False)] = None,
         fmt: Annotated[str, typer.Option("--format", help="statekit (.tar.zst, the default) or openclaw (.tar.gz that OpenClaw 2026.9.6 restores).")] = "statekit",
         no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the verify pass (snapshot checks still run).")] = False,
+        wait: Annotated[float, typer.Option("--wait", min=0, help="While a migrate or in-place restore runs on the state dir, wait up to SECONDS for it (default: refuse at once, exit 4).")] = 0.0,
         dry_run: DryRunOpt = False,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
@@ -202,7 +203,7 @@ def register(app: typer.Typer) -> None:
                 result = create_backup(
                     resolved.path, output, include_workspaces=include_workspaces,
                     level=level if level is not None else (6 if fmt == "openclaw" else 3),
-                    verify=not no_verify, dry_run=dry_run, progress=advance, fmt=fmt,
+                    verify=not no_verify, dry_run=dry_run, progress=advance, fmt=fmt, lock_wait=wait,
                 )
             out.result(result.to_json(), lambda _d: render_create(result))
             if not quiet and not json_out:
