@@ -12,7 +12,7 @@ from typer.core import TyperGroup
 from statekit.backup import create_backup, default_output_dir, restore_archive, verify_archive
 from statekit.backup.create import BackupResult
 from statekit.backup.journal import JournalError, Recovery, describe_pending, journal_path, settle_locked
-from statekit.backup.manifest import iso_utc
+from statekit.backup.manifest import display_path, iso_utc
 from statekit.backup.restore import RestoreResult, abort_restore, resume_restore
 from statekit.backup.retention import list_archives, prune_archives, record_verify_result
 from statekit.backup.verify import VerifyReport
@@ -142,7 +142,10 @@ def render_restore(result: RestoreResult) -> str:
     if result.recovered is not None:
         lines.append(f"First {result.recovered.summary()}")
     if result.dry_run:
-        lines += [f"  {s.action:<9} {s.archive_path} -> {s.destination}" for s in result.steps]
+        lines += [f"  {s.action:<9} {display_path(s.archive_path)} -> {display_path(str(s.destination))}"
+                  + (f" (external {s.external_root})" if s.external_root else "") for s in result.steps]
+        lines += [f"  external  {display_path(x['archive_path'])} (recorded at {display_path(x['recorded_path'])}): "
+                  "not restored without --restore-external" for x in result.external_left_out]
     lines.append(f"{counts['create']} create, {counts['replace']} replace, {counts['unchanged']} unchanged")
     if result.pre_restore_dir:
         lines.append(f"Previous files moved to {result.pre_restore_dir}")
@@ -244,6 +247,9 @@ def register(app: typer.Typer) -> None:
         state_dir: StateDirOpt = None,
         resume: Annotated[bool, typer.Option("--resume", help="Finish the interrupted in-place restore of the state dir.")] = False,
         abort: Annotated[bool, typer.Option("--abort", help="Undo the interrupted in-place restore of the state dir.")] = False,
+        restore_external: Annotated[bool, typer.Option("--restore-external", help="In place: also restore the config, credentials, agent dirs and workspaces the archive recorded outside the state dir (to --config-path / --credentials-dir, else the active paths).")] = False,
+        config_path: Annotated[Path | None, typer.Option("--config-path", help="With --restore-external: where an external config goes.", show_default=False)] = None,
+        credentials_dir: Annotated[Path | None, typer.Option("--credentials-dir", help="With --restore-external: where an external credentials dir goes.", show_default=False)] = None,
         dry_run: DryRunOpt = False,
         yes: YesOpt = False,
         json_out: JsonOpt = False,
@@ -276,10 +282,11 @@ def register(app: typer.Typer) -> None:
             if archive is None:
                 raise UsageError("missing ARCHIVE (or --resume / --abort for an interrupted restore)")
             if not dry_run:
-                where = target if target is not None else (state_dir or "the recorded state dir")
+                where = target if target is not None else resolve_state_dir(state_dir).path
                 confirm_or_refuse(out, f"Restore {archive} into {where}?", yes)
             with out.progress("restore", None) as advance:
-                result = restore_archive(archive, target=target, state_dir=state_dir, dry_run=dry_run, progress=advance)
+                result = restore_archive(archive, target=target, state_dir=state_dir, dry_run=dry_run, progress=advance,
+                                         restore_external=restore_external, config_path=config_path, credentials_dir=credentials_dir)
             out.result(result.to_json(), lambda _d: render_restore(result))
             return ExitCode.OK
 
