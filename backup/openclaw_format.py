@@ -45,7 +45,7 @@ from statekit.backup.assets import AssetPlan, Root, configured_workspaces, crede
 from statekit.backup.archive import BombError, GZIP_TRAILER_LEN, GZIP_TRAILER_TAG, copy_member, gzip_trailer, open_tar_stream
 from statekit.backup.checks import (
     MANIFEST_MAX, MemberSink, OPENCLAW_MANIFEST_MAX, OPENCLAW_MAX_ENTRIES, OPENCLAW_RATIO, Scratch,
-    VerifyReport, beneath_symlink, hash_range, link_escapes, member_path_problem, member_type_problem,
+    VerifyReport, beneath_symlink, hash_range, link_escapes, member_path_problem, member_type_problem, oversized_problem,
 )
 from statekit.backup.restore_steps import RestoreStep, file_mode
 from statekit.backup.snapshot import DbFacts, inspect_db
@@ -381,6 +381,10 @@ def verify_openclaw(report: VerifyReport, scratch: Scratch, max_bytes: int) -> N
                 if report.entries > OPENCLAW_MAX_ENTRIES:
                     report.problems.append(f"archive has more than {OPENCLAW_MAX_ENTRIES} entries")
                     return
+                oversized = oversized_problem(member, counter.remaining())
+                if oversized:
+                    report.problems.append(oversized)
+                    return  # refused from its header: not a byte of it is read
                 name = member.name.rstrip("/") if member.isdir() else member.name
                 root = root or name.split("/", 1)[0]
                 problem = member_path_problem(name, root) or member_type_problem(member)

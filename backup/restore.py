@@ -46,7 +46,8 @@ import zstandard
 from statekit.backup import manifest as mf
 from statekit.backup import openclaw_format as ocf
 from statekit.backup import statekit_format as skf
-from statekit.backup.archive import open_tar_stream, write_all
+from statekit.backup.archive import BombError, open_tar_stream, write_all
+from statekit.backup.checks import oversized_problem
 from statekit.backup.assets import _root_id, configured_agent_dirs, configured_workspaces, is_within, read_config
 from statekit.backup.assets import credentials_dir as assets_credentials_dir
 from statekit.backup.manifest import display_path
@@ -187,12 +188,26 @@ def _make_dirs(path: Path, created: list[Path]) -> None:
         created.append(directory)
 
 
-def _iter_payload(archive: Path, compression: str) -> Iterator[tuple[tarfile.TarFile, tarfile.TarInfo]]:
-    """The archive's members as a stream; one that became unreadable since verify is a verification error."""
+def _iter_payload(archive: Path, compression: str, report: VerifyReport | None = None,
+                  steps: Mapping[str, RestoreStep] | None = None) -> Iterator[tuple[tarfile.TarFile, tarfile.TarInfo]]:
+    """The archive's members as a stream; one that became unreadable since verify is a verification error.
+
+    Read no further than verify saw (its decompressed byte count), and every member's header is checked against
+    the plan before a byte of it is read: an archive swapped after verification cannot make a restore read more."""
+    limit = report.decompressed_bytes if report is not None and report.decompressed_bytes > 0 else ABSOLUTE_CAP
     try:
-        with open_tar_stream(archive, compression, ABSOLUTE_CAP) as (tar, _counter):
+        with open_tar_stream(archive, compression, limit) as (tar, counter):
             for member in tar:
+                step = (steps or {}).get(_member_key(member))
+                oversized = oversized_problem(member, counter.remaining())
+                if oversized is None and step is not None and member.isreg() and step.kind in ("file", "sqlite") \
+                        and step.copy_from is None and member.size != step.size:
+                    oversized = f"member {member.name}: header declares {member.size} bytes, the verified manifest {step.size}"
+                if oversized:
+                    raise VerificationError(f"{archive}: the archive changed after verification ({oversized}); nothing was kept")
                 yield tar, member
+    except BombError:
+        raise VerificationError(f"{archive}: the archive decompresses to more than verification saw; it changed since; nothing was kept") from None
     except (tarfile.TarError, EOFError, zlib.error, zstandard.ZstdError) as exc:
         raise VerificationError(f"{archive}: the archive became unreadable while restoring ({exc}); nothing was kept") from None
 
@@ -213,7 +228,7 @@ def _restore_to_target(archive: Path, report: VerifyReport, steps: list[RestoreS
         links: list[RestoreStep] = []
         dirs: list[RestoreStep] = []
         compression = "zstd" if report.format != OPENCLAW else "gzip"
-        for tar, member in _iter_payload(archive, compression):
+        for tar, member in _iter_payload(archive, compression, report, by_path):
             step = by_path.get(_member_key(member))
             if step is None:
                 continue
@@ -417,12 +432,13 @@ def _place(journal: RestoreJournal, step: JournalStep) -> bool:
     return journal.place_step(step)
 
 
-def _stage(archive: Path, compression: str, steps: list[RestoreStep], journal: RestoreJournal, progress: Progress) -> None:
+def _stage(archive: Path, compression: str, steps: list[RestoreStep], journal: RestoreJournal, progress: Progress,
+           report: VerifyReport | None = None) -> None:
     """Write every changed file and link as its staged copy (hash-checked, fsynced)."""
     staged = {Path(s.dest): Path(s.staged) for s in journal.steps}
     todo = {s.archive_path: s for s in steps if s.action != RestoreStepAction.UNCHANGED and s.kind != "dir"}
     everything = {s.archive_path: s for s in steps}
-    for tar, member in _iter_payload(archive, compression):
+    for tar, member in _iter_payload(archive, compression, report, everything):
         step = todo.get(_member_key(member))
         if step is None:
             continue
@@ -445,12 +461,12 @@ def _stage(archive: Path, compression: str, steps: list[RestoreStep], journal: R
 
 
 def _restore_in_place(archive: Path, compression: str, fmt: str, steps: list[RestoreStep], state_dir: Path, stamp: str,
-                      progress: Progress) -> RestoreJournal:
+                      progress: Progress, report: VerifyReport | None = None) -> RestoreJournal:
     journal = _plan_journal(steps, state_dir, archive, fmt, stamp)
     journal.save()
     try:
         journal.make_dirs()
-        _stage(archive, compression, steps, journal, progress)
+        _stage(archive, compression, steps, journal, progress, report)
         checkpoint("restore-staged")
         journal.set_phase("swapping")
         journal.roll_forward(place=lambda s: _place(journal, s))
@@ -491,7 +507,7 @@ def _in_place(path: Path, report: VerifyReport, steps: list[RestoreStep], live_s
             step.action = _current_action(step)
         created = archive_time(report)
         later_runs = runs_after(live_state, created) if created is not None else []
-        journal = _restore_in_place(path, compression, report.format, steps, live_state, stamp, progress)
+        journal = _restore_in_place(path, compression, report.format, steps, live_state, stamp, progress, report)
         global_db = str(global_db_path(live_state))
         replaced = next((Path(s.aside) for s in journal.steps if s.dest == global_db and s.aside), None)
         if later_runs and replaced is not None:

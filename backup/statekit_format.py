@@ -23,7 +23,7 @@ from statekit.backup import manifest as mf
 from statekit.backup.archive import BombError, DIGEST_MAGIC, DIGEST_TAG, copy_member, open_tar_stream, parse_digest_trailer
 from statekit.backup.checks import (
     ABSOLUTE_CAP, BLOCK, BOUND_SLACK, MANIFEST_MAX, MemberSink, Scratch, VerifyReport, beneath_symlink,
-    hash_range, link_escapes, member_path_problem, member_type_problem, padded, tar_archive_size, tar_member_size,
+    hash_range, link_escapes, member_path_problem, member_type_problem, oversized_problem, padded, tar_archive_size, tar_member_size,
 )
 from statekit.backup.restore_steps import RestoreStep, file_mode
 from statekit.backup.snapshot import DbFacts, inspect_db
@@ -284,6 +284,10 @@ def verify_statekit(report: VerifyReport, scratch: Scratch, max_bytes: int) -> N
                     report.problems.extend(consistency)
                     counter.limit = min(_declared_bound(report.manifest, member), max_bytes)
                     continue
+                stop = _header_problem(member, declared, counter.remaining())
+                if stop:
+                    report.problems.append(stop)
+                    return  # refused from its header: not a byte of this member (or any after it) is read
                 _check_member(report, tar, member, root, declared, seen, links, scratch)
             # Drain to the end so every zstd content checksum is checked.
             while counter.read(CHUNK):
@@ -300,6 +304,20 @@ def verify_statekit(report: VerifyReport, scratch: Scratch, max_bytes: int) -> N
         for path, asset in declared.items():
             if path not in seen:
                 report.problems.append(f"asset {asset.id} ({path}) is missing from the payload")
+
+
+def _header_problem(member: tarfile.TarInfo, declared: dict[str, mf.Asset], remaining: int) -> str | None:
+    """Checked against the manifest from the member's header alone, before its data is read: a size the bound cannot
+    hold, a regular member the manifest does not declare that carries data, or a size other than the manifest's."""
+    problem = oversized_problem(member, remaining)
+    if problem or not member.isreg() or member.size == 0:
+        return problem
+    asset = declared.get(member.name)
+    if asset is None:
+        return f"member {member.name!r} ({member.size} bytes) is not declared in the manifest; rejected before reading it"
+    if asset.kind in ("file", "sqlite", "symlink") and member.size != asset.size:
+        return f"member {member.name}: header declares {member.size} bytes, manifest records {asset.size}; rejected before reading it"
+    return None
 
 
 def _read_manifest(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.TarInfo) -> str | None:
