@@ -326,10 +326,6 @@ class CountingReader:
         self.limit = limit
         self.count = 0
 
-    def remaining(self) -> int:
-        """Bytes the bound still allows (a member declaring more is refused from its header)."""
-        return max(self.limit - self.count, 0)
-
     def read(self, n: int = -1) -> bytes:
         if n is None or n < 0:
             n = CHUNK

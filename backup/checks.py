@@ -135,8 +135,8 @@ def oversized_problem(member: tarfile.TarInfo, remaining: int) -> str | None:
     """A member whose header declares more data than the archive's bound still allows: refused from its header,
     before any byte of it is read (tar headers carry sizes up to 2^95; the bound comes from the manifest)."""
     if member.size < 0 or member.size > remaining:
-        return (f"member {member.name!r} declares {member.size} bytes, more than the {remaining} bytes the archive can still "
-                "hold; rejected before reading it")
+        return (f"decompression bomb: member {member.name!r} declares {member.size} bytes, more than the {max(remaining, 0)} bytes "
+                "the archive can still hold; rejected before reading it")
     return None
 
 

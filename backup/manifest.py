@@ -9,6 +9,7 @@ reading the payload. It never holds file contents, so no secret value.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -196,8 +197,19 @@ def parse_archive_time(name: str) -> datetime | None:
         return None
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_text_bytes(text: str) -> bytes:
+    """JSON text as UTF-8, a name that is not UTF-8 kept exactly: Python reads such a name with ``surrogateescape``
+    (byte 0xNN becomes the lone code point U+DCNN), which UTF-8 cannot hold; each one is written as the JSON escape
+    ``\\udcNN``. JSON readers give back the same string, ``os.fsencode`` the same bytes (only code points inside
+    JSON strings can be surrogates)."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
 def encode(manifest: dict[str, Any]) -> bytes:
-    return (json.dumps(manifest, indent=1, ensure_ascii=False, sort_keys=False) + "\n").encode("utf-8")
+    return json_text_bytes(json.dumps(manifest, indent=1, ensure_ascii=False, sort_keys=False) + "\n")
 
 
 @lru_cache(maxsize=1)

@@ -233,7 +233,7 @@ def asset_kind(root_id: str) -> str:
 
 def encode_document(document: dict[str, Any]) -> bytes:
     """OpenClaw's ``manifest.json`` bytes (2-space indent, as OpenClaw writes it)."""
-    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    return mf.json_text_bytes(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
 def build_documents(manifest: mf.Manifest, data: dict[str, Any], kept: list[mf.Asset], used_roots: list[Root], plan: AssetPlan,
@@ -381,7 +381,7 @@ def verify_openclaw(report: VerifyReport, scratch: Scratch, max_bytes: int) -> N
                 if report.entries > OPENCLAW_MAX_ENTRIES:
                     report.problems.append(f"archive has more than {OPENCLAW_MAX_ENTRIES} entries")
                     return
-                oversized = oversized_problem(member, counter.remaining())
+                oversized = oversized_problem(member, counter.limit - member.offset_data)
                 if oversized:
                     report.problems.append(oversized)
                     return  # refused from its header: not a byte of it is read

@@ -199,7 +199,7 @@ def _iter_payload(archive: Path, compression: str, report: VerifyReport | None =
         with open_tar_stream(archive, compression, limit) as (tar, counter):
             for member in tar:
                 step = (steps or {}).get(_member_key(member))
-                oversized = oversized_problem(member, counter.remaining())
+                oversized = oversized_problem(member, counter.limit - member.offset_data)
                 if oversized is None and step is not None and member.isreg() and step.kind in ("file", "sqlite") \
                         and step.copy_from is None and member.size != step.size:
                     oversized = f"member {member.name}: header declares {member.size} bytes, the verified manifest {step.size}"

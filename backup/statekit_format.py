@@ -284,10 +284,14 @@ def verify_statekit(report: VerifyReport, scratch: Scratch, max_bytes: int) -> N
                     report.problems.extend(consistency)
                     counter.limit = min(_declared_bound(report.manifest, member), max_bytes)
                     continue
-                stop = _header_problem(member, declared, counter.remaining())
+                # Every header is checked before its data is read: a size past what the manifest's bound still allows
+                # stops the read here; a size other than the manifest's is reported by _check_asset_member unread.
+                stop = oversized_problem(member, counter.limit - member.offset_data)
                 if stop:
-                    report.problems.append(stop)
-                    return  # refused from its header: not a byte of this member (or any after it) is read
+                    report.problems.append(member_path_problem(member.name, root) or stop)
+                    if report.problems[-1] != stop:
+                        report.problems.append(stop)
+                    return
                 _check_member(report, tar, member, root, declared, seen, links, scratch)
             # Drain to the end so every zstd content checksum is checked.
             while counter.read(CHUNK):
@@ -304,20 +308,6 @@ def verify_statekit(report: VerifyReport, scratch: Scratch, max_bytes: int) -> N
         for path, asset in declared.items():
             if path not in seen:
                 report.problems.append(f"asset {asset.id} ({path}) is missing from the payload")
-
-
-def _header_problem(member: tarfile.TarInfo, declared: dict[str, mf.Asset], remaining: int) -> str | None:
-    """Checked against the manifest from the member's header alone, before its data is read: a size the bound cannot
-    hold, a regular member the manifest does not declare that carries data, or a size other than the manifest's."""
-    problem = oversized_problem(member, remaining)
-    if problem or not member.isreg() or member.size == 0:
-        return problem
-    asset = declared.get(member.name)
-    if asset is None:
-        return f"member {member.name!r} ({member.size} bytes) is not declared in the manifest; rejected before reading it"
-    if asset.kind in ("file", "sqlite", "symlink") and member.size != asset.size:
-        return f"member {member.name}: header declares {member.size} bytes, manifest records {asset.size}; rejected before reading it"
-    return None
 
 
 def _read_manifest(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.TarInfo) -> str | None:
