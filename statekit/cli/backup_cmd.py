@@ -110,8 +110,8 @@ def render_create(result: BackupResult) -> str:
     if result.dry_run:
         assets = result.manifest.get("assets", [])
         lines = [f"Dry run: would write {result.planned_path}", f"Assets: {len(assets)} ({human_size(data['bytes'])})"]
-        lines += [f"  {a['kind']:<8} {a['role']:<11} {a['source_path']}" for a in assets if a["kind"] != "dir"]
-        lines += [f"  skip     {s['source_path']} ({s['reason']})" for s in data["skipped"]]
+        lines += [f"  {a['kind']:<8} {a['role']:<11} {display_path(a['source_path'])}" for a in assets if a["kind"] != "dir"]
+        lines += [f"  skip     {display_path(s['source_path'])} ({s['reason']})" for s in data["skipped"]]
         lines.append("Dry run only; nothing was written.")
         return "\n".join(lines)
     dbs = ", ".join(f"{d['role']}{'/' + d['agent_id'] if d['agent_id'] else ''} v{d['schema_version']}" for d in data["databases"])
@@ -131,7 +131,7 @@ def render_verify(report: VerifyReport) -> str:
         f"Created at: {data['created_at'] or '-'}",
         f"Assets verified: {report.assets_verified} of {data['assets']}; members scanned: {report.entries}",
     ]
-    lines += [f"note: {n}" for n in report.notes]
+    lines += [f"note: {display_path(n)}" for n in report.notes]
     return "\n".join(lines)
 
 
@@ -151,7 +151,7 @@ def render_restore(result: RestoreResult) -> str:
         lines.append(f"Previous files moved to {result.pre_restore_dir}")
     if result.removed_sidecars:
         lines.append(f"Removed {len(result.removed_sidecars)} stale -wal/-shm/-journal sidecars")
-    lines += [f"note: {n}" for n in result.notes if not (result.recovered and n == result.recovered.summary())]
+    lines += [f"note: {display_path(n)}" for n in result.notes if not (result.recovered and n == result.recovered.summary())]
     if result.dry_run:
         lines.append("Dry run only; nothing was written.")
     return "\n".join(lines)
@@ -234,7 +234,7 @@ def register(app: typer.Typer) -> None:
             if not report.ok:
                 if not json_out:
                     for problem in report.problems:
-                        out.error(problem)
+                        out.error(display_path(problem))
                 return ExitCode.VERIFY_FAILED
             return ExitCode.OK
 
