@@ -44,7 +44,7 @@ class BoundedTarInfo(tarfile.TarInfo):
     balloon until the decompression bound. Such a header (and a sparse member, which no backup holds) is refused
     from its header alone, before a byte of it is read."""
 
-    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
         extended = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE, tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK)
         if self.type in extended and self.size > EXTENDED_HEADER_MAX:
             raise OversizedHeader(f"an extended tar header declares {self.size} bytes (at most {EXTENDED_HEADER_MAX}); "
