@@ -20,6 +20,7 @@ from statekit.backup.restore_steps import RestoreStep
 from statekit.db import SQLiteError, connect, immediate, read_only_view, table_columns, table_names
 from statekit.layout import global_db_path
 from statekit.states import RestoreStepAction
+from statekit.values import datetime_ms, datetime_to_iso, ms_to_iso, mtime_ms, parse_iso
 
 SIDECARS = ("-wal", "-shm", "-journal")
 
@@ -40,27 +41,24 @@ def newer_data(report: VerifyReport, steps: list[RestoreStep], live_state: Path)
         if step.kind != "sqlite" or step.action != RestoreStepAction.REPLACE:
             continue
         try:
-            mtime = max([os.stat(step.destination).st_mtime] +
-                        [os.stat(f"{step.destination}{s}").st_mtime for s in SIDECARS if os.path.exists(f"{step.destination}{s}")])
+            changed = max([mtime_ms(os.stat(step.destination))] +
+                          [mtime_ms(os.stat(f"{step.destination}{s}")) for s in SIDECARS if os.path.exists(f"{step.destination}{s}")])
         except OSError:
             continue
-        if mtime > created.timestamp() + 1:
-            when = datetime.fromtimestamp(mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if changed > datetime_ms(created) + 1000:
+            when = ms_to_iso(changed)
             lines.append(f"newer data will be replaced: {display_path(str(step.destination))} changed at {when}, after the archive "
-                         f"({created.strftime('%Y-%m-%dT%H:%M:%SZ')}); the current copy goes to .statekit/pre-restore/")
+                         f"({datetime_to_iso(created)}); the current copy goes to .statekit/pre-restore/")
     return lines
 
 
 def archive_time(report: VerifyReport) -> datetime | None:
     if report.format != OPENCLAW and report.manifest is not None:
         return report.manifest.created_at
-    raw = (report.openclaw_manifest or {}).get("createdAt")
-    if not isinstance(raw, str):
+    parsed = parse_iso((report.openclaw_manifest or {}).get("createdAt"))
+    if parsed is None:
         return None
-    try:
-        return datetime.fromisoformat(raw.replace("Z", "+00:00")).astimezone(timezone.utc)
-    except ValueError:
-        return None
+    return parsed.replace(tzinfo=timezone.utc) if parsed.tzinfo is None else parsed.astimezone(timezone.utc)
 
 
 def runs_after(live_state: Path, created: datetime) -> list[str]:
@@ -73,7 +71,7 @@ def runs_after(live_state: Path, created: datetime) -> list[str]:
             if "migration_runs" not in table_names(conn):
                 return []
             rows = conn.execute("SELECT id FROM migration_runs WHERE started_at > ? ORDER BY started_at, id",
-                                (int(created.timestamp() * 1000),)).fetchall()
+                                (datetime_ms(created),)).fetchall()
     except SQLiteError:
         return []
     return [str(r[0]) for r in rows]
