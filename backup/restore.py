@@ -649,10 +649,27 @@ def _plan_steps(report: VerifyReport, target: Path | None, live_state: Path, ext
         assert report.openclaw_manifest is not None
         base = target if target is not None else live_state
         steps, placed = ocf.restore_steps(report, base)
+        if target is None and external is None:  # in place: what lived outside the state dir only with --restore-external
+            steps, placed = _hold_back_external(steps, placed, left_out if left_out is not None else [])
         relocated, notes = ocf.relocations(placed, base)
         return steps, relocated, list(report.notes) + notes
     assert report.manifest is not None
     return skf.restore_steps(report.manifest, report.root or "", target, live_state, external, left_out), [], []
+
+
+def _hold_back_external(steps: list[RestoreStep], placed: list[ocf.Placement],
+                        left_out: list[dict[str, str]]) -> tuple[list[RestoreStep], list[ocf.Placement]]:
+    """An OpenClaw archive restored in place without ``--restore-external``: the steps of every asset but the state
+    dir itself (a config, credentials dir, workspace or agent dir recorded outside it) are listed, not planned."""
+    kept = []
+    for step in steps:
+        hit = ocf.place_member(step.archive_path, placed)
+        if hit is not None and hit[0].kind != "state":
+            left_out.append({"archive_path": step.archive_path, "kind": step.kind, "asset": hit[0].kind,
+                             "recorded_path": hit[0].source_path})
+        else:
+            kept.append(step)
+    return kept, [p for p in placed if p.kind == "state"]
 
 
 def _note_pending(state_dir: Path, result: RestoreResult) -> None:

@@ -189,3 +189,25 @@ def test_older_archive_over_newer_state_names_the_newer_run_and_recover_finds_it
     assert recover.returncode in (0, 3), recover
     assert (state / "cron" / "jobs.json").is_file()  # the later run's retired source is back in place
     FIGURES["restore destinations"]["later runs kept recoverable"] += 1
+
+
+def test_openclaw_archive_in_place_holds_back_what_lived_outside(tmp_path: Path) -> None:
+    """Fails on 308a7ed: restoring an OpenClaw-format archive in place wrote the config it recorded outside the state
+    dir into the state dir (``openclaw.json``) without being asked."""
+    state = copy_world("demo-install", tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.move(state / "openclaw.json", outside / "openclaw.json")
+    env = {"OPENCLAW_CONFIG_PATH": str(outside / "openclaw.json")}
+    run = fork_cli("backup", "create", "--state-dir", state, "--output", tmp_path / "out", "--format", "openclaw", env=env)
+    assert run.returncode in (0, 3), run
+    [archive] = [p for p in (tmp_path / "out").iterdir() if p.name.endswith(".tar.gz")]
+    dry = fork_cli("backup", "restore", archive, "--state-dir", state, "--dry-run", env=env)
+    assert dry.returncode == 0 and "not restored without --restore-external" in dry.stdout, dry
+    plain = fork_cli("backup", "restore", archive, "--state-dir", state, "--yes", env=env)
+    assert plain.returncode == 0, plain
+    assert not (state / "openclaw.json").exists()
+    told = fork_cli("backup", "restore", archive, "--state-dir", state, "--yes", "--restore-external", env=env)
+    assert told.returncode == 0, told
+    assert (state / "openclaw.json").read_bytes() == (outside / "openclaw.json").read_bytes()
+    FIGURES["restore destinations"]["external assets held back"] += 1
