@@ -405,10 +405,15 @@ def plan_assets(
 # --------------------------------------------------------------------------- completeness
 
 
-def _real_file_key(path: str) -> str:
+def _real_file_key(path: str, cache: dict[str, str] | None = None) -> str:
     """``realpath(dirname)/basename``: where a file really is, without following the file itself if it is a link."""
     head, tail = os.path.split(path)
-    return os.path.join(os.path.realpath(head), tail)
+    if cache is None:
+        return os.path.join(os.path.realpath(head), tail)
+    real = cache.get(head)
+    if real is None:
+        real = cache[head] = os.path.realpath(head)
+    return os.path.join(real, tail)
 
 
 def _is_regular(path: str) -> bool:
@@ -475,9 +480,10 @@ def completeness_problems(
     env = os.environ if env is None else env
     archived: set[str] = set()
     content = state_content = 0
+    heads: dict[str, str] = {}
     for asset in assets:
         if asset.kind in ("file", "sqlite"):
-            archived.add(_real_file_key(asset.source_path))
+            archived.add(_real_file_key(asset.source_path, heads))
         if asset.kind != "dir":
             content += 1
             state_content += asset.id == "state" or asset.id.startswith("state/")
