@@ -462,6 +462,9 @@ def verify_openclaw(report: VerifyReport, scratch: Scratch, max_bytes: int) -> N
     if problems:
         return
     _check_openclaw_assets(report, data, root, members)
+    metadata = {f"{root}/{MANIFEST_NAME}", f"{root}/{DIGESTS_NAME}"}
+    if not any(m.kind in ("file", "hardlink", "symlink") for name, m in members.items() if name not in metadata):
+        report.problems.append("archive holds no state: no file, database or link besides its manifest (an empty or incomplete backup)")
     if digests:
         _check_statekit_digests(report, digests[0], manifests[0][1], root, members)
         if not has_trailer:
