@@ -537,6 +537,8 @@ def _create_backup(
     if dry_run:
         result.dry_run = True
         result.warnings.extend(skip_warnings(plan.skipped))
+        planned = [_base_asset(e, layout) for e in plan.entries]  # no snapshot yet: the registry is not read
+        result.warnings.extend(f"the backup would fail: {display_path(p)}" for p in completeness_problems(state_dir, planned, env))
         return result
     try:
         with backup_lock(output_dir):

@@ -113,6 +113,8 @@ def test_empty_state_dir_is_not_an_ok_backup(tmp_path: Path) -> None:
     (state / ".statekit").mkdir()
     (state / ".statekit" / "lock").write_text("{}")
     out = tmp_path / "out"
+    dry = fork_cli("backup", "create", "--state-dir", state, "--output", out, "--dry-run")
+    assert "the backup would fail" in dry.stderr and "no state at all" in dry.stderr, dry
     run = fork_cli("backup", "create", "--state-dir", state, "--output", out)
     assert run.returncode == 5, run
     assert "holds no state" in run.stderr or "no state at all" in run.stderr
