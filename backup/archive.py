@@ -33,6 +33,28 @@ class BombError(Exception):
     """Decompressed data exceeded the allowed bound."""
 
 
+EXTENDED_HEADER_MAX = 1 << 20  # bytes: a PAX / GNU long-name header; tarfile reads one into memory whole
+
+
+class OversizedHeader(tarfile.TarError):
+    """A tar extended header (PAX, GNU long name) declaring more bytes than any sound archive has: refused unread."""
+
+
+class BoundedTarInfo(tarfile.TarInfo):
+    """tarfile reads a PAX or GNU long-name header's data into memory in one piece: one declaring 2^60 bytes would
+    balloon until the decompression bound. Such a header (and a sparse member, which no backup holds) is refused
+    from its header alone, before a byte of it is read."""
+
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+        extended = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE, tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK)
+        if self.type in extended and self.size > EXTENDED_HEADER_MAX:
+            raise OversizedHeader(f"an extended tar header declares {self.size} bytes (at most {EXTENDED_HEADER_MAX}); "
+                                  "rejected before reading it")
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            raise OversizedHeader(f"member {self.name!r} is a sparse file (no backup holds one); rejected before reading it")
+        return super()._proc_member(tarfile_)  # type: ignore[misc]
+
+
 def write_all(fd: int, data: bytes) -> None:
     """``os.write`` until every byte is written (short writes happen on pipes and full-ish disks)."""
     view = memoryview(data)
@@ -330,7 +352,8 @@ def open_tar_stream(
             decompressed = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
         counter = CountingReader(decompressed, limit)
         try:
-            with tarfile.open(fileobj=counter, mode="r|", bufsize=TAR_READ_BUFSIZE) as tar:  # type: ignore[call-overload]
+            with tarfile.open(fileobj=counter, mode="r|", bufsize=TAR_READ_BUFSIZE, tarinfo=BoundedTarInfo,  # type: ignore[call-overload]
+                              encoding="utf-8", errors="surrogateescape") as tar:
                 yield tar, counter
         finally:
             decompressed.close()

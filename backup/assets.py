@@ -194,7 +194,7 @@ def plan_roots(
         cover = next((r for r in roots if is_within(candidate.path, r.path)), None)
         if cover is not None:
             if cover.id != "state":  # inside the state dir: archived with it, nothing to report
-                skipped.append(Skipped(str(candidate.path), f"covered by the {cover.id} asset"))
+                skipped.append(Skipped(str(candidate.path), f"{SKIP_COVERED} {cover.id} asset"))
             continue
         roots.append(candidate)
     return roots, cfg
@@ -211,8 +211,43 @@ def check_output_dir(output_dir: Path, roots: list[Root]) -> None:
 # --------------------------------------------------------------------------- walk
 
 
-def skip_reason(rel: str, st: os.stat_result) -> str | None:
-    """Why an entry below a root is never archived, or None to archive it."""
+# Why an entry is left out. Only statekit's own files and the sidecars of a database the backup snapshots are
+# left out silently; every other skipped entry is printed as a warning (``quiet_skip``).
+SKIP_TEMP = "statekit temp file"
+SKIP_LOCK = "statekit lock file"
+SKIP_JOURNAL = "statekit restore journal (an interrupted restore is settled before a backup)"
+SKIP_PRE_RESTORE = "statekit pre-restore copies (rollback area of an earlier restore)"
+SKIP_SIDECAR = "SQLite -wal/-shm/-journal beside a database this backup snapshots (the snapshot holds every committed row)"
+SKIP_COVERED = "covered by the"  # prefix: "covered by the <root> asset" (archived with it)
+QUIET_SKIPS = (SKIP_TEMP, SKIP_LOCK, SKIP_JOURNAL, SKIP_PRE_RESTORE, SKIP_SIDECAR)
+STATEKIT_LOCK_REL = f"{STATEKIT_DIR_NAME}/lock"
+PRE_RESTORE_REL = f"{STATEKIT_DIR_NAME}/pre-restore"
+
+
+def quiet_skip(reason: str) -> bool:
+    """True for the skips that are statekit's own business (never printed); every other one is a warning."""
+    return reason in QUIET_SKIPS or reason.startswith(SKIP_COVERED)
+
+
+def statekit_own(rel: str, name: str) -> str | None:
+    """The reason a path below the state dir is statekit's own bookkeeping (never archived), or None."""
+    if any(marker in name for marker in STATEKIT_TEMP_MARKERS):
+        return SKIP_TEMP
+    if rel == STATEKIT_LOCK_REL:
+        return SKIP_LOCK
+    if rel == RESTORE_JOURNAL_REL:
+        return SKIP_JOURNAL
+    if rel == PRE_RESTORE_REL:
+        return SKIP_PRE_RESTORE
+    return None
+
+
+def skip_reason(rel: str, st: os.stat_result, snapshotted: frozenset[str] = frozenset()) -> str | None:
+    """Why an entry below a root is never archived, or None to archive it.
+
+    ``snapshotted``: the names of the databases in the same directory that this backup snapshots: only a
+    ``-wal``/``-shm``/``-journal`` beside one of them is left out (``travel-journal`` or a ``-wal`` beside a
+    file that is not a database is user data)."""
     name = PurePosixPath(rel).name
     mode = st.st_mode
     if stat.S_ISSOCK(mode):
@@ -223,19 +258,37 @@ def skip_reason(rel: str, st: os.stat_result) -> str | None:
         return "device file"
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
         return "unsupported file type"
-    if any(marker in name for marker in STATEKIT_TEMP_MARKERS):
-        return "statekit temp file"
-    if rel == f"{STATEKIT_DIR_NAME}/lock" or name.endswith(".lock"):
-        return "lock file"
+    own = statekit_own(rel, name)
+    if own:
+        return own
     if OPENCLAW_TRANSIENT_SQLITE.search(name):
         return "OpenClaw runtime lock or transient SQLite copy (recreated by OpenClaw, never archived by it either)"
-    if rel == RESTORE_JOURNAL_REL:
-        return "statekit restore journal (an interrupted restore is settled before a backup)"
-    if rel == f"{STATEKIT_DIR_NAME}/pre-restore":
-        return "statekit pre-restore copies (rollback area of an earlier restore)"
-    if stat.S_ISREG(mode) and name.endswith(SIDECAR_SUFFIXES):
-        return "SQLite -wal/-shm/-journal sidecar (the snapshot holds every committed row)"
+    if stat.S_ISREG(mode) and sidecar_base(name) in snapshotted:
+        return SKIP_SIDECAR
     return None
+
+
+def sidecar_base(name: str) -> str | None:
+    """``x.sqlite`` for ``x.sqlite-wal`` / ``-shm`` / ``-journal``; None for any other name."""
+    for suffix in SIDECAR_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return None
+
+
+def _snapshotted_names(directory: Path, children: list[os.DirEntry[str]]) -> frozenset[str]:
+    """Names in ``directory`` that have a sidecar beside them and are SQLite databases (regular files, not followed)."""
+    names = {c.name for c in children}
+    bases = {b for c in children if (b := sidecar_base(c.name)) is not None and b in names}
+    found = set()
+    for child in children:
+        if child.name in bases:
+            try:
+                if child.is_file(follow_symlinks=False) and is_sqlite_file(Path(child.path)):
+                    found.add(child.name)
+            except OSError:
+                continue
+    return frozenset(found)
 
 
 def link_scope(rel: str, target: str) -> str:
@@ -297,6 +350,7 @@ def walk_root(root: Root, excluded: list[Path], special: Mapping[str, list[Path]
         except PermissionError as exc:
             raise StatekitError(f"{directory}: cannot read directory ({exc.strerror}); nothing was archived") from None
         subdirs: list[tuple[Path, str]] = []
+        snapshotted = _snapshotted_names(directory, children)
         for child in children:
             path = Path(child.path)
             rel = f"{rel_dir}/{child.name}" if rel_dir else child.name
@@ -308,7 +362,7 @@ def walk_root(root: Root, excluded: list[Path], special: Mapping[str, list[Path]
             if any(path == ex for ex in excluded):
                 skipped.append(Skipped(str(path), "backup output or staging directory"))
                 continue
-            reason = skip_reason(rel, st)
+            reason = skip_reason(rel, st, snapshotted)
             if reason:
                 skipped.append(Skipped(str(path), reason))
                 continue
@@ -347,3 +401,101 @@ def plan_assets(
     for root in roots:
         plan.entries.extend(walk_root(root, excluded, special, skipped))
     return plan
+
+
+# --------------------------------------------------------------------------- completeness
+
+
+def _real_file_key(path: str, cache: dict[str, str] | None = None) -> str:
+    """``realpath(dirname)/basename``: where a file really is, without following the file itself if it is a link."""
+    head, tail = os.path.split(path)
+    if cache is None:
+        return os.path.join(os.path.realpath(head), tail)
+    real = cache.get(head)
+    if real is None:
+        real = cache[head] = os.path.realpath(head)
+    return os.path.join(real, tail)
+
+
+def _is_regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _databases_below(top: str) -> Iterator[str]:
+    """Every regular ``*.sqlite`` file below ``top`` (links not followed), statekit's own areas and OpenClaw's transient
+    copies left out: the databases a backup of that tree must hold."""
+    for directory, dirs, files in os.walk(top, followlinks=False):
+        rel_dir = os.path.relpath(directory, top)
+        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
+        dirs[:] = [d for d in dirs if statekit_own(f"{rel_dir}/{d}" if rel_dir else d, d) is None]
+        for name in files:
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            if not name.lower().endswith(".sqlite") or statekit_own(rel, name) or OPENCLAW_TRANSIENT_SQLITE.search(name):
+                continue
+            path = os.path.join(directory, name)
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                yield path
+
+
+def _has_state_content(top: str) -> bool:
+    """Whether the state dir holds anything but statekit's own bookkeeping and empty directories."""
+    for directory, dirs, files in os.walk(top, followlinks=False):
+        rel_dir = os.path.relpath(directory, top)
+        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
+        dirs[:] = [d for d in dirs if statekit_own(f"{rel_dir}/{d}" if rel_dir else d, d) is None]
+        if any(statekit_own(f"{rel_dir}/{n}" if rel_dir else n, n) is None for n in files):
+            return True
+        if any(os.path.islink(os.path.join(directory, d)) for d in dirs):
+            return True
+    return False
+
+
+def expected_databases(state_dir: Path, env: Mapping[str, str], registry: tuple[tuple[str, str], ...] = ()) -> set[str]:
+    """The databases statekit knows for this install, each as :func:`_real_file_key`: every ``*.sqlite`` below the
+    state dir, the global and agent databases at their layout paths (through links), the agent databases of the
+    agent dirs the config names, and those the global database's registry names."""
+    real_state = os.path.realpath(state_dir)
+    found = {_real_file_key(p) for p in _databases_below(real_state)}
+    known = [state_dir / GLOBAL_DB_REL]
+    agents = state_dir / "agents"
+    try:
+        known += [agents / name / "agent" / AGENT_DB_NAME for name in sorted(os.listdir(agents))]
+    except OSError:
+        pass
+    config = read_config(config_path(state_dir, env), [])
+    known += [directory / AGENT_DB_NAME for directory in configured_agent_dirs(config, state_dir).values()]
+    known += [Path(os.path.join(state_dir, registered)) for _agent, registered in registry if registered.strip()]
+    found |= {os.path.realpath(p) for p in known if _is_regular(str(p))}
+    return found
+
+
+def completeness_problems(
+    state_dir: Path, assets: list[Any], env: Mapping[str, str] | None = None, registry: tuple[tuple[str, str], ...] = ()
+) -> list[str]:
+    """What a finished archive misses of what exists (each one line): a database statekit knows, the active config,
+    any content at all when the state dir has some. Checked against the filesystem again, independently of the walk
+    that chose the assets, so a wrong skip rule or a redirected walk fails the backup instead of shipping it."""
+    env = os.environ if env is None else env
+    archived: set[str] = set()
+    content = state_content = 0
+    heads: dict[str, str] = {}
+    for asset in assets:
+        if asset.kind in ("file", "sqlite"):
+            archived.add(_real_file_key(asset.source_path, heads))
+        if asset.kind != "dir":
+            content += 1
+            state_content += asset.id == "state" or asset.id.startswith("state/")
+    problems = []
+    for db in sorted(expected_databases(state_dir, env, registry) - archived):
+        problems.append(f"{db}: database exists but is not in the archive")
+    cfg = config_path(state_dir, env)
+    if cfg is not None and _is_regular(str(cfg)) and os.path.realpath(cfg) not in archived and _real_file_key(str(cfg)) not in archived:
+        problems.append(f"{cfg}: the active config exists but is not in the archive")
+    if content == 0:
+        problems.append(f"{state_dir}: the archive would hold no state at all (no file, database or link)")
+    elif state_content == 0 and _has_state_content(os.path.realpath(state_dir)):
+        problems.append(f"{state_dir}: the state dir has content but the archive holds none of it")
+    return problems

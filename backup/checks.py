@@ -131,6 +131,15 @@ def beneath_symlink(name: str, links: set[str]) -> str | None:
     return None
 
 
+def oversized_problem(member: tarfile.TarInfo, remaining: int) -> str | None:
+    """A member whose header declares more data than the archive's bound still allows: refused from its header,
+    before any byte of it is read (tar headers carry sizes up to 2^95; the bound comes from the manifest)."""
+    if member.size < 0 or member.size > remaining:
+        return (f"decompression bomb: member {member.name!r} declares {member.size} bytes, more than the {max(remaining, 0)} bytes "
+                "the archive can still hold; rejected before reading it")
+    return None
+
+
 def member_type_problem(member: tarfile.TarInfo) -> str | None:
     if member.ischr() or member.isblk():
         return f"member {member.name!r} is a device file"

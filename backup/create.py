@@ -30,6 +30,7 @@ import shutil
 import tempfile
 import time
 import uuid
+from contextlib import contextmanager
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -41,17 +42,18 @@ from statekit.backup import manifest as mf
 from statekit.backup import openclaw_format as ocf
 from statekit.backup.archive import END_OF_ARCHIVE, ArchiveWriter, member_bytes, write_all, write_joined, write_payload_then_tail
 from statekit.backup.encryption import AGE_SUFFIX, Recipients, encrypt_file
-from statekit.backup.assets import AssetPlan, Entry, plan_assets
+from statekit.backup.assets import AssetPlan, Entry, completeness_problems, plan_assets, quiet_skip
 from statekit.backup.lock import backup_lock
-from statekit.backup.manifest import Asset, Manifest, Skipped
+from statekit.backup.manifest import Asset, Manifest, Skipped, display_path
 from statekit.backup.runs import mark_interrupted, record_in_state_dir
 from statekit.backup.snapshot import snapshot_db
 from statekit.backup.verify import VerifyReport, verify_archive
-from statekit.errors import ExitCode, StateDirError, StatekitError, UsageError, VerificationError
+from statekit.errors import BusyError, ExitCode, StateDirError, StatekitError, UsageError, VerificationError
 from statekit.progress import start_phase
 from statekit.seams import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE, atomic_write_bytes, create_file, fsync_dir, open_regular_file, remove_orphaned_temps
-from statekit.layout import canonical_state_dir
+from statekit.layout import canonical_state_dir, lock_path
+from statekit.locking import exclusive_lock
 from statekit.states import BackupRunStatus
 
 DEFAULT_OUTPUT_NAME = "openclaw-backups"
@@ -142,6 +144,7 @@ class _Context:
     plan: AssetPlan | None = None
     env: Mapping[str, str] | None = None
     openclaw_manifest: dict[str, Any] | None = None
+    registry: list[tuple[str, str]] = field(default_factory=list)  # agent databases the global one registers
 
     def scratch_name(self, prefix: str) -> Path:
         return self.staging / f"{prefix}-{next(self.counter)}"  # next() on a count is atomic under the GIL
@@ -216,6 +219,7 @@ def _stage_sqlite(item: _Item, ctx: _Context) -> None:
     asset.schema_version = facts.user_version
     asset.size, asset.sha256 = snap.size, snap.sha256
     item.staged = snap.path
+    ctx.registry.extend(facts.registry)
 
 
 def _start_snapshots(items: list[_Item], ctx: _Context, pool: ThreadPoolExecutor) -> dict[int, Future[None]]:
@@ -413,11 +417,57 @@ def write_sidecar(archive: Path, report: VerifyReport | None, manifest: dict[str
     atomic_write_bytes(sidecar_path(archive), (json.dumps(data, indent=1) + "\n").encode("utf-8"))
 
 
+def skip_warnings(skipped: list[Skipped]) -> list[str]:
+    """One line for every skipped entry that is not statekit's own file or a sidecar of a snapshotted database."""
+    return [f"{display_path(s.source_path)}: not backed up ({s.reason})" for s in skipped if not quiet_skip(s.reason)]
+
+
+def check_complete(plan: AssetPlan, manifest: Manifest, ctx: _Context) -> None:
+    """Refuse to publish an archive that misses a database or the config that exists, or holds no state (exit 5)."""
+    problems = completeness_problems(plan.state_dir, manifest.assets, ctx.env, tuple(ctx.registry))
+    if problems:
+        more = f" (+{len(problems) - 1} more: {'; '.join(display_path(p) for p in problems[1:4])})" if len(problems) > 1 else ""
+        raise VerificationError(f"the archive is incomplete, nothing was published: {display_path(problems[0])}{more}")
+
+
 def _planned_manifest(plan: AssetPlan, now: datetime, options: dict[str, Any], layout: _Layout) -> dict[str, Any]:
     assets = [_base_asset(e, layout) for e in plan.entries]
     for asset, entry in zip(assets, plan.entries):
         asset.size = entry.st.st_size if entry.kind in ("file", "sqlite") else 0
     return Manifest(now, str(plan.state_dir), options, assets, list(plan.skipped)).to_json()
+
+
+LOCK_POLL_SECONDS = 0.2
+
+
+@contextmanager
+def state_dir_shared_lock(state_dir: Path, wait: float = 0.0) -> Iterator[None]:
+    """A shared hold on the state dir's lock (``.statekit/lock``) for the whole backup: a ``migrate``, an in-place
+    restore or a ``recover`` (which hold it exclusively) never runs while files are being archived, and a backup
+    never starts while one of them runs. Waits up to ``wait`` seconds, then refuses (BusyError, exit 4).
+
+    A state dir where the lock file cannot be created (read-only to us) has no writer that could hold it: the
+    backup goes on without it."""
+    path = lock_path(state_dir)
+    deadline = time.monotonic() + max(wait, 0.0)
+    while True:
+        try:
+            with exclusive_lock(path, f"state dir {state_dir}", shared=True):
+                yield
+            return
+        except BusyError as exc:
+            if time.monotonic() >= deadline:
+                waited = f" (waited {wait:g} s)" if wait > 0 else ""
+                raise BusyError(
+                    f"{state_dir}: a migrate, in-place restore or recover is running on this state dir ({exc}){waited}; "
+                    "nothing was archived -- back up when it has finished, or give --wait SECONDS"
+                ) from None
+            time.sleep(min(LOCK_POLL_SECONDS, max(deadline - time.monotonic(), 0.01)))
+        except PermissionError:
+            if path.exists() and not os.access(path, os.R_OK):
+                raise
+            yield
+            return
 
 
 def _out_of_space(exc: OSError, where: Path) -> StatekitError:
@@ -436,10 +486,40 @@ def create_backup(
     env: Mapping[str, str] | None = None,
     progress: Progress | None = None,
     fmt: str = "statekit",
+    state_lock_held: bool = False,
+    lock_wait: float = 0.0,
     recipients: Recipients | None = None,
 ) -> BackupResult:
     """Create one verified archive of ``state_dir`` (see module doc): ``openclaw-backup-<UTC>.tar.zst``, or with
-    ``fmt="openclaw"`` a ``<UTC ms>+00-00-openclaw-backup.tar.gz`` that OpenClaw 2026.9.6 verifies and restores."""
+    ``fmt="openclaw"`` a ``<UTC ms>+00-00-openclaw-backup.tar.gz`` that OpenClaw 2026.9.6 verifies and restores.
+
+    Holds the state dir's lock shared while it plans and archives (:func:`state_dir_shared_lock`, waiting up to
+    ``lock_wait`` seconds), unless the caller already holds it exclusively (``state_lock_held``: migrate's
+    pre-migration backup)."""
+    if dry_run or state_lock_held:
+        return _create_backup(state_dir, output_dir, include_workspaces=include_workspaces, level=level, verify=verify,
+                              dry_run=dry_run, record=record, env=env, progress=progress, fmt=fmt, recipients=recipients)
+    if not Path(state_dir).is_dir():
+        raise StateDirError(f"{os.path.abspath(state_dir)}: state dir does not exist or is not a directory")
+    with state_dir_shared_lock(canonical_state_dir(Path(state_dir)), lock_wait):
+        return _create_backup(state_dir, output_dir, include_workspaces=include_workspaces, level=level, verify=verify,
+                              dry_run=dry_run, record=record, env=env, progress=progress, fmt=fmt, recipients=recipients)
+
+
+def _create_backup(
+    state_dir: Path,
+    output_dir: Path | None,
+    *,
+    include_workspaces: bool,
+    level: int,
+    verify: bool,
+    dry_run: bool,
+    record: bool,
+    env: Mapping[str, str] | None,
+    progress: Progress | None,
+    fmt: str,
+    recipients: Recipients | None,
+) -> BackupResult:
     state_dir = canonical_state_dir(state_dir)  # a symlinked state dir is the directory it points to
     if fmt not in FORMATS:
         raise UsageError(f"unknown archive format {fmt!r}; choose one of {', '.join(FORMATS)}")
@@ -462,6 +542,9 @@ def create_backup(
                           format=fmt)
     if dry_run:
         result.dry_run = True
+        result.warnings.extend(skip_warnings(plan.skipped))
+        planned = [_base_asset(e, layout) for e in plan.entries]  # no snapshot yet: the registry is not read
+        result.warnings.extend(f"the backup would fail: {display_path(p)}" for p in completeness_problems(state_dir, planned, env))
         return result
     try:
         with backup_lock(output_dir):
@@ -542,7 +625,9 @@ def _create_locked(
         start_phase(progress, "archive", sum(e.st.st_size for e in plan.entries if e.kind in ("file", "sqlite")), "bytes")
         result.manifest = _write_archive(written, layout.root, manifest, items, ctx, level, progress)
         result.openclaw_manifest = ctx.openclaw_manifest
+        check_complete(plan, manifest, ctx)
         result.warnings.extend(ctx.warnings)
+        result.warnings.extend(skip_warnings(manifest.skipped))
         checkpoint("backup-partial-written")
         report = None
         if verify:

@@ -9,6 +9,7 @@ reading the payload. It never holds file contents, so no secret value.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -153,6 +154,23 @@ class Manifest:
         }
 
 
+def display_path(text: str) -> str:
+    """A name for a one-line message: a byte that is not UTF-8 (a ``surrogateescape`` code point) as ``\\xNN``,
+    control characters (newlines) escaped; everything else as it is."""
+    if text.isprintable():
+        return text
+    out = []
+    for char in text:
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif char.isprintable():
+            out.append(char)
+        else:
+            out.append(repr(char)[1:-1])
+    return "".join(out)
+
+
 iso_utc = datetime_to_iso  # the manifest's times: ``toISOString`` form
 
 
@@ -180,8 +198,19 @@ def parse_archive_time(name: str) -> datetime | None:
         return None
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_text_bytes(text: str) -> bytes:
+    """JSON text as UTF-8, a name that is not UTF-8 kept exactly: Python reads such a name with ``surrogateescape``
+    (byte 0xNN becomes the lone code point U+DCNN), which UTF-8 cannot hold; each one is written as the JSON escape
+    ``\\udcNN``. JSON readers give back the same string, ``os.fsencode`` the same bytes (only code points inside
+    JSON strings can be surrogates)."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
 def encode(manifest: dict[str, Any]) -> bytes:
-    return (json.dumps(manifest, indent=1, ensure_ascii=False, sort_keys=False) + "\n").encode("utf-8")
+    return json_text_bytes(json.dumps(manifest, indent=1, ensure_ascii=False, sort_keys=False) + "\n")
 
 
 @lru_cache(maxsize=1)

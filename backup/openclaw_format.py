@@ -45,7 +45,7 @@ from statekit.backup.assets import AssetPlan, Root, configured_workspaces, crede
 from statekit.backup.archive import BombError, GZIP_TRAILER_LEN, GZIP_TRAILER_TAG, copy_member, gzip_trailer, open_tar_stream
 from statekit.backup.checks import (
     MANIFEST_MAX, MemberSink, OPENCLAW_MANIFEST_MAX, OPENCLAW_MAX_ENTRIES, OPENCLAW_RATIO, Scratch,
-    VerifyReport, beneath_symlink, hash_range, link_escapes, member_path_problem, member_type_problem,
+    VerifyReport, beneath_symlink, hash_range, link_escapes, member_path_problem, member_type_problem, oversized_problem,
 )
 from statekit.backup.restore_steps import RestoreStep, file_mode
 from statekit.backup.snapshot import DbFacts, inspect_db
@@ -234,7 +234,7 @@ def asset_kind(root_id: str) -> str:
 
 def encode_document(document: dict[str, Any]) -> bytes:
     """OpenClaw's ``manifest.json`` bytes (2-space indent, as OpenClaw writes it)."""
-    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    return mf.json_text_bytes(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
 def build_documents(manifest: mf.Manifest, data: dict[str, Any], kept: list[mf.Asset], used_roots: list[Root], plan: AssetPlan,
@@ -385,6 +385,10 @@ def verify_openclaw(report: VerifyReport, scratch: Scratch, max_bytes: int, prog
                 if report.entries > OPENCLAW_MAX_ENTRIES:
                     report.problems.append(f"archive has more than {OPENCLAW_MAX_ENTRIES} entries")
                     return
+                oversized = oversized_problem(member, counter.limit - member.offset_data)
+                if oversized:
+                    report.problems.append(oversized)
+                    return  # refused from its header: not a byte of it is read
                 name = member.name.rstrip("/") if member.isdir() else member.name
                 root = root or name.split("/", 1)[0]
                 problem = member_path_problem(name, root) or member_type_problem(member)
@@ -462,6 +466,9 @@ def verify_openclaw(report: VerifyReport, scratch: Scratch, max_bytes: int, prog
     if problems:
         return
     _check_openclaw_assets(report, data, root, members)
+    metadata = {f"{root}/{MANIFEST_NAME}", f"{root}/{DIGESTS_NAME}"}
+    if not any(m.kind in ("file", "hardlink", "symlink") for name, m in members.items() if name not in metadata):
+        report.problems.append("archive holds no state: no file, database or link besides its manifest (an empty or incomplete backup)")
     if digests:
         _check_statekit_digests(report, digests[0], manifests[0][1], root, members)
         if not has_trailer:

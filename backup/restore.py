@@ -35,7 +35,7 @@ import shutil
 import stat
 import tarfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
@@ -46,8 +46,11 @@ import zstandard
 from statekit.backup import manifest as mf
 from statekit.backup import openclaw_format as ocf
 from statekit.backup import statekit_format as skf
-from statekit.backup.archive import open_tar_stream, write_all
-from statekit.backup.assets import is_within
+from statekit.backup.archive import BombError, open_tar_stream, write_all
+from statekit.backup.checks import oversized_problem
+from statekit.backup.assets import _root_id, configured_agent_dirs, configured_workspaces, is_within, read_config
+from statekit.backup.assets import credentials_dir as assets_credentials_dir
+from statekit.backup.manifest import display_path
 from statekit.backup.restore_steps import RestoreStep
 from statekit.backup.journal import STAGE_MARKER, JournalStep, Recovery, RestoreJournal, now_iso, pending, settle
 from statekit.backup.encryption import Identities, decrypted_copy, is_encrypted
@@ -56,7 +59,10 @@ from statekit.errors import StatekitError, UsageError, VerificationError
 from statekit.progress import start_phase
 from statekit.seams import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, create_file, ensure_inside, fsync_dir, make_dir, sha256_file
-from statekit.layout import canonical_state_dir, lock_path, resolve_state_dir, statekit_dir
+from statekit.backup.newer import archive_time, keep_newer_runs, newer_data, runs_after
+from statekit.db import SQLiteError
+from statekit.layout import CONFIG_NAME, global_db_path, lock_path, resolve_state_dir, statekit_dir
+from statekit.layout import config_path as layout_config_path
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
 from statekit.states import RestoreStepAction
 
@@ -78,6 +84,8 @@ class RestoreResult:
     notes: list[str] = field(default_factory=list)
     relocated: list[dict[str, str]] = field(default_factory=list)  # OpenClaw assets that lived outside the state dir
     recovered: Recovery | None = None  # an interrupted earlier restore finished (or undone) first
+    external_left_out: list[dict[str, str]] = field(default_factory=list)  # recorded outside the state dir, not restored
+    newer: list[str] = field(default_factory=list)  # what newer data an in-place restore of this archive replaces
 
     def counts(self) -> dict[str, int]:
         counts = {str(action): 0 for action in RestoreStepAction}
@@ -98,6 +106,8 @@ class RestoreResult:
             "removed_sidecars": self.removed_sidecars,
             "relocated": self.relocated,
             "recovered": self.recovered.to_json() if self.recovered else None,
+            "external_left_out": self.external_left_out,
+            "newer_data_replaced": self.newer,
             "notes": self.notes,
             "steps": [s.to_json() for s in self.steps],
         }
@@ -180,12 +190,26 @@ def _make_dirs(path: Path, created: list[Path]) -> None:
         created.append(directory)
 
 
-def _iter_payload(archive: Path, compression: str) -> Iterator[tuple[tarfile.TarFile, tarfile.TarInfo]]:
-    """The archive's members as a stream; one that became unreadable since verify is a verification error."""
+def _iter_payload(archive: Path, compression: str, report: VerifyReport | None = None,
+                  steps: Mapping[str, RestoreStep] | None = None) -> Iterator[tuple[tarfile.TarFile, tarfile.TarInfo]]:
+    """The archive's members as a stream; one that became unreadable since verify is a verification error.
+
+    Read no further than verify saw (its decompressed byte count), and every member's header is checked against
+    the plan before a byte of it is read: an archive swapped after verification cannot make a restore read more."""
+    limit = report.decompressed_bytes if report is not None and report.decompressed_bytes > 0 else ABSOLUTE_CAP
     try:
-        with open_tar_stream(archive, compression, ABSOLUTE_CAP) as (tar, _counter):
+        with open_tar_stream(archive, compression, limit) as (tar, counter):
             for member in tar:
+                step = (steps or {}).get(_member_key(member))
+                oversized = oversized_problem(member, counter.limit - member.offset_data)
+                if oversized is None and step is not None and member.isreg() and step.kind in ("file", "sqlite") \
+                        and step.copy_from is None and member.size != step.size:
+                    oversized = f"member {member.name}: header declares {member.size} bytes, the verified manifest {step.size}"
+                if oversized:
+                    raise VerificationError(f"{archive}: the archive changed after verification ({oversized}); nothing was kept")
                 yield tar, member
+    except BombError:
+        raise VerificationError(f"{archive}: the archive decompresses to more than verification saw; it changed since; nothing was kept") from None
     except (tarfile.TarError, EOFError, zlib.error, zstandard.ZstdError) as exc:
         raise VerificationError(f"{archive}: the archive became unreadable while restoring ({exc}); nothing was kept") from None
 
@@ -206,7 +230,7 @@ def _restore_to_target(archive: Path, report: VerifyReport, steps: list[RestoreS
         links: list[RestoreStep] = []
         dirs: list[RestoreStep] = []
         compression = "zstd" if report.format != OPENCLAW else "gzip"
-        for tar, member in _iter_payload(archive, compression):
+        for tar, member in _iter_payload(archive, compression, report, by_path):
             step = by_path.get(_member_key(member))
             if step is None:
                 continue
@@ -410,12 +434,13 @@ def _place(journal: RestoreJournal, step: JournalStep) -> bool:
     return journal.place_step(step)
 
 
-def _stage(archive: Path, compression: str, steps: list[RestoreStep], journal: RestoreJournal, progress: Progress) -> None:
+def _stage(archive: Path, compression: str, steps: list[RestoreStep], journal: RestoreJournal, progress: Progress,
+           report: VerifyReport | None = None) -> None:
     """Write every changed file and link as its staged copy (hash-checked, fsynced)."""
     staged = {Path(s.dest): Path(s.staged) for s in journal.steps}
     todo = {s.archive_path: s for s in steps if s.action != RestoreStepAction.UNCHANGED and s.kind != "dir"}
     everything = {s.archive_path: s for s in steps}
-    for tar, member in _iter_payload(archive, compression):
+    for tar, member in _iter_payload(archive, compression, report, everything):
         step = todo.get(_member_key(member))
         if step is None:
             continue
@@ -438,12 +463,12 @@ def _stage(archive: Path, compression: str, steps: list[RestoreStep], journal: R
 
 
 def _restore_in_place(archive: Path, compression: str, fmt: str, steps: list[RestoreStep], state_dir: Path, stamp: str,
-                      progress: Progress) -> RestoreJournal:
+                      progress: Progress, report: VerifyReport | None = None) -> RestoreJournal:
     journal = _plan_journal(steps, state_dir, archive, fmt, stamp)
     journal.save()
     try:
         journal.make_dirs()
-        _stage(archive, compression, steps, journal, progress)
+        _stage(archive, compression, steps, journal, progress, report)
         checkpoint("restore-staged")
         journal.set_phase("swapping")
         journal.roll_forward(place=lambda s: _place(journal, s))
@@ -482,7 +507,19 @@ def _in_place(path: Path, report: VerifyReport, steps: list[RestoreStep], live_s
             result.notes.append(f"removed {len(stale)} staged file(s) an interrupted restore left behind")
         for step in steps:  # re-plan under the lock: nothing may have moved since the dry run
             step.action = _current_action(step)
-        journal = _restore_in_place(path, compression, report.format, steps, live_state, stamp, progress)
+        created = archive_time(report)
+        later_runs = runs_after(live_state, created) if created is not None else []
+        journal = _restore_in_place(path, compression, report.format, steps, live_state, stamp, progress, report)
+        global_db = str(global_db_path(live_state))
+        replaced = next((Path(s.aside) for s in journal.steps if s.dest == global_db and s.aside), None)
+        if later_runs and replaced is not None:
+            try:
+                runs, receipts = keep_newer_runs(Path(global_db), replaced, later_runs)
+            except (SQLiteError, OSError) as exc:
+                result.notes.append(f"the receipts of the {len(later_runs)} later run(s) stay only in {display_path(str(replaced))} ({exc})")
+            else:
+                result.notes.append(f"kept {runs} later migration run(s) and {receipts} receipt(s) of the sources they retired, "
+                                    "so `statekit recover RUN_ID` still finds them")
         aside = Path(journal.aside_root)
         result.pre_restore_dir = aside if aside.exists() else None
         result.removed_sidecars = [live for s in journal.steps for live, moved in s.sidecars if os.path.lexists(moved)]
@@ -499,21 +536,35 @@ def restore_archive(
     dry_run: bool = False,
     progress: Progress | None = None,
     identities: Identities | None = None,
+    restore_external: bool = False,
+    config_path: Path | None = None,
+    credentials_dir: Path | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> RestoreResult:
     """Verify ``path`` and restore it into ``target`` (fresh) or in place (see module doc).
+
+    Every destination is below ``target`` or the state dir being restored (``state_dir``, else the one the
+    flag/env/default resolve to: never the ``state_dir`` or paths the manifest records). In place, assets that
+    were kept outside the state dir (an external config, credentials dir, agent dir or workspace) are restored
+    only with ``restore_external``: the config to ``config_path`` (else the active config path), credentials to
+    ``credentials_dir`` (else the active credentials dir), agent dirs and workspaces to where the current config
+    puts them (else below ``<state>/.statekit/external/<id>/``); without it they are listed, not written.
 
     An age-encrypted archive is decrypted (authenticated) into a private scratch copy first, and that is restored."""
     path = Path(path)
     if is_encrypted(path):
         with decrypted_copy(path, identities) as plain:
             try:
-                result = restore_archive(plain, target=target, state_dir=state_dir, dry_run=dry_run, progress=progress)
+                result = restore_archive(plain, target=target, state_dir=state_dir, dry_run=dry_run, progress=progress,
+                                         restore_external=restore_external, config_path=config_path,
+                                         credentials_dir=credentials_dir, env=env)
             except StatekitError as exc:  # name the archive, not its scratch copy
                 exc.message = exc.message.replace(str(plain), str(path))
                 raise
         result.archive = path
         return result
     progress = progress or (lambda _n: None)
+    env = os.environ if env is None else env
     report = verify_archive(path, progress=progress)
     if not report.ok:
         more = f" (+{len(report.problems) - 1} more)" if len(report.problems) > 1 else ""
@@ -522,7 +573,12 @@ def restore_archive(
     live_state = _live_state_dir(report, state_dir)
     if target is not None:
         _check_target(target, live_state)
-    steps, relocated, notes = _plan_steps(report, target, live_state)
+    external = None
+    if target is None and restore_external:
+        external = external_destinations(report, live_state, env, config_path, credentials_dir)
+    left_out: list[dict[str, str]] = []
+    steps, relocated, notes = _plan_steps(report, target, live_state, external, left_out)
+    check_destinations(path, steps, target if target is not None else live_state, external)
     for step in steps:  # nothing is written through a symlinked directory out of the tree it belongs to
         if step.base is not None:
             ensure_inside(step.destination if step.destination == step.base else step.destination.parent, step.base)
@@ -534,7 +590,15 @@ def restore_archive(
         return result
     for step in steps:
         step.action = _current_action(step)
-    result = RestoreResult(path, report.format, "in-place", live_state, steps, dry_run, notes=notes, relocated=relocated)
+    result = RestoreResult(path, report.format, "in-place", live_state, steps, dry_run, notes=notes, relocated=relocated,
+                           external_left_out=left_out)
+    files = [item for item in left_out if item["kind"] != "dir"]
+    if files:
+        trees = ", ".join(sorted({item["asset"] for item in left_out}))
+        result.notes.append(f"{len(files)} file(s) the archive recorded outside the state dir ({trees}) were not restored: "
+                            "add --restore-external (with --config-path / --credentials-dir to choose where)")
+    result.newer = newer_data(report, steps, live_state)
+    result.notes.extend(result.newer)
     if dry_run:
         _note_pending(live_state, result)
         return result
@@ -545,25 +609,88 @@ def restore_archive(
     return result
 
 
+def external_destinations(report: VerifyReport, live_state: Path, env: Mapping[str, str], config_path: Path | None,
+                          credentials_dir: Path | None) -> dict[str, Path]:
+    """Where each tree kept outside the state dir goes on ``--restore-external``: the operator's paths, never the manifest's."""
+    if report.manifest is None or report.root is None:
+        return {}
+    ids = {where[0] for a in report.manifest.assets if (where := mf.payload_rel(a.archive_path, report.root)) and where[0] != "state"}
+    cfg = config_path if config_path is not None else layout_config_path(live_state, env)
+    result: dict[str, Path] = {}
+    config = read_config(cfg, [])
+    agents = {_root_id("agent", agent): directory for agent, directory in configured_agent_dirs(config, live_state).items()}
+    workspaces = {_root_id("workspace", name): directory for name, directory in configured_workspaces(config, live_state).items()}
+    for root_id in sorted(ids):
+        if root_id == "config":
+            result[root_id] = Path(os.path.abspath(cfg if cfg is not None else live_state / CONFIG_NAME))
+        elif root_id == "credentials":
+            chosen = credentials_dir if credentials_dir is not None else assets_credentials_dir(live_state, env)
+            result[root_id] = Path(os.path.abspath(chosen))
+        elif root_id in agents or root_id in workspaces:
+            result[root_id] = Path(os.path.abspath(agents.get(root_id) or workspaces[root_id]))
+        else:
+            result[root_id] = statekit_dir(live_state) / "external" / root_id
+    return result
+
+
+def check_destinations(archive: Path, steps: list[RestoreStep], top: Path, external: Mapping[str, Path] | None) -> None:
+    """Every destination stays below the directory it belongs to (the target, the state dir, or the operator's path
+    for an external tree), holds no ``..`` or ``.`` component, and no two steps share one: else the archive fails
+    verification (exit 5) and nothing is written."""
+    seen: dict[Path, str] = {}
+    for step in steps:
+        dest = step.destination
+        base = step.base if step.base is not None else top
+        if step.external_root is not None and step.base is None and external is not None:
+            chosen = external[step.external_root]
+            base = chosen.parent if step.external_root == "config" else chosen
+        problem = None
+        if not dest.is_absolute() or any(part in ("..", ".") for part in dest.parts):
+            problem = "has a relative or '..' destination"
+        elif not is_inside(dest, base):
+            problem = f"would be written outside {base}"
+        elif dest in seen:
+            problem = f"has the same destination as {seen[dest]}"
+        if problem:
+            raise VerificationError(f"{archive}: archive failed verification, nothing was restored: member "
+                                    f"{display_path(step.archive_path)} {problem} ({display_path(str(dest))})")
+        seen[dest] = step.archive_path
+
+
 def _live_state_dir(report: VerifyReport, state_dir: Path | None) -> Path:
-    """The state dir an in-place restore replaces: ``state_dir``, else the manifest's (statekit) or the resolved one (OpenClaw:
-    never the paths its manifest records)."""
-    if report.format == OPENCLAW:
-        return resolve_state_dir(state_dir).path
-    assert report.manifest is not None
-    return canonical_state_dir(state_dir) if state_dir is not None else Path(report.manifest.state_dir)
+    """The state dir an in-place restore replaces: ``state_dir``, else the one the environment resolves (``OPENCLAW_STATE_DIR``,
+    ``~/.openclaw``), whatever the format: never the ``state_dir`` or paths a manifest records."""
+    return resolve_state_dir(state_dir).path
 
 
-def _plan_steps(report: VerifyReport, target: Path | None, live_state: Path) -> tuple[list[RestoreStep], list[dict[str, str]], list[str]]:
+def _plan_steps(report: VerifyReport, target: Path | None, live_state: Path, external: Mapping[str, Path] | None = None,
+                left_out: list[dict[str, str]] | None = None) -> tuple[list[RestoreStep], list[dict[str, str]], list[str]]:
     """Steps, relocated assets and notes, from the archive's own format module."""
     if report.format == OPENCLAW:
         assert report.openclaw_manifest is not None
         base = target if target is not None else live_state
         steps, placed = ocf.restore_steps(report, base)
+        if target is None and external is None:  # in place: what lived outside the state dir only with --restore-external
+            steps, placed = _hold_back_external(steps, placed, left_out if left_out is not None else [])
         relocated, notes = ocf.relocations(placed, base)
         return steps, relocated, list(report.notes) + notes
     assert report.manifest is not None
-    return skf.restore_steps(report.manifest, report.root or "", target, live_state), [], []
+    return skf.restore_steps(report.manifest, report.root or "", target, live_state, external, left_out), [], []
+
+
+def _hold_back_external(steps: list[RestoreStep], placed: list[ocf.Placement],
+                        left_out: list[dict[str, str]]) -> tuple[list[RestoreStep], list[ocf.Placement]]:
+    """An OpenClaw archive restored in place without ``--restore-external``: the steps of every asset but the state
+    dir itself (a config, credentials dir, workspace or agent dir recorded outside it) are listed, not planned."""
+    kept = []
+    for step in steps:
+        hit = ocf.place_member(step.archive_path, placed)
+        if hit is not None and hit[0].kind != "state":
+            left_out.append({"archive_path": step.archive_path, "kind": step.kind, "asset": hit[0].kind,
+                             "recorded_path": hit[0].source_path})
+        else:
+            kept.append(step)
+    return kept, [p for p in placed if p.kind == "state"]
 
 
 def _note_pending(state_dir: Path, result: RestoreResult) -> None:

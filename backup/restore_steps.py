@@ -25,9 +25,14 @@ class RestoreStep:
     aside_rel: str = ""  # where the current entry goes below pre-restore/<ts>/
     base: Path | None = None  # the tree it belongs to (the state dir for state assets): no symlink is followed below it
     copy_from: str | None = None  # an OpenClaw hard link: the archive path of the file whose bytes it shares
+    external_root: str | None = None  # statekit archives: the asset id ("config", "credentials", ...) of a tree kept outside the state dir
 
     def to_json(self) -> dict[str, Any]:
-        return {"archive_path": self.archive_path, "destination": str(self.destination), "kind": self.kind, "action": self.action}
+        data: dict[str, Any] = {"archive_path": self.archive_path, "destination": str(self.destination), "kind": self.kind,
+                                "action": self.action}
+        if self.external_root is not None:
+            data["external"] = self.external_root
+        return data
 
 
 def file_mode(kind: str, role: str, mode: int) -> int:

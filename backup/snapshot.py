@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from statekit.db import BUSY_TIMEOUT_MS, Connection, OperationalError, SQLiteError, connect, error_name
+from statekit.db import BUSY_TIMEOUT_MS, Connection, CorruptError, OperationalError, SQLiteError, connect, error_name
 from statekit.errors import StatekitError, VerificationError
 from statekit.fsutil import PRIVATE_FILE_MODE, chmod_best_effort, fsync_file, sha256_file
 
@@ -110,33 +110,70 @@ def inspect_db(path: Path, *, foreign_keys: bool = False) -> DbFacts:
 
 
 def _disk_failure(exc: SQLiteError) -> bool:
+    """A full or failing disk (never a damaged database: SQLite's "database disk image is malformed" names the image)."""
     name = error_name(exc)
-    return isinstance(exc, OperationalError) and (name == "SQLITE_FULL" or name.startswith("SQLITE_IOERR") or "disk" in str(exc))
+    return isinstance(exc, OperationalError) and (name == "SQLITE_FULL" or name.startswith("SQLITE_IOERR"))
+
+
+def one_line(text: str) -> str:
+    """SQLite's multi-line integrity output as one line (one clear line per failure)."""
+    return "; ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def source_integrity(source: Path) -> str | None:
+    """Why the live database ``source`` is damaged (``quick_check`` through its WAL, read-only), or None when it reads as sound.
+
+    Asked only after a snapshot failed, to tell a damaged database (exit 5) from a full or failing disk (exit 1)."""
+    try:
+        conn = connect(source, mode="ro")
+    except SQLiteError as exc:
+        return str(exc) if isinstance(exc, CorruptError) else None
+    try:
+        rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)")]
+    except CorruptError as exc:
+        return str(exc)
+    except SQLiteError:
+        return None
+    finally:
+        conn.close()
+    return None if rows == ["ok"] else one_line("; ".join(rows))[:300]
+
+
+def _corrupt(source: Path, detail: str) -> VerificationError:
+    return VerificationError(f"{source}: database is corrupt, not backed up (integrity check: {one_line(detail)[:300]}); "
+                             "nothing was published")
 
 
 def snapshot_db(source: Path, dest: Path) -> Snapshot:
     """``VACUUM INTO`` ``dest`` (0600), fsync it, check it, hash it.
 
-    Raises :class:`VerificationError` (exit 5) when the snapshot fails
-    ``integrity_check``, and :class:`StatekitError` when SQLite cannot read the
-    source at all. ``dest`` must not exist.
+    Raises :class:`VerificationError` (exit 5, naming the database) when the database is damaged
+    (SQLite says so, or the snapshot fails ``integrity_check``), and :class:`StatekitError` (exit 1)
+    when SQLite cannot read the source at all or the disk receiving the snapshot is full or failing
+    while the source itself checks sound. ``dest`` must not exist.
     """
     try:
         conn = open_source(source)
+    except CorruptError as exc:
+        raise _corrupt(source, str(exc)) from None
     except SQLiteError as exc:
         raise StatekitError(f"{source}: cannot open database for snapshot: {exc}") from None
     try:
         conn.execute("VACUUM INTO ?", (str(dest),))
     except SQLiteError as exc:
         dest.unlink(missing_ok=True)
+        conn.close()
+        damage = str(exc) if isinstance(exc, CorruptError) else source_integrity(source)
+        if damage is not None:
+            raise _corrupt(source, damage) from None
         if _disk_failure(exc):  # writing the snapshot failed: a full or failing disk says nothing about the database
             raise StatekitError(f"{source}: snapshot could not be written in {dest.parent} ({exc}); free space or check that disk") from None
-        raise VerificationError(f"{source}: snapshot failed, database is unreadable or corrupt: {exc}") from None
+        raise VerificationError(f"{source}: snapshot failed, database is unreadable or corrupt: {one_line(str(exc))}") from None
     finally:
         conn.close()
     chmod_best_effort(dest, PRIVATE_FILE_MODE)
     fsync_file(dest)
     facts = inspect_db(dest)
     if not facts.ok:
-        raise VerificationError(f"{source}: snapshot fails integrity_check: {facts.integrity}")
+        raise _corrupt(source, facts.integrity)
     return Snapshot(dest, os.stat(dest).st_size, sha256_file(dest), facts)

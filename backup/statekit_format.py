@@ -14,6 +14,7 @@ import os
 import tarfile
 import zlib
 from pathlib import Path, PurePosixPath
+from collections.abc import Mapping
 from typing import BinaryIO
 
 import zstandard
@@ -22,7 +23,7 @@ from statekit.backup import manifest as mf
 from statekit.backup.archive import BombError, DIGEST_MAGIC, DIGEST_TAG, copy_member, open_tar_stream, parse_digest_trailer
 from statekit.backup.checks import (
     ABSOLUTE_CAP, BLOCK, BOUND_SLACK, MANIFEST_MAX, MemberSink, Scratch, VerifyReport, beneath_symlink,
-    hash_range, link_escapes, member_path_problem, member_type_problem, padded, tar_archive_size, tar_member_size,
+    hash_range, link_escapes, member_path_problem, member_type_problem, oversized_problem, padded, tar_archive_size, tar_member_size,
 )
 from statekit.backup.restore_steps import RestoreStep, file_mode
 from statekit.backup.snapshot import DbFacts, inspect_db
@@ -186,7 +187,17 @@ def _manifest_consistency(manifest: mf.Manifest, root: str) -> tuple[list[str], 
         if path in declared:
             problems.append(f"manifest declares {path} twice")
             continue
+        root_id, rel = mf.payload_rel(path, root) or ("", "")
+        if root_id == "config" and (asset.kind not in ("file", "symlink") or "/" in rel or not rel):
+            problems.append(f"manifest asset {asset.id}: the config asset must be one file directly below {root}/payload/external/config/")
+            continue
         declared[path] = asset
+    configs = [a for a in declared.values() if (mf.payload_rel(a.archive_path, root) or ("",))[0] == "config"]
+    if len(configs) > 1:
+        problems.append(f"manifest declares {len(configs)} config files ({', '.join(a.archive_path for a in configs[:3])}); "
+                        "a restore would write them all to the one config path")
+    if not any(asset.kind != "dir" for asset in manifest.assets):
+        problems.append("archive holds no state: its manifest lists no file, database or link (an empty or incomplete backup)")
     totals = manifest.declared_totals or manifest.totals()
     if totals["assets"] != len(manifest.assets):
         problems.append(f"manifest totals say {totals['assets']} assets, it lists {len(manifest.assets)}")
@@ -277,6 +288,14 @@ def verify_statekit(report: VerifyReport, scratch: Scratch, max_bytes: int, prog
                     report.problems.extend(consistency)
                     counter.limit = min(_declared_bound(report.manifest, member), max_bytes)
                     continue
+                # Every header is checked before its data is read: a size past what the manifest's bound still allows
+                # stops the read here; a size other than the manifest's is reported by _check_asset_member unread.
+                stop = oversized_problem(member, counter.limit - member.offset_data)
+                if stop:
+                    report.problems.append(member_path_problem(member.name, root) or stop)
+                    if report.problems[-1] != stop:
+                        report.problems.append(stop)
+                    return
                 _check_member(report, tar, member, root, declared, seen, links, scratch)
             # Drain to the end so every zstd content checksum is checked.
             while counter.read(CHUNK):
@@ -367,7 +386,19 @@ def _check_member(
 # --------------------------------------------------------------------------- restore
 
 
-def restore_steps(manifest: mf.Manifest, root: str, target: Path | None, state_dir: Path) -> list[RestoreStep]:
+def restore_steps(
+    manifest: mf.Manifest,
+    root: str,
+    target: Path | None,
+    state_dir: Path,
+    external: Mapping[str, Path] | None = None,
+    left_out: list[dict[str, str]] | None = None,
+) -> list[RestoreStep]:
+    """Where each asset goes: below ``target`` (a fresh restore: assets from outside the state dir in
+    ``<target>/.statekit/external/<id>/``) or below ``state_dir`` (in place). Every destination is derived from
+    the archive path below ``<root>/payload/`` and the directory the operator named, never from a path the
+    manifest records. In place, an asset recorded outside the state dir goes to ``external[<id>]`` (the config:
+    that file; a directory: below it) when the caller gives one, else it is left out and listed in ``left_out``."""
     steps = []
     for asset in manifest.assets:
         where = mf.payload_rel(asset.archive_path, root)
@@ -380,10 +411,23 @@ def restore_steps(manifest: mf.Manifest, root: str, target: Path | None, state_d
             base = target if target is not None else state_dir
             destination = base.joinpath(*rel_parts)
             aside = "/".join(("state", rel)) if rel else "state"
-        else:
-            base = target.joinpath(".statekit", "external", root_id) if target is not None else None
-            destination = base.joinpath(*rel_parts) if base is not None else Path(asset.source_path)
+        elif target is not None:
+            base = target.joinpath(".statekit", "external", root_id)
+            destination = base.joinpath(*rel_parts)
             aside = "/".join(p for p in ("external", root_id, rel) if p)
+        elif external is not None and root_id in external:
+            # base None: the missing directories up to the operator's path are created (no tree of ours to guard)
+            base = None
+            if root_id == "config":  # a single file: the one config file the operator names
+                destination = external[root_id]
+            else:
+                destination = external[root_id].joinpath(*rel_parts)
+            aside = "/".join(p for p in ("external", root_id, rel) if p)
+        else:
+            if left_out is not None:
+                left_out.append({"archive_path": asset.archive_path, "kind": asset.kind, "asset": root_id,
+                                 "recorded_path": asset.source_path})
+            continue
         kind = asset.kind
         steps.append(
             RestoreStep(
@@ -399,6 +443,7 @@ def restore_steps(manifest: mf.Manifest, root: str, target: Path | None, state_d
                 link_scope=asset.link_scope,
                 aside_rel=aside,
                 base=base,
+                external_root=None if root_id == "state" else root_id,
             )
         )
     return steps

@@ -244,7 +244,7 @@ class Migration:
         except ImportError as exc:  # pragma: no cover - the backup package ships with statekit
             raise StatekitError(f"the backup package is unavailable ({exc}); rerun with --no-backup to skip the backup") from None
         result = create_backup(self.state_dir, self.options.backup_output, verify=True, record=False, env=self.options.env,
-                               progress=self.progress)
+                               progress=self.progress, state_lock_held=True)
         self.report.backup_path = result.archive_path
         self.report.changes.append(f"verified pre-migration backup: {result.archive_path}")
         if self.options.backup_to:

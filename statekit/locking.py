@@ -26,7 +26,7 @@ def _lock_root(path: Path) -> Path:
 
 
 @contextmanager
-def exclusive_lock(path: Path, what: str) -> Iterator[Path]:
+def exclusive_lock(path: Path, what: str, *, shared: bool = False) -> Iterator[Path]:
     """Hold an exclusive, non-blocking ``flock`` on ``path`` (created 0600) or raise BusyError.
 
     The lock file stays on disk; the kernel drops the lock when the holder
@@ -34,20 +34,23 @@ def exclusive_lock(path: Path, what: str) -> Iterator[Path]:
     opened through :func:`statekit.fsutil.open_own_file`: a symlink planted at
     the lock (or a symlinked ``.statekit`` leading out of the state dir) is
     refused with one line, never followed, never truncated.
+    ``shared``: a shared lock instead (``backup create``: any number of readers, excluded by every writer
+    holding it exclusively -- migrate, in-place restore, recover); a shared holder does not write its pid.
     """
     ensure_inside(path, _lock_root(path))
     ensure_private_dir(path.parent)
     fd = open_own_file(path)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except OSError as exc:
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 holder = _read_holder(fd)
                 raise BusyError(f"{what} is busy: another statekit run holds {path}{holder}") from None
             raise
-        os.ftruncate(fd, 0)
-        os.write(fd, json.dumps({"pid": os.getpid()}).encode())
+        if not shared:
+            os.ftruncate(fd, 0)
+            os.write(fd, json.dumps({"pid": os.getpid()}).encode())
         yield path
     finally:
         os.close(fd)

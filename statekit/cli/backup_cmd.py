@@ -14,6 +14,7 @@ from statekit.cli.common import (
     existing_state_dir, output, run_command,
 )
 from statekit.errors import ExitCode, UsageError, describe_exit_codes
+from statekit.layout import resolve_state_dir
 from statekit.output import Output, human_size, table
 from statekit.values import datetime_to_iso as iso_utc
 
@@ -149,6 +150,13 @@ Example:
 """
 
 
+def display_path(text: str) -> str:
+    """A path or message as printed: names that are not UTF-8 or hold newlines escaped (see backup.manifest)."""
+    from statekit.backup.manifest import display_path as escaped
+
+    return escaped(text)
+
+
 def _recipients(keys: list[str] | None, files: list[Path] | None) -> Recipients | None:
     from statekit.backup.encryption import load_recipients
 
@@ -248,8 +256,8 @@ def render_create(result: BackupResult) -> str:
     if result.dry_run:
         assets = result.manifest.get("assets", [])
         lines = [f"Dry run: would write {result.planned_path}", f"Assets: {len(assets)} ({human_size(data['bytes'])})"]
-        lines += [f"  {a['kind']:<8} {a['role']:<11} {a['source_path']}" for a in assets if a["kind"] != "dir"]
-        lines += [f"  skip     {s['source_path']} ({s['reason']})" for s in data["skipped"]]
+        lines += [f"  {a['kind']:<8} {a['role']:<11} {display_path(a['source_path'])}" for a in assets if a["kind"] != "dir"]
+        lines += [f"  skip     {display_path(s['source_path'])} ({s['reason']})" for s in data["skipped"]]
         lines.append("Dry run only; nothing was written.")
         return "\n".join(lines)
     dbs = ", ".join(f"{d['role']}{'/' + d['agent_id'] if d['agent_id'] else ''} v{d['schema_version']}" for d in data["databases"])
@@ -269,7 +277,7 @@ def render_verify(report: VerifyReport) -> str:
         f"Created at: {data['created_at'] or '-'}",
         f"Assets verified: {report.assets_verified} of {data['assets']}; members scanned: {report.entries}",
     ]
-    lines += [f"note: {n}" for n in report.notes]
+    lines += [f"note: {display_path(n)}" for n in report.notes]
     return "\n".join(lines)
 
 
@@ -295,17 +303,21 @@ def render_restore(result: RestoreResult, verbose: bool = False) -> str:
     if result.recovered is not None:
         lines.append(f"First {result.recovered.summary()}")
     if result.dry_run and verbose:
-        lines += [f"  {s.action:<9} {s.archive_path} -> {s.destination}" for s in result.steps]
+        lines += [f"  {s.action:<9} {display_path(s.archive_path)} -> {display_path(str(s.destination))}"
+                  + (f" (external {s.external_root})" if s.external_root else "") for s in result.steps]
     elif result.dry_run:
         rows = [(top, create, replace, unchanged, human_size(size)) for top, create, replace, unchanged, size in restore_summary(result)]
         lines += ["", table(("ENTRY", "CREATE", "REPLACE", "UNCHANGED", "SIZE"), rows), "",
                   "(per top-level entry; --verbose or --json lists every file)"]
+    if result.dry_run:
+        lines += [f"  external  {display_path(x['archive_path'])} (recorded at {display_path(x['recorded_path'])}): "
+                  "not restored without --restore-external" for x in result.external_left_out]
     lines.append(f"{counts['create']} create, {counts['replace']} replace, {counts['unchanged']} unchanged")
     if result.pre_restore_dir:
         lines.append(f"Previous files moved to {result.pre_restore_dir}")
     if result.removed_sidecars:
         lines.append(f"Removed {len(result.removed_sidecars)} stale -wal/-shm/-journal sidecars")
-    lines += [f"note: {n}" for n in result.notes if not (result.recovered and n == result.recovered.summary())]
+    lines += [f"note: {display_path(n)}" for n in result.notes if not (result.recovered and n == result.recovered.summary())]
     if result.dry_run:
         lines.append("Dry run only; nothing was written.")
     return "\n".join(lines)
@@ -348,6 +360,7 @@ def register(app: typer.Typer) -> None:
         recipient: RecipientOpt = None,
         recipients_file: RecipientsFileOpt = None,
         to: ToOpt = None,
+        wait: Annotated[float, typer.Option("--wait", min=0, help="While a migrate or in-place restore runs on the state dir, wait up to SECONDS for it (default: refuse at once, exit 4).")] = 0.0,
         dry_run: DryRunOpt = False,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
@@ -367,7 +380,7 @@ def register(app: typer.Typer) -> None:
             with out.progress() as progress:
                 options: dict[str, Any] = dict(include_workspaces=include_workspaces, verify=not no_verify, dry_run=dry_run,
                                                level=level if level is not None else (6 if fmt == "openclaw" else 3),
-                                               progress=progress, fmt=fmt, recipients=keys)
+                                               progress=progress, fmt=fmt, recipients=keys, lock_wait=wait)
                 if to is not None:
                     from statekit.backup.locations import parse_s3
                     from statekit.backup.remote import create_remote
@@ -417,7 +430,7 @@ def register(app: typer.Typer) -> None:
             if not report.ok:
                 if not json_out:
                     for problem in report.problems:
-                        out.error(problem)
+                        out.error(display_path(problem))
                 return ExitCode.VERIFY_FAILED
             return ExitCode.OK
 
@@ -431,6 +444,9 @@ def register(app: typer.Typer) -> None:
         state_dir: StateDirOpt = None,
         resume: Annotated[bool, typer.Option("--resume", help="Finish the interrupted in-place restore of the state dir.")] = False,
         abort: Annotated[bool, typer.Option("--abort", help="Undo the interrupted in-place restore of the state dir.")] = False,
+        restore_external: Annotated[bool, typer.Option("--restore-external", help="In place: also restore the config, credentials, agent dirs and workspaces the archive recorded outside the state dir (to --config-path / --credentials-dir, else the active paths).")] = False,
+        config_path: Annotated[Path | None, typer.Option("--config-path", help="With --restore-external: where an external config goes.", show_default=False)] = None,
+        credentials_dir: Annotated[Path | None, typer.Option("--credentials-dir", help="With --restore-external: where an external credentials dir goes.", show_default=False)] = None,
         dry_run: DryRunOpt = False,
         verbose: VerboseOpt = False,
         yes: YesOpt = False,
@@ -474,11 +490,12 @@ def register(app: typer.Typer) -> None:
             if state_dir is not None and target is None:
                 existing_state_dir(state_dir)
             if not dry_run:
-                where = target if target is not None else (state_dir or "the recorded state dir")
+                where = target if target is not None else resolve_state_dir(state_dir).path
                 confirm_or_refuse(out, f"Restore {archive} into {where}?", yes)
             keys = _identities(identity)
             with out.progress() as progress:
-                options: dict[str, Any] = dict(target=target, state_dir=state_dir, dry_run=dry_run, progress=progress)
+                options: dict[str, Any] = dict(target=target, state_dir=state_dir, dry_run=dry_run, progress=progress,
+                                               restore_external=restore_external, config_path=config_path, credentials_dir=credentials_dir)
                 if _is_remote(archive):
                     from statekit.backup.remote import restore_remote
 

@@ -107,12 +107,16 @@ def test_excluded_entries_are_listed_with_reasons(state_tree, tmp_path):
     reasons = {Path(s["source_path"]).name: s["reason"] for s in result.manifest["skipped"]}
     assert reasons["pipe"] == "FIFO"
     assert reasons["gw.sock"] == "socket"
-    assert reasons["lock"] == "lock file"
-    assert reasons["s1.jsonl.lock"] == "lock file"
+    assert reasons["lock"] == "statekit lock file"
+    assert "s1.jsonl.lock" not in reasons  # not statekit's: backed up (issue 11 item 2)
     assert reasons["x.statekit-tmp-1"] == "statekit temp file"
     assert "pre-restore" in reasons["pre-restore"]
     names = [m.info.name for m in read_members(result.archive_path)]
-    assert not [n for n in names if n.endswith((".lock", "/pipe", "/gw.sock", "/lock"))]
+    assert not [n for n in names if n.endswith(("/pipe", "/gw.sock", ".statekit/lock"))]
+    assert [n for n in names if n.endswith("s1.jsonl.lock")]
+    warned = "\n".join(result.warnings)
+    assert "pipe: not backed up (FIFO)" in warned and "gw.sock: not backed up (socket)" in warned
+    assert "statekit-tmp" not in warned and ".statekit/lock" not in warned
 
 
 def test_symlinks_archived_as_symlinks_never_followed(state_tree, tmp_path):
@@ -166,7 +170,10 @@ def test_create_leaves_the_state_tree_untouched(state_tree, tmp_path):
     conn.close()
     before = tree_state(state_tree.root)
     create_backup(state_tree.root, tmp_path / "out", record=False)
-    assert tree_state(state_tree.root) == before
+    after = tree_state(state_tree.root)
+    # the one entry a backup adds: statekit's state dir lock, held shared while it runs (issue 11 item 3)
+    assert after.pop(".statekit/lock")[:2] == ("file", 0o600) and after.pop(".statekit") == ("dir", 0o700)
+    assert after == before
 
 
 def test_output_inside_the_state_dir_is_refused(state_tree):

@@ -71,7 +71,7 @@ def test_layout_and_manifest_follow_openclaws_contract(state_tree, oc_archive):
     by_name = {info.name: info for info, _ in entries}
     assert by_name[f"{state_path}/plugin-skills/inside-link"].issym()
     assert not any(n.endswith(("-wal", "-shm", "-journal")) for n in names)
-    assert not any(n.endswith(".lock") for n in names)
+    assert any(n.endswith("s1.jsonl.lock") for n in names)  # not statekit's own: backed up
     assert SECRET not in entries[-1][1].decode() and SECRET not in entries[-2][1].decode()
 
 
@@ -140,7 +140,7 @@ def test_restores_to_the_same_state(state_tree, oc_archive, tmp_path):
     restore_archive(oc_archive, target=target)
     for db in (state_tree.global_db, state_tree.agent_db, state_tree.work_db, state_tree.tasks_db):
         assert rows_digest(target / db.relative_to(state_tree.root)) == rows_digest(db)
-    keep = lambda t: {k: v for k, v in t.items() if "sqlite" not in k and not k.endswith(".lock")}  # noqa: E731
+    keep = lambda t: {k: v for k, v in t.items() if "sqlite" not in k and k != ".statekit/lock"}  # noqa: E731
     assert keep(tree_state(target)) == keep(tree_state(state_tree.root))
 
 

@@ -36,7 +36,7 @@ def test_restore_into_fresh_target_reproduces_the_tree(state_tree, archive, tmp_
         assert rows_digest(target / rel) == rows_digest(db)
         assert os.stat(target / rel).st_mode & 0o777 == 0o600
         assert not Path(f"{target / rel}-wal").exists()
-    expected = {k: v for k, v in _non_db_state(state_tree.root).items() if not k.endswith(".lock")}
+    expected = {k: v for k, v in _non_db_state(state_tree.root).items() if k != ".statekit/lock"}  # other lock files are backed up
     assert _non_db_state(target) == expected  # bytes, modes, dirs and symlinks
     assert os.readlink(target / "plugin-skills" / "outside-skill") == "/nonexistent/outside/skill"
     assert os.stat(target / "credentials" / "oauth.json").st_mode & 0o777 == 0o600
@@ -141,7 +141,7 @@ def test_injected_failure_mid_restore_leaves_the_state_dir_exactly_as_before(sta
     (state_tree.root / "workspace" / "AGENTS.md").mkdir()  # a dir where a file was
     Path(f"{state_tree.agent_db}-wal").write_bytes(b"stale")
     make_db(state_tree.root / "state" / "openclaw.sqlite-journal", role=None)
-    before = tree_state(state_tree.root)
+    before = {k: v for k, v in tree_state(state_tree.root).items() if not k.startswith(".statekit")}  # the backup made .statekit/lock
     plan = restore_archive(archive, state_dir=state_tree.root, dry_run=True)
     changes = sum(1 for s in plan.steps if s.action != "unchanged" and s.kind != "dir")
     limit = changes if fail_at == "last" else fail_at
@@ -165,7 +165,7 @@ def test_injected_failure_mid_restore_leaves_the_state_dir_exactly_as_before(sta
 def test_failure_while_staging_also_rolls_back(state_tree, archive, monkeypatch):
     state_tree.work_db.unlink()
     (state_tree.root / "openclaw.json").write_text('{"changed": true}')
-    before = tree_state(state_tree.root)
+    before = {k: v for k, v in tree_state(state_tree.root).items() if not k.startswith(".statekit")}  # the backup made .statekit/lock
     calls = {"n": 0}
     real_write = restore_mod._write_member
 
@@ -215,7 +215,12 @@ def test_external_assets_go_below_statekit_external_in_a_target(state_tree, tmp_
     restored = target / ".statekit" / "external" / "credentials" / "token.json"
     assert restored.read_text() == '{"a": 1}' and os.stat(restored).st_mode & 0o777 == 0o600
     (creds / "token.json").write_text("changed")
-    result = restore_archive(archive, state_dir=state_tree.root)
+    # in place, assets kept outside the state dir are restored only when asked, to the operator's path (issue 11 item 4)
+    plain = restore_archive(archive, state_dir=state_tree.root, env={"HOME": str(state_tree.home)})
+    assert (creds / "token.json").read_text() == "changed"
+    assert [x["archive_path"].split("/payload/")[1] for x in plain.external_left_out if x["kind"] != "dir"] == [
+        "external/credentials/token.json"]
+    result = restore_archive(archive, state_dir=state_tree.root, restore_external=True, env=env)
     assert (creds / "token.json").read_text() == '{"a": 1}'
     replaced = [s.destination for s in result.steps if s.action == "replace" and s.kind != "sqlite"]
     assert replaced == [creds / "token.json"]  # live databases always differ from their snapshots
