@@ -306,7 +306,7 @@ def render_restore(result: RestoreResult, verbose: bool = False) -> str:
         lines += [f"  {s.action:<9} {display_path(s.archive_path)} -> {display_path(str(s.destination))}"
                   + (f" (external {s.external_root})" if s.external_root else "") for s in result.steps]
     elif result.dry_run:
-        rows = [(top, create, replace, unchanged, human_size(size)) for top, create, replace, unchanged, size in restore_summary(result)]
+        rows = [(display_path(top), create, replace, unchanged, human_size(size)) for top, create, replace, unchanged, size in restore_summary(result)]
         lines += ["", table(("ENTRY", "CREATE", "REPLACE", "UNCHANGED", "SIZE"), rows), "",
                   "(per top-level entry; --verbose or --json lists every file)"]
     if result.dry_run:

@@ -74,7 +74,7 @@ def test_odd_names_round_trip_exactly(tmp_path: Path, fmt: str) -> None:
     verified = run_cli("backup", "verify", archive)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     target = tmp_path / "restored"
-    dry = run_cli("backup", "restore", archive, "--target", target, "--dry-run")
+    dry = run_cli("backup", "restore", archive, "--target", target, "--dry-run", "--verbose")
     assert dry.returncode == 0 and "Traceback" not in dry.stderr, dry.stderr
     plan_lines = [line for line in dry.stdout.splitlines() if " -> " in line]
     assert any("caf\\xff.txt" in line for line in plan_lines) and any("line1\\nline2.txt" in line for line in plan_lines)
