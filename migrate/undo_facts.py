@@ -1,0 +1,80 @@
+"""What a ``migrate`` run records so ``statekit undo`` can put the install back, or refuse.
+
+At the start of a run: which databases already exist (the pre-migration
+backup holds those; the others are the run's own and go away on undo). At the
+end: a content digest of every database the run wrote, and the relocation
+the run recorded. The facts go into the run's ``migration_runs`` report under
+``"undo"``.
+
+The digest is over content, not file bytes (the global database holds the
+run's own row, written after the digest): the schema (``sqlite_master``),
+``user_version`` and every row of every table except statekit's bookkeeping
+(``migration_runs``, ``migration_sources``, ``backup_runs``). A gateway or
+any other writer that changes a row or a table after the run changes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from statekit.db import Connection, SQLiteError, read_only_view
+from statekit.layout import AGENT_DB_NAME, global_db_path, relative_posix
+
+FACTS_KEY = "undo"
+FACTS_VERSION = 1
+BOOKKEEPING_TABLES = frozenset({"migration_runs", "migration_sources", "backup_runs"})
+
+
+def existing_databases(state_dir: Path) -> list[str]:
+    """The state dir's databases statekit may write (global, one per agent) that exist now, relative POSIX paths."""
+    found = [global_db_path(state_dir)]
+    agents = state_dir / "agents"
+    if agents.is_dir():
+        found += sorted(p / "agent" / AGENT_DB_NAME for p in agents.iterdir() if p.is_dir() and not p.is_symlink())
+    return sorted(relative_posix(p, state_dir) for p in found if p.is_file() and not p.is_symlink())
+
+
+def content_digest(path: Path) -> str:
+    """:func:`digest_connection` of the database at ``path``, read without writing a byte."""
+    with read_only_view(path) as conn:
+        return digest_connection(conn)
+
+
+def digest_connection(conn: Connection) -> str:
+    """SHA-256 over schema, ``user_version`` and rows (bookkeeping tables left out)."""
+    digest = hashlib.sha256()
+    digest.update(b"user_version=%d\0" % int(conn.execute("PRAGMA user_version").fetchone()[0]))
+    schema = conn.execute(
+        "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name"
+    ).fetchall()
+    for row in schema:
+        if row[2] not in BOOKKEEPING_TABLES:
+            digest.update(repr(tuple(row)).encode("utf-8", "surrogatepass") + b"\0")
+    for kind, name, _table, _sql in schema:
+        if kind != "table" or name in BOOKKEEPING_TABLES:
+            continue
+        digest.update(b"table\0" + name.encode("utf-8", "surrogatepass") + b"\0")
+        quoted = name.replace('"', '""')
+        for record in conn.execute(f'SELECT * FROM "{quoted}"'):
+            digest.update(repr(tuple(record)).encode("utf-8", "surrogatepass") + b"\n")
+    return digest.hexdigest()
+
+
+def run_facts(state_dir: Path, existed: list[str], written: dict[Path, Connection], steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``undo`` block of a finished run's report (see module doc); ``written``: each database the run wrote, with
+    the run's own open connection to it (its committed rows, WAL included)."""
+    databases: dict[str, dict[str, Any]] = {}
+    for path, conn in sorted(written.items()):
+        rel = relative_posix(path, state_dir)
+        try:
+            digest: str | None = digest_connection(conn)
+        except SQLiteError:
+            digest = None
+        databases[rel] = {"existed": rel in existed, "digest": digest}
+    relocated = next(({"from": s["from"], "to": s["to"]} for s in steps if s.get("kind") == "state-dir-relocated"), None)
+    return {"version": FACTS_VERSION, "databases_before": sorted(existed), "databases": databases, "relocated": relocated}
+
+
+__all__ = ["existing_databases", "content_digest", "digest_connection", "run_facts", "FACTS_KEY", "BOOKKEEPING_TABLES"]
