@@ -54,6 +54,7 @@ from statekit.states import RecoverStatus, RunStatus
 SIDECARS = ("-wal", "-shm", "-journal")
 STAGING_PREFIX = ".statekit-undo-"
 UNDOABLE = (RunStatus.COMPLETED, RunStatus.WARNING)
+RELOCATION_MARKER = ".statekit/relocated.json"  # written just before a relocation, removed by the run: in the backup, not after it
 REMAINS = (".statekit/lock", ".statekit/install-id")  # what undo leaves in the state dir on purpose (module doc)
 
 
@@ -89,6 +90,7 @@ class UndoPlan:
     receipts: list[Receipt] = field(default_factory=list)
     databases: dict[str, dict[str, Any]] = field(default_factory=dict)
     relocated: dict[str, str] | None = None
+    modes: dict[str, int] = field(default_factory=dict)
     manifest: mf.Manifest | None = None
     final_state_dir: Path | None = None
     differences: list[str] = field(default_factory=list)
@@ -179,6 +181,8 @@ def _load_facts(plan: UndoPlan) -> tuple[dict[str, Any], int] | None:
         plan.refusals.append(f"run {plan.run_id} recorded no undo facts (an older statekit, or the run did not finish);"
                              " use `statekit recover` and restore its pre-migration backup instead")
         return None
+    if isinstance(facts.get("modes"), dict):
+        plan.modes = {str(k): int(v) for k, v in facts["modes"].items() if isinstance(v, int)}
     if isinstance(report.get("backup_path"), str):
         plan.backup = plan.backup or Path(report["backup_path"])
     return facts, int(started or 0)
@@ -218,8 +222,8 @@ def _check_backup(plan: UndoPlan) -> None:
         if needed:
             plan.refusals.append(f"the run's pre-migration backup{where} is missing, and the run wrote into databases that existed"
                                  f" before it ({', '.join(needed)}); give its new location with --backup")
-        else:
-            plan.warnings.append(f"no pre-migration backup{where}: directory and file modes cannot be checked against it")
+        elif plan.backup is not None:
+            plan.warnings.append(f"the run's pre-migration backup{where} is missing: the result cannot be checked against it")
         return
     plan.manifest = read_manifest_head(plan.backup)
     if plan.manifest is None:
@@ -316,28 +320,32 @@ def _restore_from_staging(plan: UndoPlan, staging: Path, rel: str, expected_sha:
     _move_into_place(source, dest)
 
 
+def _ancestors(rel: str) -> list[str]:
+    parts = PurePosixPath(rel).parts
+    return ["/".join(parts[:depth]) for depth in range(len(parts) - 1, 0, -1)] + [""]
+
+
 def _apply_modes(plan: UndoPlan, touched: list[str]) -> None:
-    """Modes (and mtimes of directories whose entries changed) as the manifest recorded them."""
+    """Modes as the run recorded them before retiring (else as the manifest did), for every path put back and every
+    directory above a changed path; those directories' mtimes as the manifest recorded them."""
     assets = state_assets(plan.manifest) if plan.manifest is not None else {}
-    dirs: set[str] = set()
+    dirs = {above for rel in touched for above in _ancestors(rel)}
     for rel in touched:
-        parent = PurePosixPath(rel).parent
-        while True:
-            dirs.add("" if str(parent) == "." else parent.as_posix())
-            if str(parent) in (".", ""):
-                break
-            parent = parent.parent
-        asset = assets.get(rel)
         path = _rel_path(plan.state_dir, rel)
-        if asset is not None and path is not None and path.is_file() and not path.is_symlink():
-            os.chmod(path, asset.mode)
-    for rel in sorted(dirs, key=lambda r: r.count("/") + (1 if r else 0), reverse=True):
-        asset = assets.get(rel)
-        path = plan.state_dir if rel == "" else _rel_path(plan.state_dir, rel)
-        if asset is None or path is None or not path.is_dir() or path.is_symlink():
+        if path is None or not path.is_file() or path.is_symlink():
             continue
-        os.chmod(path, asset.mode)
-        os.utime(path, (asset.mtime, asset.mtime))
+        mode = plan.modes.get(rel, assets[rel].mode if rel in assets else None)
+        if mode is not None:
+            os.chmod(path, mode)
+    for rel in sorted(dirs, key=lambda r: r.count("/") + (1 if r else 0), reverse=True):
+        path = plan.state_dir if rel == "" else _rel_path(plan.state_dir, rel)
+        if path is None or not path.is_dir() or path.is_symlink():
+            continue
+        mode = plan.modes.get(rel, assets[rel].mode if rel in assets else None)
+        if mode is not None:
+            os.chmod(path, mode)
+        if rel in assets:
+            os.utime(path, (assets[rel].mtime, assets[rel].mtime))
 
 
 def _remove_created_dirs(plan: UndoPlan, removed: list[str]) -> None:
@@ -377,7 +385,7 @@ def _compare_with_manifest(plan: UndoPlan, state_dir: Path) -> list[str]:
             path = Path(directory) / name
             rel = path.relative_to(state_dir).as_posix()
             seen.add(rel)
-            if rel in REMAINS or os.path.join(recorded_root, rel) in skipped:
+            if rel in REMAINS or rel == RELOCATION_MARKER or os.path.join(recorded_root, rel) in skipped:
                 continue
             asset = assets.get(rel)
             if asset is None:
@@ -386,7 +394,7 @@ def _compare_with_manifest(plan: UndoPlan, state_dir: Path) -> list[str]:
                 continue
             differences.extend(_asset_difference(rel, path, asset))
         dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(directory, d))]
-    differences += [f"{rel}: missing" for rel in sorted(set(assets) - seen - {""})]
+    differences += [f"{rel}: missing" for rel in sorted(set(assets) - seen - {"", RELOCATION_MARKER})]
     return differences
 
 
@@ -463,7 +471,7 @@ def _apply(plan: UndoPlan) -> None:
                 migrated.rmdir()
             except OSError:
                 pass
-        _apply_modes(plan, touched + removed + [f".statekit/migrated/{plan.run_id}/x"])
+        _apply_modes(plan, touched + removed + [f".statekit/migrated/{plan.run_id}"])
         if migrated_dir(plan.state_dir, plan.run_id).exists():
             plan.warnings.append(f"{migrated_dir(plan.state_dir, plan.run_id)}: still holds files no receipt names; left in place")
     finally:

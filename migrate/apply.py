@@ -47,7 +47,7 @@ from statekit.migrate.receipts import (
     write_receipt,
 )
 from statekit.migrate.retire import delete_source, retire, retired_path
-from statekit.migrate.undo_facts import existing_databases, run_facts
+from statekit.migrate.undo_facts import config_rels, existing_databases, path_modes, run_facts
 from statekit import __version__
 from statekit.errors import ExitCode, SchemaError, SourceError, StateDirError, StatekitError
 from statekit.db import Connection, OperationalError, SQLiteError, error_name, immediate, open_rw, read_only_view, table_names
@@ -185,6 +185,7 @@ class Migration:
         from statekit.migrate.steps import apply_steps  # state-dir relocation / config aliases (planned steps)
 
         databases_before = existing_databases(self.state_dir)
+        modes_before = path_modes(self.state_dir, [s.rel for s in plan.sources] + config_rels(plan, self.state_dir))
         backup_result = self._backup() if self.options.backup else None
         checkpoint("migrate-backup-done")
         self.global_conn, _ = open_global(self.state_dir, self.report.warnings)
@@ -215,7 +216,7 @@ class Migration:
             except SQLiteError:
                 pass
             raise
-        self.report.undo = run_facts(self.state_dir, databases_before, self._written_databases(), plan.steps)
+        self.report.undo = run_facts(self.state_dir, databases_before, modes_before, self._written_databases(), plan.steps)
         status = RunStatus.WARNING if self.report.warnings else RunStatus.COMPLETED
         self.report.status = status
         self.report.finished_at = now_ms()

@@ -1,7 +1,8 @@
 """What a ``migrate`` run records so ``statekit undo`` can put the install back, or refuse.
 
 At the start of a run: which databases already exist (the pre-migration
-backup holds those; the others are the run's own and go away on undo). At the
+backup holds those; the others are the run's own and go away on undo) and the
+modes retirement loses (sources not 0600, the directories above them). At the
 end: a content digest of every database the run wrote, and the relocation
 the run recorded. The facts go into the run's ``migration_runs`` report under
 ``"undo"``.
@@ -16,10 +17,12 @@ any other writer that changes a row or a table after the run changes it.
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
+import os
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from statekit.db import Connection, SQLiteError, read_only_view
+from statekit.fsutil import PRIVATE_FILE_MODE
 from statekit.layout import AGENT_DB_NAME, global_db_path, relative_posix
 
 FACTS_KEY = "undo"
@@ -34,6 +37,39 @@ def existing_databases(state_dir: Path) -> list[str]:
     if agents.is_dir():
         found += sorted(p / "agent" / AGENT_DB_NAME for p in agents.iterdir() if p.is_dir() and not p.is_symlink())
     return sorted(relative_posix(p, state_dir) for p in found if p.is_file() and not p.is_symlink())
+
+
+def path_modes(state_dir: Path, rels: list[str]) -> dict[str, int]:
+    """Modes undo puts back: each source's that is not 0600 (its retired copy is made 0600) and every directory
+    above a source (retirement removes directories it empties; recreating one takes the umask's mode)."""
+    modes: dict[str, int] = {}
+    for rel in rels:
+        parts = PurePosixPath(rel).parts
+        try:
+            mode = os.lstat(state_dir.joinpath(*parts)).st_mode & 0o7777
+        except OSError:
+            continue
+        if mode != PRIVATE_FILE_MODE:
+            modes[rel] = mode
+        for depth in range(1, len(parts)):
+            above = "/".join(parts[:depth])
+            if above not in modes:
+                try:
+                    modes[above] = os.lstat(state_dir.joinpath(*parts[:depth])).st_mode & 0o7777
+                except OSError:
+                    continue
+    return dict(sorted(modes.items()))
+
+
+def config_rels(plan: Any, state_dir: Path) -> list[str]:
+    """The config file the run may rewrite, when it lives in the state dir."""
+    config = getattr(plan, "config_path", None)
+    if config is None:
+        return []
+    try:
+        return [relative_posix(Path(config), state_dir)]
+    except ValueError:
+        return []
 
 
 def content_digest(path: Path) -> str:
@@ -62,7 +98,9 @@ def digest_connection(conn: Connection) -> str:
     return digest.hexdigest()
 
 
-def run_facts(state_dir: Path, existed: list[str], written: dict[Path, Connection], steps: list[dict[str, Any]]) -> dict[str, Any]:
+def run_facts(
+    state_dir: Path, existed: list[str], modes: dict[str, int], written: dict[Path, Connection], steps: list[dict[str, Any]]
+) -> dict[str, Any]:
     """The ``undo`` block of a finished run's report (see module doc); ``written``: each database the run wrote, with
     the run's own open connection to it (its committed rows, WAL included)."""
     databases: dict[str, dict[str, Any]] = {}
@@ -74,7 +112,8 @@ def run_facts(state_dir: Path, existed: list[str], written: dict[Path, Connectio
             digest = None
         databases[rel] = {"existed": rel in existed, "digest": digest}
     relocated = next(({"from": s["from"], "to": s["to"]} for s in steps if s.get("kind") == "state-dir-relocated"), None)
-    return {"version": FACTS_VERSION, "databases_before": sorted(existed), "databases": databases, "relocated": relocated}
+    return {"version": FACTS_VERSION, "databases_before": sorted(existed), "databases": databases, "relocated": relocated,
+            "modes": modes}
 
 
-__all__ = ["existing_databases", "content_digest", "digest_connection", "run_facts", "FACTS_KEY", "BOOKKEEPING_TABLES"]
+__all__ = ["existing_databases", "path_modes", "config_rels", "content_digest", "digest_connection", "run_facts", "FACTS_KEY", "BOOKKEEPING_TABLES"]
