@@ -49,9 +49,11 @@ from statekit.backup.verify import VerifyReport, verify_archive
 from statekit.errors import ExitCode, StateDirError, StatekitError, UsageError, VerificationError
 from statekit.seams import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE, atomic_write_bytes, fsync_dir, open_regular_file, remove_orphaned_temps
+from statekit.install import ensure_install_id, read_install_id
 from statekit.states import BackupRunStatus
 
 DEFAULT_OUTPUT_NAME = "openclaw-backups"
+BACKUP_DIR_ENV = "STATEKIT_BACKUP_DIR"
 STAGING_PREFIX = ".statekit-backup-"
 PARTIAL_SUFFIX = ".partial"
 SIDECAR_SUFFIX = ".verify.json"
@@ -144,9 +146,30 @@ class _Context:
         return self.staging / f"{prefix}-{next(self.counter)}"  # next() on a count is atomic under the GIL
 
 
-def default_output_dir(state_dir: Path) -> Path:
-    """``openclaw-backups/`` beside the state dir (``~/openclaw-backups`` for ``~/.openclaw``)."""
-    return state_dir.parent / DEFAULT_OUTPUT_NAME
+def default_output_dir(state_dir: Path, install_id: str | None = None) -> Path:
+    """``openclaw-backups/<install id>/`` beside the state dir (``~/openclaw-backups/<id>/`` for ``~/.openclaw``): one
+    folder per install, so installs under one parent never share one; ``openclaw-backups/`` itself without an id."""
+    base = state_dir.parent / DEFAULT_OUTPUT_NAME
+    return base / install_id if install_id else base
+
+
+def resolve_output_dir(output: Path | None, state_dir: Path, install_id: str | None, env: Mapping[str, str] | None = None) -> Path:
+    """Where archives go: ``output`` (the flag), else ``$STATEKIT_BACKUP_DIR``, else :func:`default_output_dir`."""
+    if output is not None:
+        return Path(os.path.abspath(output))
+    value = ((os.environ if env is None else env).get(BACKUP_DIR_ENV) or "").strip()
+    if value:
+        return Path(os.path.abspath(os.path.expanduser(value)))
+    return default_output_dir(state_dir, install_id)
+
+
+def backup_install_id(state_dir: Path, *, create: bool, warnings: list[str]) -> str | None:
+    """The install id the archive records (created on the first real backup; never by a dry run)."""
+    try:
+        return ensure_install_id(state_dir) if create else read_install_id(state_dir)
+    except (StatekitError, OSError) as exc:
+        warnings.append(f"{state_dir}: no install id for this backup ({exc}); the archive is not scoped to an install")
+        return None
 
 
 def sidecar_path(archive: Path) -> Path:
@@ -403,6 +426,7 @@ def write_sidecar(archive: Path, report: VerifyReport | None, manifest: dict[str
         "created_at": manifest.get("created_at"),
         "assets": totals.get("assets"),
         "bytes": totals.get("bytes"),
+        "install_id": manifest.get("install_id"),
         "verified": None if report is None else report.ok,
         "checked_at": mf.iso_utc(datetime.now(timezone.utc)) if report is not None else None,
         "problems": [] if report is None else report.problems[:20],
@@ -410,11 +434,11 @@ def write_sidecar(archive: Path, report: VerifyReport | None, manifest: dict[str
     atomic_write_bytes(sidecar_path(archive), (json.dumps(data, indent=1) + "\n").encode("utf-8"))
 
 
-def _planned_manifest(plan: AssetPlan, now: datetime, options: dict[str, Any], layout: _Layout) -> dict[str, Any]:
+def _planned_manifest(plan: AssetPlan, now: datetime, options: dict[str, Any], layout: _Layout, install_id: str | None) -> dict[str, Any]:
     assets = [_base_asset(e, layout) for e in plan.entries]
     for asset, entry in zip(assets, plan.entries):
         asset.size = entry.st.st_size if entry.kind in ("file", "sqlite") else 0
-    return Manifest(now, str(plan.state_dir), options, assets, list(plan.skipped)).to_json()
+    return Manifest(now, str(plan.state_dir), options, assets, list(plan.skipped), install_id=install_id).to_json()
 
 
 def _out_of_space(exc: OSError, where: Path) -> StatekitError:
@@ -444,7 +468,9 @@ def create_backup(
     top = 9 if fmt == "openclaw" else 22
     if not 1 <= level <= top:
         raise StatekitError(f"compression level {level} is outside 1..{top} ({'gzip' if fmt == 'openclaw' else 'zstd'})", exit_code=ExitCode.USAGE)
-    output_dir = Path(os.path.abspath(output_dir)) if output_dir is not None else default_output_dir(state_dir)
+    id_warnings: list[str] = []
+    install_id = backup_install_id(state_dir, create=not dry_run, warnings=id_warnings)  # before planning: the archive holds it
+    output_dir = resolve_output_dir(output_dir, state_dir, install_id, env)
     now, archive_root, final = _free_archive_name(output_dir, fmt)
     layout = _Layout(fmt, archive_root)
     options = {"include_workspaces": include_workspaces, "level": level, "verify": verify}
@@ -452,8 +478,8 @@ def create_backup(
     if final.exists():
         raise StatekitError(f"refusing to overwrite existing backup archive {final}")
     run_id = uuid.uuid4().hex
-    result = BackupResult(None, _planned_manifest(plan, now, options, layout), False, list(plan.warnings), run_id, final,
-                          format=fmt)
+    result = BackupResult(None, _planned_manifest(plan, now, options, layout, install_id), False, id_warnings + list(plan.warnings),
+                          run_id, final, format=fmt)
     if dry_run:
         result.dry_run = True
         return result
@@ -476,7 +502,7 @@ def create_backup(
                     if warning:
                         result.warnings.append(warning)
                     checkpoint("backup-recorded")
-                _create_locked(plan, final, layout, now, options, level, verify, progress, result, staging, env)
+                _create_locked(plan, final, layout, now, options, level, verify, progress, result, staging, env, install_id)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
     except BaseException as exc:
@@ -520,6 +546,7 @@ def _create_locked(
     result: BackupResult,
     staging: Path,
     env: Mapping[str, str] | None = None,
+    install_id: str | None = None,
 ) -> None:
     if final.exists():
         raise StatekitError(f"refusing to overwrite existing backup archive {final}")
@@ -528,7 +555,7 @@ def _create_locked(
     try:
         checkpoint("backup-staging")
         items = [_Item(entry, _base_asset(entry, layout)) for entry in plan.entries]
-        manifest = Manifest(now, str(plan.state_dir), options)
+        manifest = Manifest(now, str(plan.state_dir), options, install_id=install_id)
         result.manifest = _write_archive(partial, layout.root, manifest, items, ctx, level, progress)
         result.openclaw_manifest = ctx.openclaw_manifest
         result.warnings.extend(ctx.warnings)

@@ -14,10 +14,21 @@ from statekit.backup.create import BackupResult
 from statekit.backup.journal import JournalError, Recovery, describe_pending, journal_path, settle_locked
 from statekit.backup.manifest import iso_utc
 from statekit.backup.restore import RestoreResult, abort_restore, resume_restore
-from statekit.backup.retention import list_archives, prune_archives, record_verify_result
+from statekit.backup.create import BACKUP_DIR_ENV, resolve_output_dir
+from statekit.backup.retention import (
+    ArchiveInfo,
+    Duration,
+    InstallScope,
+    RetentionPolicy,
+    install_dirs,
+    list_archives,
+    prune_archives,
+    record_verify_result,
+)
 from statekit.backup.verify import VerifyReport
 from statekit.cli.common import DryRunOpt, JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, run_command
 from statekit.errors import BusyError, ExitCode, StatekitError, UsageError, describe_exit_codes
+from statekit.install import is_install_id, read_install_id
 from statekit.layout import resolve_state_dir
 from statekit.output import Output, human_size, table
 
@@ -25,8 +36,12 @@ EXIT_CODES = describe_exit_codes(dict.fromkeys((ExitCode.OK, ExitCode.FATAL, Exi
 
 OutputOpt = Annotated[
     Path | None,
-    typer.Option("--output", "-o", help="Archive directory (default: openclaw-backups/ beside the state dir).", show_default=False),
+    typer.Option("--output", "-o", help=f"Archive directory (default: ${BACKUP_DIR_ENV}, else openclaw-backups/<install id>/ beside the state dir).",
+                 show_default=False),
 ]
+AllInstallsOpt = Annotated[bool, typer.Option("--all-installs", help="Every install's archives, not only this state dir's.")]
+InstallOpt = Annotated[str | None, typer.Option("--install", help="The archives of install ID (32 hex digits) instead of this state dir's.",
+                                                show_default=False)]
 
 CREATE_HELP = f"""Back up the state dir into one verified openclaw-backup-<UTC>.tar.zst.
 
@@ -75,31 +90,56 @@ Examples:
 {EXIT_CODES}
 """
 
-LIST_HELP = f"""List archives with time, size, asset count and last verify result.
+LIST_HELP = f"""List this install's archives with time, size, asset count, install and last verify result.
+
+Archives that record no install id (made before archives did) are listed
+too, marked "(none)". --all-installs lists every install's; --install ID one
+other install's.
 
 Example:
 
 \b
-    statekit backup list --output ~/openclaw-backups
+    statekit backup list --output ~/openclaw-backups --all-installs
 
 {EXIT_CODES}
 """
 
-PRUNE_HELP = f"""Delete old archives, keeping the union of the --keep-* rules (UTC buckets).
+PRUNE_HELP = f"""Delete this install's old archives, keeping the union of the --keep-* rules (UTC buckets).
 
-The newest verified archive is never deleted. Prints what it keeps and why.
+Only this state dir's install is pruned (--install ID another one,
+--all-installs each install separately); archives without an install id only
+with --include-unscoped. The newest archive that verified with real content
+is never deleted. Prints what it keeps and why.
 
 Example:
 
 \b
     statekit backup prune --keep-last 3 --keep-daily 7 --keep-monthly 6 --dry-run
+    statekit backup prune --keep-within 30d --keep-monthly 12 --keep-yearly 5
 
 {EXIT_CODES}
 """
 
 
-def _output_dir(output: Path | None, state_dir: Path | None) -> Path:
-    return output if output is not None else default_output_dir(resolve_state_dir(state_dir).path)
+def _scope(output: Path | None, state_dir: Path | None, all_installs: bool, install: str | None,
+           include_unscoped: bool) -> tuple[InstallScope, list[Path]]:
+    """Which archives ``list``/``prune`` act on, and the dirs they are in (flag > $STATEKIT_BACKUP_DIR > default)."""
+    if all_installs and install is not None:
+        raise UsageError("use either --all-installs or --install, not both")
+    if install is not None and not is_install_id(install):
+        raise UsageError(f"--install {install!r}: an install id is 32 lowercase hex digits (see `statekit backup list --all-installs`)")
+    state = resolve_state_dir(state_dir).path
+    current = install or read_install_id(state)
+    scope = InstallScope(None) if all_installs else InstallScope(current or "", include_unscoped=include_unscoped or current is None)
+    directory = resolve_output_dir(output, state, current)
+    base = default_output_dir(state)
+    if directory.parent == base or directory == base:  # the default: this install's folder, and archives from before it
+        return scope, install_dirs(base) if all_installs else [directory, base]
+    return scope, [directory]
+
+
+def _install_text(archive: ArchiveInfo) -> str:
+    return archive.install_id[:12] if archive.install_id else "(none)"
 
 
 # --------------------------------------------------------------------------- rendering
@@ -285,20 +325,24 @@ def register(app: typer.Typer) -> None:
         run_command(out, body)
 
     @sub.command("list", help=LIST_HELP)
-    def list_cmd(state_dir: StateDirOpt = None, output: OutputOpt = None, json_out: JsonOpt = False, quiet: QuietOpt = False) -> None:
+    def list_cmd(state_dir: StateDirOpt = None, output: OutputOpt = None, all_installs: AllInstallsOpt = False, install: InstallOpt = None,
+                 json_out: JsonOpt = False, quiet: QuietOpt = False) -> None:
         out = Output(json_mode=json_out, quiet=quiet)
 
         def body() -> ExitCode:
-            directory = _output_dir(output, state_dir)
-            archives = list_archives(directory)
-            rows = [(iso_utc(a.created), human_size(a.size), a.assets if a.assets is not None else "-", _verified_text(a.verified), a.path.name) for a in archives]
+            scope, dirs = _scope(output, state_dir, all_installs, install, True)
+            directory = dirs[0]
+            archives = [a for a in list_archives(*dirs) if scope.covers(a)]
+            rows = [(iso_utc(a.created), human_size(a.size), a.assets if a.assets is not None else "-", _install_text(a),
+                     _verified_text(a.verified), a.path.name) for a in archives]
 
             def human(_d: Any) -> str:
                 if not archives:
                     return f"No archives in {directory}"
-                return table(("CREATED (UTC)", "SIZE", "ASSETS", "VERIFIED", "ARCHIVE"), rows)
+                return table(("CREATED (UTC)", "SIZE", "ASSETS", "INSTALL", "VERIFIED", "ARCHIVE"), rows)
 
-            out.result({"output_dir": str(directory), "archives": [a.to_json() for a in archives]}, human)
+            out.result({"output_dir": str(directory), "output_dirs": [str(d) for d in dirs], "install_id": scope.install_id or None,
+                        "archives": [a.to_json() for a in archives]}, human)
             return ExitCode.OK
 
         run_command(out, body)
@@ -307,10 +351,17 @@ def register(app: typer.Typer) -> None:
     def prune_cmd(
         state_dir: StateDirOpt = None,
         output: OutputOpt = None,
+        all_installs: AllInstallsOpt = False,
+        install: InstallOpt = None,
+        include_unscoped: Annotated[bool, typer.Option("--include-unscoped", help="Also prune archives that record no install id.")] = False,
         keep_last: Annotated[int, typer.Option("--keep-last", min=0, help="Keep the N newest archives.")] = 0,
+        keep_hourly: Annotated[int, typer.Option("--keep-hourly", min=0, help="Keep the newest archive of each of the N newest hours.")] = 0,
         keep_daily: Annotated[int, typer.Option("--keep-daily", min=0, help="Keep the newest archive of each of the N newest days.")] = 0,
         keep_weekly: Annotated[int, typer.Option("--keep-weekly", min=0, help="... of the N newest ISO weeks.")] = 0,
         keep_monthly: Annotated[int, typer.Option("--keep-monthly", min=0, help="... of the N newest months.")] = 0,
+        keep_yearly: Annotated[int, typer.Option("--keep-yearly", min=0, help="... of the N newest years.")] = 0,
+        keep_within: Annotated[str | None, typer.Option("--keep-within", help="Keep every archive newer than DURATION (2d, 1y5m7d2h) before the newest.",
+                                                        show_default=False)] = None,
         dry_run: DryRunOpt = False,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
@@ -318,22 +369,29 @@ def register(app: typer.Typer) -> None:
         out = Output(json_mode=json_out, quiet=quiet)
 
         def body() -> ExitCode:
-            directory = _output_dir(output, state_dir)
-            decisions = prune_archives(
-                directory, dry_run=dry_run, keep_last=keep_last, keep_daily=keep_daily, keep_weekly=keep_weekly, keep_monthly=keep_monthly
-            )
+            policy = RetentionPolicy(keep_last, keep_hourly, keep_daily, keep_weekly, keep_monthly, keep_yearly,
+                                     Duration.parse(keep_within) if keep_within is not None else None)
+            policy.check()
+            scope, dirs = _scope(output, state_dir, all_installs, install, include_unscoped)
+            directory = dirs[0]
+            decisions = prune_archives(directory, dry_run=dry_run, scope=scope, policy=policy, also=tuple(dirs[1:]))
+            others = [d for d in decisions if not d.in_scope]
+            mine = [d for d in decisions if d.in_scope]
 
             def human(_d: Any) -> str:
                 verb = "would delete" if dry_run else "deleted"
                 lines = [
                     f"keep   {d.archive.path.name}  ({', '.join(d.reasons)})" if d.keep else f"{verb}  {d.archive.path.name}"
-                    for d in decisions
+                    for d in mine
                 ]
-                kept = sum(d.keep for d in decisions)
-                lines.append(f"{kept} kept, {len(decisions) - kept} {verb}" + (" (dry run; nothing was deleted)" if dry_run else ""))
+                kept = sum(d.keep for d in mine)
+                lines.append(f"{kept} kept, {len(mine) - kept} {verb}" + (" (dry run; nothing was deleted)" if dry_run else ""))
+                if others:
+                    lines.append(f"{len(others)} archive(s) of other installs or without an install id left alone")
                 return "\n".join(lines)
 
-            out.result({"output_dir": str(directory), "dry_run": dry_run, "archives": [d.to_json() for d in decisions]}, human)
+            out.result({"output_dir": str(directory), "output_dirs": [str(d) for d in dirs], "install_id": scope.install_id or None,
+                        "dry_run": dry_run, "archives": [d.to_json() for d in decisions]}, human)
             return ExitCode.OK
 
         run_command(out, body)

@@ -50,7 +50,7 @@ def test_weekly_and_monthly_buckets_and_union():
 def test_newest_verified_archive_is_never_pruned():
     archives = [_info("2026-01-03 00:00", verified=False), _info("2026-01-02 00:00", verified=None), _info("2026-01-01 00:00", verified=True)]
     kept = _kept(plan_prune(archives, keep_last=1))
-    assert kept == {"2026-01-03 00:00": ["keep-last 1/1"], "2026-01-01 00:00": ["newest verified archive (never pruned)"]}
+    assert kept == {"2026-01-03 00:00": ["keep-last 1/1"], "2026-01-01 00:00": ["newest verified archive with content (never pruned)"]}
 
 
 def test_no_rule_is_refused():
