@@ -262,8 +262,9 @@ def plan_prune(
 ) -> list[PruneDecision]:
     """Decide keep/delete for each archive, newest first; pure, no I/O (local and remote archives alike).
 
-    ``policy`` (or its fields as keywords: ``keep_last=3``...) is applied to each install's archives separately
-    (archives without an install id form one group); archives outside ``scope`` are kept and marked
+    ``policy`` (or its fields as keywords: ``keep_last=3``...) is applied to the scope's install (archives without an
+    install id that the scope includes count as its own), or with :data:`ALL_INSTALLS` to each install's archives
+    separately (those without an install id form one group); archives outside ``scope`` are kept and marked
     ``in_scope=False``. In every group the newest archive that verified with real content is never deleted,
     whatever the policy says."""
     policy = policy or RetentionPolicy(**rules)
@@ -272,8 +273,9 @@ def plan_prune(
     decisions = [PruneDecision(a, in_scope=scope.covers(a)) for a in ordered]
     groups: dict[str | None, list[PruneDecision]] = {}
     for decision in decisions:
-        if decision.in_scope:
-            groups.setdefault(decision.archive.install_id, []).append(decision)
+        if decision.in_scope:  # one install: one group (unscoped archives asked in count as its own); every install: one each
+            key = scope.install_id if scope.install_id is not None else decision.archive.install_id
+            groups.setdefault(key, []).append(decision)
         else:
             decision.reasons.append(_out_of_scope_reason(decision.archive))
     for group in groups.values():
