@@ -43,11 +43,11 @@ from statekit.backup.retention import read_manifest_head
 from statekit.maintenance.recover import load_run, put_back
 from statekit.migrate.receipts import Receipt
 from statekit.migrate.retire import remove_empty_parents
-from statekit.migrate.undo_facts import FACTS_KEY, content_digest
+from statekit.migrate.undo_facts import FACTS_KEY, unchanged_since
 from statekit.db import SQLiteError, read_only_view, table_names
 from statekit.errors import ExitCode, StatekitError
 from statekit.fsutil import fsync_dir, sha256_file
-from statekit.layout import global_db_path, lock_path, migrated_dir, statekit_dir
+from statekit.layout import GLOBAL_DB_REL, global_db_path, lock_path, migrated_dir, statekit_dir
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
 from statekit.states import RecoverStatus, RunStatus
 
@@ -201,11 +201,11 @@ def _check_databases(plan: UndoPlan, facts: dict[str, Any]) -> None:
             plan.refusals.append(f"{rel}: removed since run {plan.run_id} finished; nothing to compare (restore the backup by hand)")
             continue
         try:
-            now = content_digest(path)
+            same = unchanged_since(path, info)
         except (SQLiteError, OSError) as exc:
             plan.refusals.append(f"{rel}: cannot be read to check it ({exc})")
             continue
-        if info.get("digest") is None or now != info.get("digest"):
+        if not same:
             plan.refusals.append(f"{rel}: changed since run {plan.run_id} finished (a gateway or another tool wrote to it);"
                                  " undo would lose those writes")
             continue
@@ -365,9 +365,9 @@ def _remove_created_dirs(plan: UndoPlan, removed: list[str]) -> None:
             current = current.parent
     if assets is None:
         for rel in removed:
-            path = _rel_path(plan.state_dir, rel)
-            if path is not None:
-                remove_empty_parents(path.parent, plan.state_dir)
+            db = _rel_path(plan.state_dir, rel)
+            if db is not None:
+                remove_empty_parents(db.parent, plan.state_dir)
 
 
 def _compare_with_manifest(plan: UndoPlan, state_dir: Path) -> list[str]:
@@ -446,7 +446,8 @@ def _apply(plan: UndoPlan) -> None:
         touched += [i.path for i in report.items if i.status == RecoverStatus.RECOVERED]
         assets = state_assets(plan.manifest) if plan.manifest is not None else {}
         removed: list[str] = []
-        for action in plan.actions:
+        # the global database (it holds the run's record and receipts) goes last
+        for action in sorted(plan.actions, key=lambda a: a.path == GLOBAL_DB_REL):
             if action.action == "put-back-from-backup":
                 assert staging is not None
                 _restore_from_staging(plan, staging, action.path, assets[action.path].sha256)

@@ -7,11 +7,17 @@ end: a content digest of every database the run wrote, and the relocation
 the run recorded. The facts go into the run's ``migration_runs`` report under
 ``"undo"``.
 
-The digest is over content, not file bytes (the global database holds the
-run's own row, written after the digest): the schema (``sqlite_master``),
-``user_version`` and every row of every table except statekit's bookkeeping
-(``migration_runs``, ``migration_sources``, ``backup_runs``). A gateway or
-any other writer that changes a row or a table after the run changes it.
+An agent database's digest is the SHA-256 of its file, once the run's WAL is
+checkpointed into it (one sequential read: 228 MB in well under a second);
+up to 8 MiB also over its content, as below, so the database still counts as
+unchanged after a later run's undo put it back from a backup (a ``VACUUM
+INTO`` copy: other bytes, same content). The
+global database holds the run's own row, written after the digest, so its
+digest is over content: the schema (``sqlite_master``), ``user_version`` and
+every row of every table except statekit's bookkeeping (``migration_runs``,
+``migration_sources``, ``backup_runs``; the global database is small: cron,
+devices, auth). A gateway or any other writer that changes a row or a table
+after the run changes the digest.
 """
 
 from __future__ import annotations
@@ -22,11 +28,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from statekit.db import Connection, SQLiteError, read_only_view
-from statekit.fsutil import PRIVATE_FILE_MODE
+from statekit.fsutil import PRIVATE_FILE_MODE, sha256_file
 from statekit.layout import AGENT_DB_NAME, global_db_path, relative_posix
 
 FACTS_KEY = "undo"
 FACTS_VERSION = 1
+CONTENT_DIGEST_LIMIT = 8 << 20  # agent databases up to 8 MiB also get a content digest (about 0.7 s at the limit)
 BOOKKEEPING_TABLES = frozenset({"migration_runs", "migration_sources", "backup_runs"})
 
 
@@ -98,22 +105,46 @@ def digest_connection(conn: Connection) -> str:
     return digest.hexdigest()
 
 
+def checkpointed_file_digest(conn: Connection, path: Path) -> str | None:
+    """SHA-256 of the database file once the run's WAL is checkpointed into it (None when the checkpoint was blocked)."""
+    busy, _log, _done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    return None if busy else sha256_file(path)
+
+
+def unchanged_since(path: Path, recorded: dict[str, Any]) -> bool:
+    """Whether the database at ``path`` is as :func:`run_facts` recorded it: the same file bytes, or (an agent database put
+    back from a backup by a later run's undo, or checkpointed by another tool) the same content when that was recorded."""
+    if recorded.get("digest") is None:
+        return False
+    if recorded.get("digest_kind") == "content":
+        return content_digest(path) == recorded["digest"]
+    wal = Path(f"{path}-wal")
+    if not (wal.exists() and wal.stat().st_size > 0) and sha256_file(path) == recorded["digest"]:
+        return True
+    return recorded.get("content_digest") is not None and content_digest(path) == recorded["content_digest"]
+
+
 def run_facts(
     state_dir: Path, existed: list[str], modes: dict[str, int], written: dict[Path, Connection], steps: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """The ``undo`` block of a finished run's report (see module doc); ``written``: each database the run wrote, with
     the run's own open connection to it (its committed rows, WAL included)."""
     databases: dict[str, dict[str, Any]] = {}
+    global_db = global_db_path(state_dir)
     for path, conn in sorted(written.items()):
         rel = relative_posix(path, state_dir)
+        kind = "content" if path == global_db else "file"
+        content: str | None = None
         try:
-            digest: str | None = digest_connection(conn)
-        except SQLiteError:
+            digest: str | None = digest_connection(conn) if kind == "content" else checkpointed_file_digest(conn, path)
+            if kind == "file" and path.stat().st_size <= CONTENT_DIGEST_LIMIT:
+                content = digest_connection(conn)
+        except (SQLiteError, OSError):
             digest = None
-        databases[rel] = {"existed": rel in existed, "digest": digest}
+        databases[rel] = {"existed": rel in existed, "digest": digest, "digest_kind": kind, "content_digest": content}
     relocated = next(({"from": s["from"], "to": s["to"]} for s in steps if s.get("kind") == "state-dir-relocated"), None)
     return {"version": FACTS_VERSION, "databases_before": sorted(existed), "databases": databases, "relocated": relocated,
             "modes": modes}
 
 
-__all__ = ["existing_databases", "path_modes", "config_rels", "content_digest", "digest_connection", "run_facts", "FACTS_KEY", "BOOKKEEPING_TABLES"]
+__all__ = ["unchanged_since", "existing_databases", "path_modes", "config_rels", "content_digest", "digest_connection", "run_facts", "FACTS_KEY", "BOOKKEEPING_TABLES"]
