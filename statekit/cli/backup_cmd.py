@@ -123,14 +123,17 @@ Example:
 
 def _scope(output: Path | None, state_dir: Path | None, all_installs: bool, install: str | None,
            include_unscoped: bool) -> tuple[InstallScope, list[Path]]:
-    """Which archives ``list``/``prune`` act on, and the dirs they are in (flag > $STATEKIT_BACKUP_DIR > default)."""
+    """Which archives ``list``/``prune`` act on, and the dirs they are in (flag > $STATEKIT_BACKUP_DIR > default).
+
+    A state dir without an install id (never backed up) owns no scoped archive: only unscoped ones, and only when
+    ``include_unscoped`` (``list`` always passes it)."""
     if all_installs and install is not None:
         raise UsageError("use either --all-installs or --install, not both")
     if install is not None and not is_install_id(install):
         raise UsageError(f"--install {install!r}: an install id is 32 lowercase hex digits (see `statekit backup list --all-installs`)")
     state = resolve_state_dir(state_dir).path
     current = install or read_install_id(state)
-    scope = InstallScope(None) if all_installs else InstallScope(current or "", include_unscoped=include_unscoped or current is None)
+    scope = InstallScope(None) if all_installs else InstallScope(current or "", include_unscoped=include_unscoped)
     directory = resolve_output_dir(output, state, current)
     base = default_output_dir(state)
     if directory.parent == base or directory == base:  # the default: this install's folder, and archives from before it

@@ -47,6 +47,7 @@ from statekit import backup  # noqa: F401  -- the real package (tests/backup mus
 import faultkit
 from helpers import open_db
 from statekit.db import Connection
+from statekit.install import ensure_install_id
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = int(os.environ.get("STATEKIT_RELIABILITY_SEED", "20261130"))
@@ -246,6 +247,7 @@ def copy_world(fixture: str, dest: Path) -> Path:
     state = dest / "home" / ".openclaw"
     shutil.copytree(FIXTURES / fixture / ".openclaw", state, symlinks=True)
     os.chmod(dest / "home", 0o700)
+    ensure_install_id(state)  # as every install that was backed up once (the first backup creates it)
     return state
 
 
