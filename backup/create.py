@@ -52,8 +52,9 @@ from statekit.errors import BusyError, ExitCode, StateDirError, StatekitError, U
 from statekit.progress import start_phase
 from statekit.seams import checkpoint
 from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE, atomic_write_bytes, create_file, fsync_dir, open_regular_file, remove_orphaned_temps
-from statekit.layout import canonical_state_dir, lock_path
+from statekit.layout import BACKUP_DIR_ENV, canonical_state_dir, lock_path
 from statekit.locking import exclusive_lock
+from statekit.install import ensure_install_id, read_install_id
 from statekit.states import BackupRunStatus
 
 DEFAULT_OUTPUT_NAME = "openclaw-backups"
@@ -150,9 +151,30 @@ class _Context:
         return self.staging / f"{prefix}-{next(self.counter)}"  # next() on a count is atomic under the GIL
 
 
-def default_output_dir(state_dir: Path) -> Path:
-    """``openclaw-backups/`` beside the state dir (``~/openclaw-backups`` for ``~/.openclaw``)."""
-    return state_dir.parent / DEFAULT_OUTPUT_NAME
+def default_output_dir(state_dir: Path, install_id: str | None = None) -> Path:
+    """``openclaw-backups/<install id>/`` beside the state dir (``~/openclaw-backups/<id>/`` for ``~/.openclaw``): one
+    folder per install, so installs under one parent never share one; ``openclaw-backups/`` itself without an id."""
+    base = state_dir.parent / DEFAULT_OUTPUT_NAME
+    return base / install_id if install_id else base
+
+
+def resolve_output_dir(output: Path | None, state_dir: Path, install_id: str | None, env: Mapping[str, str] | None = None) -> Path:
+    """Where archives go: ``output`` (the flag), else ``$STATEKIT_BACKUP_DIR``, else :func:`default_output_dir`."""
+    if output is not None:
+        return Path(os.path.abspath(output))
+    value = ((os.environ if env is None else env).get(BACKUP_DIR_ENV) or "").strip()
+    if value:
+        return Path(os.path.abspath(os.path.expanduser(value)))
+    return default_output_dir(state_dir, install_id)
+
+
+def backup_install_id(state_dir: Path, *, create: bool, warnings: list[str]) -> str | None:
+    """The install id the archive records (created on the first real backup; never by a dry run)."""
+    try:
+        return ensure_install_id(state_dir) if create else read_install_id(state_dir)
+    except (StatekitError, OSError) as exc:
+        warnings.append(f"{state_dir}: no install id for this backup ({exc}); the archive is not scoped to an install")
+        return None
 
 
 def sidecar_path(archive: Path) -> Path:
@@ -410,6 +432,7 @@ def write_sidecar(archive: Path, report: VerifyReport | None, manifest: dict[str
         "created_at": manifest.get("created_at"),
         "assets": totals.get("assets"),
         "bytes": totals.get("bytes"),
+        "install_id": manifest.get("install_id"),
         "verified": None if report is None else report.ok,
         "checked_at": mf.iso_utc(datetime.now(timezone.utc)) if report is not None else None,
         "problems": [] if report is None else report.problems[:20],
@@ -430,11 +453,11 @@ def check_complete(plan: AssetPlan, manifest: Manifest, ctx: _Context) -> None:
         raise VerificationError(f"the archive is incomplete, nothing was published: {display_path(problems[0])}{more}")
 
 
-def _planned_manifest(plan: AssetPlan, now: datetime, options: dict[str, Any], layout: _Layout) -> dict[str, Any]:
+def _planned_manifest(plan: AssetPlan, now: datetime, options: dict[str, Any], layout: _Layout, install_id: str | None) -> dict[str, Any]:
     assets = [_base_asset(e, layout) for e in plan.entries]
     for asset, entry in zip(assets, plan.entries):
         asset.size = entry.st.st_size if entry.kind in ("file", "sqlite") else 0
-    return Manifest(now, str(plan.state_dir), options, assets, list(plan.skipped)).to_json()
+    return Manifest(now, str(plan.state_dir), options, assets, list(plan.skipped), install_id=install_id).to_json()
 
 
 LOCK_POLL_SECONDS = 0.2
@@ -530,7 +553,9 @@ def _create_backup(
         raise StatekitError(f"compression level {level} is outside 1..{top} ({'gzip' if fmt == 'openclaw' else 'zstd'})", exit_code=ExitCode.USAGE)
     if recipients is not None and fmt != "statekit":
         raise UsageError("age encryption (--recipient) is for statekit archives, not --format openclaw")
-    output_dir = Path(os.path.abspath(output_dir)) if output_dir is not None else default_output_dir(state_dir)
+    id_warnings: list[str] = []
+    install_id = backup_install_id(state_dir, create=not dry_run, warnings=id_warnings)  # before planning: the archive holds it
+    output_dir = resolve_output_dir(output_dir, state_dir, install_id, env)
     now, archive_root, final = _free_archive_name(output_dir, fmt, suffix=AGE_SUFFIX if recipients is not None else "")
     layout = _Layout(fmt, archive_root)
     options = {"include_workspaces": include_workspaces, "level": level, "verify": verify}
@@ -538,8 +563,8 @@ def _create_backup(
     if final.exists():
         raise StatekitError(f"refusing to overwrite existing backup archive {final}")
     run_id = uuid.uuid4().hex
-    result = BackupResult(None, _planned_manifest(plan, now, options, layout), False, list(plan.warnings), run_id, final,
-                          format=fmt)
+    result = BackupResult(None, _planned_manifest(plan, now, options, layout, install_id), False, id_warnings + list(plan.warnings),
+                          run_id, final, format=fmt)
     if dry_run:
         result.dry_run = True
         result.warnings.extend(skip_warnings(plan.skipped))
@@ -565,7 +590,7 @@ def _create_backup(
                     if warning:
                         result.warnings.append(warning)
                     checkpoint("backup-recorded")
-                _create_locked(plan, final, layout, now, options, level, verify, progress, result, staging, env, recipients)
+                _create_locked(plan, final, layout, now, options, level, verify, progress, result, staging, env, recipients, install_id)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
     except BaseException as exc:
@@ -610,6 +635,7 @@ def _create_locked(
     staging: Path,
     env: Mapping[str, str] | None = None,
     recipients: Recipients | None = None,
+    install_id: str | None = None,
 ) -> None:
     if final.exists():
         raise StatekitError(f"refusing to overwrite existing backup archive {final}")
@@ -621,7 +647,7 @@ def _create_locked(
     try:
         checkpoint("backup-staging")
         items = [_Item(entry, _base_asset(entry, layout)) for entry in plan.entries]
-        manifest = Manifest(now, str(plan.state_dir), options)
+        manifest = Manifest(now, str(plan.state_dir), options, install_id=install_id)
         start_phase(progress, "archive", sum(e.st.st_size for e in plan.entries if e.kind in ("file", "sqlite")), "bytes")
         result.manifest = _write_archive(written, layout.root, manifest, items, ctx, level, progress)
         result.openclaw_manifest = ctx.openclaw_manifest

@@ -92,6 +92,7 @@ class Manifest:
     assets: list[Asset] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     statekit_version: str = __version__
+    install_id: str | None = None  # statekit.install: the install the archive belongs to (None: an archive older than the field)
     # Read back only: the totals and timestamp exactly as the archive declares them (verify compares them).
     declared_totals: dict[str, int] | None = None
     declared_created_at: str | None = None
@@ -109,6 +110,7 @@ class Manifest:
             assets=[Asset.from_json(a) for a in data["assets"]],
             skipped=[Skipped(s["source_path"], s["reason"]) for s in data["skipped"]],
             statekit_version=data["statekit_version"],
+            install_id=data.get("install_id"),
             declared_totals=dict(data["totals"]),
             declared_created_at=data["created_at"],
         )
@@ -147,6 +149,7 @@ class Manifest:
             "created_at": iso_utc(self.created_at),
             "statekit_version": self.statekit_version,
             "state_dir": self.state_dir,
+            **({"install_id": self.install_id} if self.install_id is not None else {}),
             "options": dict(self.options),
             "assets": [a.to_json() for a in self.assets],
             "skipped": [asdict(s) for s in self.skipped],

@@ -398,7 +398,7 @@ class RemotePrune:
     requests: int
 
 
-def prune_remote(client: Any, loc: S3Location, install_id: str | None, rules: dict[str, int], *, dry_run: bool = False,
+def prune_remote(client: Any, loc: S3Location, install_id: str | None, rules: dict[str, Any], *, dry_run: bool = False,
                  stale_hours: float = STALE_UPLOAD_HOURS, now: datetime | None = None) -> RemotePrune:
     """:func:`plan_prune` per install (each install keeps its own newest archives); deletes in batches of 1,000;
     aborts incomplete uploads started more than ``stale_hours`` ago."""

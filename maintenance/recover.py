@@ -340,6 +340,19 @@ def recover(state_dir: Path, run_id: str, *, dry_run: bool = False) -> RecoverRe
     return report
 
 
+def load_run(conn: Connection, run_id: str) -> tuple[str | None, dict[str, Any], list[Receipt]]:
+    """(status, report, receipts) of migration run ``run_id``; StatekitError when there is no such run."""
+    return _load(conn, run_id)
+
+
+def put_back(state_dir: Path, run_id: str, receipts: list[Receipt], *, dry_run: bool) -> RecoverReport:
+    """The core of :func:`recover` without its bookkeeping: put the retired copies back (or, with ``dry_run``, say what
+    would happen); no receipt is marked, no run recorded (``statekit undo`` replaces the databases afterwards)."""
+    report = RecoverReport(state_dir, run_id, dry_run)
+    _collect(state_dir, receipts, report, None, None)
+    return report
+
+
 def _collect(state_dir: Path, receipts: list[Receipt], report: RecoverReport, conn: Connection | None, recover_id: str | None) -> None:
     for receipt in receipts:
         if not receipt.removed_source:
@@ -419,4 +432,4 @@ def write_report(path: Path, report: RecoverReport) -> None:
     atomic_write_bytes(Path(os.path.abspath(path)), data.encode("utf-8"), PRIVATE_FILE_MODE)
 
 
-__all__ = ["recover", "RecoverReport", "RecoverItem", "sanitized_report", "write_report", "sanitize_line"]
+__all__ = ["recover", "load_run", "put_back", "RecoverReport", "RecoverItem", "sanitized_report", "write_report", "sanitize_line"]

@@ -47,6 +47,7 @@ from statekit.migrate.receipts import (
     write_receipt,
 )
 from statekit.migrate.retire import delete_source, parent_modes, retire, retired_path
+from statekit.migrate.undo_facts import config_rels, existing_databases, path_modes, run_facts
 from statekit import __version__
 from statekit.errors import ExitCode, SchemaError, SourceError, StateDirError, StatekitError, interruption_reason
 from statekit.db import Connection, OperationalError, SQLiteError, error_name, immediate, open_rw, read_only_view, table_names
@@ -108,6 +109,7 @@ class MigrationReport:
     started_at: int = 0
     finished_at: int | None = None
     interrupted: str | None = None  # the signal that stopped the run (SIGINT, SIGTERM)
+    undo: dict[str, Any] | None = None  # migrate.undo_facts: what `statekit undo` checks and puts back
 
     @property
     def exit_code(self) -> ExitCode:
@@ -137,6 +139,7 @@ class MigrationReport:
             "warnings": self.warnings,
             "notices": self.notices,
             **({"interrupted": True, "interrupted_by": self.interrupted} if self.interrupted else {}),
+            **({"undo": self.undo} if self.undo is not None else {}),
         }
 
 
@@ -185,6 +188,8 @@ class Migration:
     def run(self, plan: Plan) -> MigrationReport:
         from statekit.migrate.steps import apply_steps  # state-dir relocation / config aliases (planned steps)
 
+        databases_before = existing_databases(self.state_dir)
+        modes_before = path_modes(self.state_dir, [s.rel for s in plan.sources] + config_rels(plan, self.state_dir))
         backup_result = self._backup() if self.options.backup else None
         checkpoint("migrate-backup-done")
         self.global_conn, _ = open_global(self.state_dir, self.report.warnings)
@@ -220,12 +225,20 @@ class Migration:
             except SQLiteError:
                 pass
             raise
+        self.report.undo = run_facts(self.state_dir, databases_before, modes_before, self._written_databases(), plan.steps)
         status = RunStatus.WARNING if self.report.warnings else RunStatus.COMPLETED
         self.report.status = status
         self.report.finished_at = now_ms()
         checkpoint("before-close-run")
         close_run(self.global_conn, self.run_id, self.report.finished_at, status, self.report.to_json())
         return self.report
+
+    def _written_databases(self) -> dict[Path, Connection]:
+        from statekit.layout import agent_db_path
+
+        assert self.global_conn is not None
+        written = {agent_db_path(self.state_dir, agent): conn for agent, conn in self.agent_conns.items()}
+        return {global_db_path(self.state_dir): self.global_conn, **written}
 
     def _finish_shared_auth_store(self) -> None:
         """OpenClaw 2026.9.6 keeps the shared-main (``main``) auth store in the state database; mark it so (auth readers)."""

@@ -27,6 +27,7 @@ CONFIG_NAME = "openclaw.json"
 LEGACY_CONFIG_NAMES = ("clawdbot.json", "moldbot.json", "moltbot.json")
 DEFAULT_AGENT_ID = "main"
 STATEKIT_DIR_NAME = ".statekit"
+BACKUP_DIR_ENV = "STATEKIT_BACKUP_DIR"  # names the backup output folder (flag > this > the per-install default)
 
 GLOBAL_DB_REL = "state/openclaw.sqlite"
 AGENT_DB_NAME = "openclaw-agent.sqlite"

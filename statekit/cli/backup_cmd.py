@@ -14,7 +14,7 @@ from statekit.cli.common import (
     existing_state_dir, output, run_command,
 )
 from statekit.errors import ExitCode, UsageError, describe_exit_codes
-from statekit.layout import resolve_state_dir
+from statekit.layout import BACKUP_DIR_ENV, resolve_state_dir
 from statekit.output import Output, human_size, table
 from statekit.values import datetime_to_iso as iso_utc
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from statekit.backup.encryption import Identities, Recipients
     from statekit.backup.journal import Recovery
     from statekit.backup.restore import RestoreResult
+    from statekit.backup.retention import ArchiveInfo, InstallScope
     from statekit.backup.verify import VerifyReport
 
 # The codes each subcommand returns, and what each means there (None: the summary in statekit.errors).
@@ -68,13 +69,16 @@ EXIT_CODES: dict[ExitCode, str | None] = {
 
 OutputOpt = Annotated[
     Path | None,
-    typer.Option("--output", "-o", help="Archive directory (default: openclaw-backups/ beside the state dir).", show_default=False),
+    typer.Option("--output", "-o", help=f"Archive directory (default: ${BACKUP_DIR_ENV}, else openclaw-backups/<install id>/ beside the state dir).",
+                 show_default=False),
 ]
 LocationOpt = Annotated[
     str | None,
     typer.Option("--output", "-o", help="Archive directory, or s3://bucket/prefix (default: openclaw-backups/ beside the state dir).", show_default=False),
 ]
-AllInstallsOpt = Annotated[bool, typer.Option("--all-installs", help="s3://: every install in the bucket prefix, not only this state dir's.")]
+AllInstallsOpt = Annotated[bool, typer.Option("--all-installs", help="Every install's archives (in the folder or the bucket prefix), not only this state dir's.")]
+InstallOpt = Annotated[str | None, typer.Option("--install", help="The archives of install ID (32 hex digits) instead of this state dir's.",
+                                                show_default=False)]
 RecipientOpt = Annotated[list[str] | None, typer.Option("--recipient", "-r", help="Encrypt to this age public key (age1...; repeatable): the archive becomes .tar.zst.age.", show_default=False)]
 RecipientsFileOpt = Annotated[list[Path] | None, typer.Option("--recipients-file", "-R", help="Encrypt to the age public keys in this file (one a line; repeatable).", show_default=False)]
 IdentityOpt = Annotated[Path | None, typer.Option("--identity", "-i", help="age identity file (as age-keygen writes it) for encrypted archives.", show_default=False)]
@@ -127,24 +131,32 @@ Examples:
 {describe_exit_codes(RESTORE_EXIT_CODES)}
 """
 
-LIST_HELP = f"""List archives with time, size, asset count and last verify result.
+LIST_HELP = f"""List this install's archives with time, size, asset count, install and last verify result.
+
+Archives that record no install id (made before archives did) are listed
+too, marked "(none)". --all-installs lists every install's; --install ID one
+other install's.
 
 Example:
 
 \b
-    statekit backup list --output ~/openclaw-backups
+    statekit backup list --output ~/openclaw-backups --all-installs
 
 {describe_exit_codes(LIST_EXIT_CODES)}
 """
 
-PRUNE_HELP = f"""Delete old archives, keeping the union of the --keep-* rules (UTC buckets).
+PRUNE_HELP = f"""Delete this install's old archives, keeping the union of the --keep-* rules (UTC buckets).
 
-The newest verified archive is never deleted. Prints what it keeps and why.
+Only this state dir's install is pruned (--install ID another one,
+--all-installs each install separately); archives without an install id only
+with --include-unscoped. The newest archive that verified with real content
+is never deleted. Prints what it keeps and why.
 
 Example:
 
 \b
     statekit backup prune --keep-last 3 --keep-daily 7 --keep-monthly 6 --dry-run
+    statekit backup prune --keep-within 30d --keep-monthly 12 --keep-yearly 5
 
 {describe_exit_codes(PRUNE_EXIT_CODES)}
 """
@@ -219,7 +231,7 @@ def _list_remote(out: Output, url: str, state_dir: Path | None, all_installs: bo
 
 
 def _prune_remote(out: Output, url: str, state_dir: Path | None, all_installs: bool, dry_run: bool, stale_hours: float,
-                  rules: dict[str, int]) -> ExitCode:
+                  rules: dict[str, Any]) -> ExitCode:
     from statekit.backup.locations import parse_s3
     from statekit.backup.remote import make_client, prune_remote
 
@@ -239,13 +251,37 @@ def _prune_remote(out: Output, url: str, state_dir: Path | None, all_installs: b
     return ExitCode.OK
 
 
-def _output_dir(output: Path | None, state_dir: Path | None) -> Path:
-    """--output (which must exist), else the default folder beside the (existing) state dir."""
+def _scope(output: Path | None, state_dir: Path | None, all_installs: bool, install: str | None,
+           include_unscoped: bool) -> tuple[InstallScope, list[Path]]:
+    """Which archives ``list``/``prune`` act on, and the dirs they are in (flag > $STATEKIT_BACKUP_DIR > default).
+
+    A state dir without an install id (never backed up) owns no scoped archive: only unscoped ones, and only when
+    ``include_unscoped`` (``list`` always passes it)."""
+    if all_installs and install is not None:
+        raise UsageError("use either --all-installs or --install, not both")
+    from statekit.install import is_install_id
+
+    if install is not None and not is_install_id(install):
+        raise UsageError(f"--install {install!r}: an install id is 32 lowercase hex digits (see `statekit backup list --all-installs`)")
     from statekit.backup import default_output_dir
+    from statekit.backup.create import resolve_output_dir
+    from statekit.backup.retention import InstallScope, install_dirs
+    from statekit.install import read_install_id
 
     if output is not None:
-        return existing_dir(output, "--output")
-    return default_output_dir(existing_state_dir(state_dir).path)
+        existing_dir(output, "--output")
+    state = existing_state_dir(state_dir).path
+    current = install or read_install_id(state)
+    scope = InstallScope(None) if all_installs else InstallScope(current or "", include_unscoped=include_unscoped)
+    directory = resolve_output_dir(output, state, current)
+    base = default_output_dir(state)
+    if directory.parent == base or directory == base:  # the default: this install's folder, and archives from before it
+        return scope, install_dirs(base) if all_installs else [directory, base]
+    return scope, [directory]
+
+
+def _install_text(archive: ArchiveInfo) -> str:
+    return archive.install_id[:12] if archive.install_id else "(none)"
 
 
 # --------------------------------------------------------------------------- rendering
@@ -510,7 +546,7 @@ def register(app: typer.Typer) -> None:
         run_command(out, body)
 
     @sub.command("list", help=LIST_HELP)
-    def list_cmd(state_dir: StateDirOpt = None, output_dir: LocationOpt = None, all_installs: AllInstallsOpt = False,
+    def list_cmd(state_dir: StateDirOpt = None, output_dir: LocationOpt = None, all_installs: AllInstallsOpt = False, install: InstallOpt = None,
                  json_out: JsonOpt = False, quiet: QuietOpt = False) -> None:
         out = output(json_out, quiet)
 
@@ -519,16 +555,19 @@ def register(app: typer.Typer) -> None:
 
             if _is_remote(output_dir):
                 return _list_remote(out, str(output_dir), state_dir, all_installs)
-            directory = _output_dir(Path(output_dir) if output_dir else None, state_dir)
-            archives = list_archives(directory) if directory.exists() else []
-            rows = [(iso_utc(a.created), human_size(a.size), a.assets if a.assets is not None else "-", _verified_text(a.verified), a.path.name) for a in archives]
+            scope, dirs = _scope(Path(output_dir) if output_dir else None, state_dir, all_installs, install, True)
+            directory = dirs[0]
+            archives = [a for a in list_archives(*dirs) if scope.covers(a)]
+            rows = [(iso_utc(a.created), human_size(a.size), a.assets if a.assets is not None else "-", _install_text(a),
+                     _verified_text(a.verified), a.path.name) for a in archives]
 
             def human(_d: Any) -> str:
                 if not archives:
                     return f"No archives in {directory}"
-                return table(("CREATED (UTC)", "SIZE", "ASSETS", "VERIFIED", "ARCHIVE"), rows, whole=("CREATED (UTC)", "SIZE"))
+                return table(("CREATED (UTC)", "SIZE", "ASSETS", "INSTALL", "VERIFIED", "ARCHIVE"), rows, whole=("CREATED (UTC)", "SIZE"))
 
-            out.result({"output_dir": str(directory), "archives": [a.to_json() for a in archives]}, human)
+            out.result({"output_dir": str(directory), "output_dirs": [str(d) for d in dirs], "install_id": scope.install_id or None,
+                        "archives": [a.to_json() for a in archives]}, human)
             return ExitCode.OK
 
         run_command(out, body)
@@ -539,10 +578,16 @@ def register(app: typer.Typer) -> None:
         output_dir: LocationOpt = None,
         all_installs: AllInstallsOpt = False,
         stale_upload_hours: Annotated[float, typer.Option("--stale-upload-hours", min=0, help="s3://: abort incomplete uploads started more than this many hours ago.")] = 24.0,
+        install: InstallOpt = None,
+        include_unscoped: Annotated[bool, typer.Option("--include-unscoped", help="Also prune archives that record no install id.")] = False,
         keep_last: Annotated[int, typer.Option("--keep-last", min=0, help="Keep the N newest archives.")] = 0,
+        keep_hourly: Annotated[int, typer.Option("--keep-hourly", min=0, help="Keep the newest archive of each of the N newest hours.")] = 0,
         keep_daily: Annotated[int, typer.Option("--keep-daily", min=0, help="Keep the newest archive of each of the N newest days.")] = 0,
         keep_weekly: Annotated[int, typer.Option("--keep-weekly", min=0, help="... of the N newest ISO weeks.")] = 0,
         keep_monthly: Annotated[int, typer.Option("--keep-monthly", min=0, help="... of the N newest months.")] = 0,
+        keep_yearly: Annotated[int, typer.Option("--keep-yearly", min=0, help="... of the N newest years.")] = 0,
+        keep_within: Annotated[str | None, typer.Option("--keep-within", help="Keep every archive newer than DURATION (2d, 1y5m7d2h) before the newest.",
+                                                        show_default=False)] = None,
         dry_run: DryRunOpt = False,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
@@ -550,27 +595,36 @@ def register(app: typer.Typer) -> None:
         out = output(json_out, quiet)
 
         def body() -> ExitCode:
-            from statekit.backup.retention import prune_archives
+            from statekit.backup.retention import Duration, RetentionPolicy, prune_archives
 
-            rules = dict(keep_last=keep_last, keep_daily=keep_daily, keep_weekly=keep_weekly, keep_monthly=keep_monthly)
+            policy = RetentionPolicy(keep_last, keep_hourly, keep_daily, keep_weekly, keep_monthly, keep_yearly,
+                                     Duration.parse(keep_within) if keep_within is not None else None)
+            policy.check()
             if _is_remote(output_dir):
+                if install is not None or include_unscoped:
+                    raise UsageError("--install and --include-unscoped are for local archive folders; s3:// prunes this install or --all-installs")
+                rules: dict[str, Any] = {name: getattr(policy, name) for name in policy.__dataclass_fields__}
                 return _prune_remote(out, str(output_dir), state_dir, all_installs, dry_run, stale_upload_hours, rules)
-            directory = _output_dir(Path(output_dir) if output_dir else None, state_dir)
-            decisions = prune_archives(
-                directory, dry_run=dry_run, keep_last=keep_last, keep_daily=keep_daily, keep_weekly=keep_weekly, keep_monthly=keep_monthly
-            )
+            scope, dirs = _scope(Path(output_dir) if output_dir else None, state_dir, all_installs, install, include_unscoped)
+            directory = dirs[0]
+            decisions = prune_archives(directory, dry_run=dry_run, scope=scope, policy=policy, also=tuple(dirs[1:]))
+            others = [d for d in decisions if not d.in_scope]
+            mine = [d for d in decisions if d.in_scope]
 
             def human(_d: Any) -> str:
                 verb = "would delete" if dry_run else "deleted"
                 lines = [
                     f"keep   {d.archive.path.name}  ({', '.join(d.reasons)})" if d.keep else f"{verb}  {d.archive.path.name}"
-                    for d in decisions
+                    for d in mine
                 ]
-                kept = sum(d.keep for d in decisions)
-                lines.append(f"{kept} kept, {len(decisions) - kept} {verb}" + (" (dry run; nothing was deleted)" if dry_run else ""))
+                kept = sum(d.keep for d in mine)
+                lines.append(f"{kept} kept, {len(mine) - kept} {verb}" + (" (dry run; nothing was deleted)" if dry_run else ""))
+                if others:
+                    lines.append(f"{len(others)} archive(s) of other installs or without an install id left alone")
                 return "\n".join(lines)
 
-            out.result({"output_dir": str(directory), "dry_run": dry_run, "archives": [d.to_json() for d in decisions]}, human)
+            out.result({"output_dir": str(directory), "output_dirs": [str(d) for d in dirs], "install_id": scope.install_id or None,
+                        "dry_run": dry_run, "archives": [d.to_json() for d in decisions]}, human)
             return ExitCode.OK
 
         run_command(out, body)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from statekit.install import ensure_install_id
 import zstandard
 from helpers import open_db
 
@@ -135,6 +137,7 @@ def state_tree(tmp_path: Path) -> StateTree:
     (state / "statekit-like.wal").write_text("not a sidecar")
     (state / "logs").mkdir()
     (state / "logs" / "gateway.log").write_text("line\n" * 1000)
+    ensure_install_id(state)  # an install that was backed up once has its id (backups create it)
     return StateTree(state, home, global_db, agent_db, work_db, tasks_db, config)
 
 

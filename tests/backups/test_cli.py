@@ -104,11 +104,12 @@ def test_restore_dry_run_prints_plan(capsys, state_tree, tmp_path):
 def test_list_and_prune(capsys, state_tree, tmp_path):
     out_dir = tmp_path / "o"
     run(capsys, "backup", "create", "--state-dir", state_tree.root, "--output", out_dir, "--quiet")
-    code, out, _ = run(capsys, "backup", "list", "--output", out_dir, "--json")
+    mine = ("--state-dir", state_tree.root)  # list and prune act on the state dir's install
+    code, out, _ = run(capsys, "backup", "list", *mine, "--output", out_dir, "--json")
     assert code == 0 and json.loads(out)["archives"][0]["verified"] is True
-    code, out, _ = run(capsys, "backup", "list", "--output", out_dir)
+    code, out, _ = run(capsys, "backup", "list", *mine, "--output", out_dir)
     assert "VERIFIED" in out and " ok " in out
-    code, out, _ = run(capsys, "backup", "prune", "--output", out_dir, "--keep-last", "1", "--dry-run")
+    code, out, _ = run(capsys, "backup", "prune", *mine, "--output", out_dir, "--keep-last", "1", "--dry-run")
     assert code == 0 and "keep-last 1/1" in out
     code, _, err = run(capsys, "backup", "prune", "--output", out_dir)
     assert code == 2 and "retention rule" in err

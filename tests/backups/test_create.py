@@ -15,6 +15,7 @@ from statekit.backup import create_backup, verify_archive
 from statekit.backup import archive as archive_mod
 from statekit.backup.lock import backup_lock
 from statekit.backup.manifest import schema_problems
+from statekit.install import read_install_id
 from statekit.errors import BusyError, ExitCode, StatekitError, UsageError, VerificationError
 from backup_helpers import SECRET, make_db, read_members, tree_state
 from helpers import open_db
@@ -96,7 +97,7 @@ def test_excluded_entries_are_listed_with_reasons(state_tree, tmp_path):
     sock_path = state_tree.root / "gw.sock"
     sock = socket.socket(socket.AF_UNIX)
     sock.bind(str(sock_path))
-    (state_tree.root / ".statekit").mkdir()
+    (state_tree.root / ".statekit").mkdir(exist_ok=True)
     (state_tree.root / ".statekit" / "lock").write_text("{}")
     (state_tree.root / ".statekit" / "pre-restore").mkdir()
     (state_tree.root / "x.statekit-tmp-1").write_text("tmp")
@@ -266,8 +267,9 @@ def test_stale_partial_and_staging_from_a_killed_run_are_removed(state_tree, tmp
 
 
 def test_default_output_is_beside_the_state_dir(state_tree):
+    """One folder per install beside the state dir (issue 12 problem 2: no longer one folder all installs share)."""
     result = create_backup(state_tree.root)
-    assert result.archive_path.parent == state_tree.home / "openclaw-backups"
+    assert result.archive_path.parent == state_tree.home / "openclaw-backups" / read_install_id(state_tree.root)
 
 
 def test_external_config_credentials_and_workspaces(state_tree, tmp_path):

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from statekit.install import ensure_install_id
+
 from statekit.backup.assets import skip_reason
 from statekit.backup.create import create_backup
 from statekit.backup.restore import restore_archive
@@ -63,6 +65,7 @@ def test_corpus_round_trip(corpus, tree, tmp_path):
     else:
         shutil.copytree(source, work, symlinks=True)
     state = _find_state(work)
+    ensure_install_id(state)  # the first backup creates it, and the archive holds it
     dbs = [p for p in state.rglob("*") if p.is_file() and not p.is_symlink() and p.read_bytes()[:16] == b"SQLite format 3\x00"]
     digests = {p.relative_to(state): rows_digest(p) for p in dbs}
     (state / ".statekit").mkdir(mode=0o700, exist_ok=True)  # a backup holds .statekit/lock: the dir is archived with it

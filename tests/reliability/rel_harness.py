@@ -47,6 +47,8 @@ from statekit import backup  # noqa: F401  -- the real package (tests/backup mus
 import faultkit
 from helpers import open_db
 from statekit.db import Connection
+from statekit.fsutil import ensure_private_dir
+from statekit.install import install_id_path, read_install_id
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = int(os.environ.get("STATEKIT_RELIABILITY_SEED", "20261130"))
@@ -246,6 +248,12 @@ def copy_world(fixture: str, dest: Path) -> Path:
     state = dest / "home" / ".openclaw"
     shutil.copytree(FIXTURES / fixture / ".openclaw", state, symlinks=True)
     os.chmod(dest / "home", 0o700)
+    # as every install that was backed up once (the first backup creates it); one fixed id per fixture, so every
+    # trial's tree and archives compare equal to the reference run's
+    ensure_private_dir(install_id_path(state).parent)
+    install_id_path(state).write_text(hashlib.md5(fixture.encode()).hexdigest() + "\n")
+    os.chmod(install_id_path(state), 0o600)
+    assert read_install_id(state)
     return state
 
 
