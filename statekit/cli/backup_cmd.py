@@ -268,10 +268,13 @@ def _scope(output: Path | None, state_dir: Path | None, all_installs: bool, inst
     from statekit.backup.retention import InstallScope, install_dirs
     from statekit.install import read_install_id
 
-    if output is not None:
+    if output is not None:  # a folder named outright: the state dir, when there is none, owns no scoped archive
         existing_dir(output, "--output")
-    state = existing_state_dir(state_dir).path
-    current = install or read_install_id(state)
+        state = resolve_state_dir(state_dir).path
+        current = install or (read_install_id(state) if state.is_dir() else None)
+    else:
+        state = existing_state_dir(state_dir).path
+        current = install or read_install_id(state)
     scope = InstallScope(None) if all_installs else InstallScope(current or "", include_unscoped=include_unscoped)
     directory = resolve_output_dir(output, state, current)
     base = default_output_dir(state)
@@ -556,6 +559,10 @@ def register(app: typer.Typer) -> None:
             if _is_remote(output_dir):
                 return _list_remote(out, str(output_dir), state_dir, all_installs)
             scope, dirs = _scope(Path(output_dir) if output_dir else None, state_dir, all_installs, install, True)
+            if not scope.install_id:  # no current install (no state dir, or never backed up): nothing to tell apart, show all
+                from statekit.backup.retention import ALL_INSTALLS
+
+                scope = ALL_INSTALLS
             directory = dirs[0]
             archives = [a for a in list_archives(*dirs) if scope.covers(a)]
             rows = [(iso_utc(a.created), human_size(a.size), a.assets if a.assets is not None else "-", _install_text(a),
@@ -564,7 +571,7 @@ def register(app: typer.Typer) -> None:
             def human(_d: Any) -> str:
                 if not archives:
                     return f"No archives in {directory}"
-                return table(("CREATED (UTC)", "SIZE", "ASSETS", "INSTALL", "VERIFIED", "ARCHIVE"), rows, whole=("CREATED (UTC)", "SIZE"))
+                return table(("CREATED (UTC)", "SIZE", "ASSETS", "INSTALL", "VERIFIED", "ARCHIVE"), rows, whole=("CREATED (UTC)", "SIZE", "ARCHIVE"))
 
             out.result({"output_dir": str(directory), "output_dirs": [str(d) for d in dirs], "install_id": scope.install_id or None,
                         "archives": [a.to_json() for a in archives]}, human)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from statekit.maintenance.undo import UndoPlan, UndoRefused, plan_undo, undo
-from statekit.cli.common import DryRunOpt, JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, run_command
+from statekit.cli.common import DryRunOpt, JsonOpt, QuietOpt, StateDirOpt, YesOpt, confirm_or_refuse, existing_file, existing_state_dir, output, run_command
 from statekit.errors import ExitCode, describe_exit_codes
-from statekit.layout import resolve_state_dir
-from statekit.output import Output, table
+from statekit.output import table
+
+if TYPE_CHECKING:
+    from statekit.maintenance.undo import UndoPlan
 
 EXIT_CODES: dict[ExitCode, str | None] = {
     ExitCode.OK: "done (or, with --dry-run, the run can be undone)",
@@ -19,6 +20,7 @@ EXIT_CODES: dict[ExitCode, str | None] = {
     ExitCode.USAGE: None,
     ExitCode.WARNINGS: "done, but the result differs from the pre-migration backup (named)",
     ExitCode.BUSY: None,
+    ExitCode.INTERRUPTED: None,
 }
 
 HELP = f"""Put the install back exactly as it was before migration run RUN_ID.
@@ -71,10 +73,14 @@ def register(app: typer.Typer) -> None:
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
     ) -> None:
-        out = Output(json_mode=json_out, quiet=quiet)
+        out = output(json_out, quiet)
 
         def body() -> ExitCode:
-            state = resolve_state_dir(state_dir).path
+            from statekit.maintenance.undo import UndoPlan, UndoRefused, plan_undo, undo
+
+            state = existing_state_dir(state_dir).path
+            if backup is not None:
+                existing_file(backup, "--backup")
             if dry_run:
                 plan = plan_undo(state, run_id, backup=backup)
             else:

@@ -101,7 +101,8 @@ def test_restore_dry_run_prints_plan(capsys, state_tree, tmp_path):
     assert json.loads(out)["counts"]["create"] > 10
 
 
-def test_list_and_prune(capsys, state_tree, tmp_path):
+def test_list_and_prune(capsys, state_tree, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # the table fits the terminal; at 80 columns its headers wrap
     out_dir = tmp_path / "o"
     run(capsys, "backup", "create", "--state-dir", state_tree.root, "--output", out_dir, "--quiet")
     mine = ("--state-dir", state_tree.root)  # list and prune act on the state dir's install

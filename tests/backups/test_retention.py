@@ -222,7 +222,8 @@ def test_a_shared_output_dir_is_pruned_per_install(tmp_path, capsys):
     assert len(json.loads(capsys.readouterr().out)["archives"]) == 4
 
 
-def test_archives_without_install_id_are_listed_and_only_pruned_when_asked(tmp_path, capsys):
+def test_archives_without_install_id_are_listed_and_only_pruned_when_asked(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # the table fits the terminal; at 80 columns names wrap
     first, _second = _two_installs(tmp_path)
     base = tmp_path / "home" / "openclaw-backups"
     install_id_path(first).parent.mkdir(parents=True)

@@ -47,8 +47,15 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     deleted = run_cli("sessions", "delete", "agent:main:other", "--state-dir", state, "--yes", "--json")
     assert deleted.returncode == 0, deleted.stderr
     archive = one_document(deleted.stdout)["archive"]  # relative to the state dir
+    fresh = make_state(root / "undoable", {  # a run nothing came after: `undo --dry-run` says it can be undone
+        "openclaw.json": {"agents": {}},
+        "agents/main/sessions/sessions.json": {"agent:main:main": {"sessionId": "s1", "updatedAt": T0}},
+        "agents/main/sessions/s1.jsonl": transcript("s1", 3),
+    })
+    undoable = run_cli("migrate", "--state-dir", fresh, "--yes", "--backup-output", out, "--json")
+    assert undoable.returncode == 0, undoable.stderr
     return {"state": state, "run_id": run_id, "out": out, "archive": one_document(created.stdout)["archive"],
-            "session_archive": state / archive, "root": root}
+            "session_archive": state / archive, "root": root, "undoable": fresh, "undoable_run": one_document(undoable.stdout)["run_id"]}
 
 
 def success_args(name: str, m: dict[str, Any]) -> list[Any]:
@@ -59,6 +66,7 @@ def success_args(name: str, m: dict[str, Any]) -> list[Any]:
         "inspect": ["inspect", *s],
         "history": ["history", *s],
         "recover": ["recover", m["run_id"], *s, "--dry-run"],
+        "undo": ["undo", m["undoable_run"], "--state-dir", m["undoable"], "--dry-run"],
         "sessions delete": ["sessions", "delete", "agent:main:main", *s, "--dry-run"],
         "sessions reset": ["sessions", "reset", "agent:main:main", *s, "--dry-run"],
         "sessions list": ["sessions", "list", *s],
@@ -79,6 +87,7 @@ def missing_path_args(name: str, m: dict[str, Any]) -> list[Any]:
         "inspect": ["inspect", *s],
         "history": ["history", *s],
         "recover": ["recover", m["run_id"], *s, "--dry-run"],
+        "undo": ["undo", m["run_id"], *s, "--dry-run"],
         "sessions delete": ["sessions", "delete", "agent:main:main", *s, "--dry-run"],
         "sessions reset": ["sessions", "reset", "agent:main:main", *s, "--dry-run"],
         "sessions list": ["sessions", "list", *s],
@@ -95,7 +104,7 @@ NAMES = [name for name, _ in COMMANDS]
 
 
 def test_every_command_is_covered() -> None:
-    covered = {"plan", "migrate", "inspect", "history", "recover", "sessions delete", "sessions reset", "sessions list",
+    covered = {"plan", "migrate", "inspect", "history", "recover", "undo", "sessions delete", "sessions reset", "sessions list",
                "sessions restore-archive", "backup create", "backup verify", "backup restore", "backup list", "backup prune"}
     assert set(NAMES) <= covered, f"add {sorted(set(NAMES) - covered)} to this file"
 

@@ -148,13 +148,17 @@ def test_undo_after_remove_sources_takes_them_from_the_backup(tmp_path: Path) ->
     assert undo_differences(before, snapshot(state)) == []
 
 
-def test_undo_refuses_a_removed_source_the_backup_does_not_hold(tmp_path: Path) -> None:
+def test_a_removed_lock_source_comes_back_from_the_backup(tmp_path: Path) -> None:
+    """`--remove-sources` deletes the dropped `*.jsonl.lock` source; since backups hold user `*.lock` files (issue 11
+    item 2) undo takes it back from the pre-migration backup, byte-exact. (Before that, undo had to refuse here.)"""
     state = _demo(tmp_path)
+    lock = state / "agents" / "main" / "sessions" / "3f0c2b7e-1111-4a5b-8c9d-000000000002.jsonl.lock"
+    original = lock.read_bytes()
     report = _migrate(state, "--remove-sources")
-    unchanged = _unchanged(state)
-    refused = run_cli("undo", report["run_id"], "--state-dir", state, "--yes")
-    assert refused.returncode == 1 and "3f0c2b7e-1111-4a5b-8c9d-000000000002.jsonl.lock: deleted by --remove-sources" in refused.stderr
-    assert _unchanged(state) == unchanged
+    assert not lock.exists()
+    done = run_cli("undo", report["run_id"], "--state-dir", state, "--yes")
+    assert done.returncode == 0, done.stderr
+    assert lock.read_bytes() == original
 
 
 def test_undo_puts_preexisting_databases_back_as_the_backup_holds_them(tmp_path: Path) -> None:
