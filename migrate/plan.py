@@ -20,7 +20,7 @@ from statekit.legacy_readers.base import ReadContext, Reader, Source, read_confi
 from statekit.migrate.discover import Discovery, FileEntry, discover
 from statekit.migrate.receipts import Receipt, load_receipts_readonly, source_key
 from statekit.db import read_only_view
-from statekit.errors import SchemaError, SourceError, StateDirError
+from statekit.errors import SchemaError, SourceError, StateDirError, transient_os_error
 from statekit.fsutil import HashingReader, file_kind_problem, open_regular_file
 from statekit.layout import ResolvedStateDir, config_path, relative_posix
 from statekit.schema import SCHEMA_VERSION
@@ -245,6 +245,8 @@ def plan_source(
                 planned.action = "unreadable"
                 planned.reason = f"{entry.rel}: changed while being planned"
     except OSError as exc:
+        if transient_os_error(exc):  # too many open files, no memory: the machine's, not the file's (the run stops)
+            raise
         planned.action = "unreadable"
         detail = exc.strerror or str(exc) or type(exc).__name__
         planned.reason = f"{entry.rel}: cannot read: {detail}"

@@ -7,8 +7,12 @@ README and docs say the same.
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import Mapping
 from enum import IntEnum
+from pathlib import Path
 
 
 class ExitCode(IntEnum):
@@ -102,3 +106,86 @@ class SourceError(StatekitError):
         self.problem = problem
         self.line = line
         self.json_path = json_path
+
+
+# --- what an error says about the machine (not about the source being read) -----------------
+#
+# A full disk, a lock another process holds, too many open files, no memory: none is a property of a
+# legacy file, so none may mark a source failed for good. The apply loop stops the run on them (the
+# sources imported before are committed, the rest stay in place, the rerun carries on) and the
+# message names what is actually there (a directory or a link where a database or its journal
+# should be is not "check the disk").
+
+TRANSIENT_ERRNOS: frozenset[int] = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
+"""Exhausted process or machine resources: wait, raise the limit, or stop something, then rerun."""
+
+TRANSIENT_SQLITE_CODES: tuple[str, ...] = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_NOMEM", "SQLITE_IOERR_NOMEM")
+"""SQLite result codes (and their extended forms) of a lock another connection holds or memory running out."""
+
+_ERRNO_CAUSES: dict[int, str] = {
+    errno.EMFILE: "too many open files in this process (EMFILE): raise the limit (ulimit -n) and",
+    errno.ENFILE: "too many open files on this machine (ENFILE): close some programs and",
+    errno.ENOMEM: "out of memory (ENOMEM): free some memory and",
+    errno.ENOSPC: "no space left on the device (ENOSPC): free some space and",
+    errno.EDQUOT: "disk quota exceeded (EDQUOT): free some space and",
+    errno.EROFS: "the file system is read-only (EROFS): remount it read-write and",
+}
+
+
+def transient_sqlite_name(name: str) -> bool:
+    """True for ``SQLITE_BUSY``/``SQLITE_LOCKED``/``SQLITE_NOMEM`` and their extended codes."""
+    return name.startswith(TRANSIENT_SQLITE_CODES)
+
+
+def transient_os_error(exc: BaseException) -> bool:
+    """True for an ``OSError`` of exhausted resources (``EMFILE``, ``ENFILE``, ``ENOMEM``)."""
+    return isinstance(exc, OSError) and exc.errno in TRANSIENT_ERRNOS
+
+
+def sqlite_cause(name: str, text: str) -> str:
+    """What an SQLite error that stopped a run means, and what to do, from its result code name."""
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return ("another process holds a lock on a database (SQLITE_BUSY/SQLITE_LOCKED): stop it (a running gateway,"
+                " another statekit, an sqlite3 shell) and")
+    if name in ("SQLITE_NOMEM", "SQLITE_IOERR_NOMEM"):
+        return "SQLite ran out of memory (SQLITE_NOMEM): free some memory and"
+    if name == "SQLITE_FULL" or "full" in text:
+        return "the disk is full (SQLITE_FULL): free some space and"
+    if name.startswith("SQLITE_READONLY"):
+        return "a database is read-only (SQLITE_READONLY): make it writable and"
+    if name.startswith("SQLITE_CANTOPEN"):
+        return "a database file cannot be opened (SQLITE_CANTOPEN): check its path and permissions and"
+    return "check the disk and"
+
+
+def database_path_problem(path: Path) -> str | None:
+    """What is wrong at a database path or beside it, looked at on disk (``lstat``, nothing followed); None when nothing is.
+
+    A directory where the database or its ``-wal``/``-shm``/``-journal`` should be, a symbolic link there
+    (SQLite refuses a journal that is a link), or a database that is not writable.
+    """
+    for candidate, what in ((path, "the database"), *((path.with_name(path.name + s), f"its {s[1:]} file") for s in ("-wal", "-shm", "-journal"))):
+        try:
+            st = os.lstat(candidate)
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            return f"{candidate}: {what} is a symbolic link; SQLite refuses it (replace it with the real file, or remove it)"
+        if stat.S_ISDIR(st.st_mode):
+            return f"{candidate}: {what} is a directory, not a file (move it away)"
+        if not stat.S_ISREG(st.st_mode):
+            return f"{candidate}: {what} is not a regular file (move it away)"
+        if not os.access(candidate, os.R_OK | os.W_OK):
+            return f"{candidate}: {what} is not readable and writable by this user (fix its owner or mode)"
+    try:
+        parent = os.lstat(path.parent)
+    except OSError:
+        return None
+    if stat.S_ISDIR(parent.st_mode) and not os.access(path.parent, os.W_OK | os.X_OK):
+        return f"{path.parent}: the database's directory is not writable by this user (fix its owner or mode)"
+    return None
+
+
+def os_cause(exc: OSError) -> str:
+    """What an ``OSError`` that stopped a run means, and what to do (ends with "and": the caller says what next)."""
+    return _ERRNO_CAUSES.get(exc.errno or 0) or f"{exc.strerror or exc}: check the disk and"
