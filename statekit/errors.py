@@ -153,6 +153,8 @@ def sqlite_cause(name: str, text: str) -> str:
         return "the disk is full (SQLITE_FULL): free some space and"
     if name.startswith("SQLITE_READONLY"):
         return "a database is read-only (SQLITE_READONLY): make it writable and"
+    if name.startswith("SQLITE_CANTOPEN") and out_of_file_descriptors():
+        return _ERRNO_CAUSES[errno.EMFILE]
     if name.startswith("SQLITE_CANTOPEN"):
         return "a database file cannot be opened (SQLITE_CANTOPEN): check its path and permissions and"
     return "check the disk and"
@@ -189,3 +191,15 @@ def database_path_problem(path: Path) -> str | None:
 def os_cause(exc: OSError) -> str:
     """What an ``OSError`` that stopped a run means, and what to do (ends with "and": the caller says what next)."""
     return _ERRNO_CAUSES.get(exc.errno or 0) or f"{exc.strerror or exc}: check the disk and"
+
+
+def out_of_file_descriptors(margin: int = 8) -> bool:
+    """True when this process has (nearly) as many files open as ``RLIMIT_NOFILE`` lets it: why SQLite "cannot open"."""
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        used = len(os.listdir("/proc/self/fd"))
+    except OSError as exc:
+        return exc.errno in TRANSIENT_ERRNOS  # not even this directory can be opened
+    return soft != resource.RLIM_INFINITY and used >= soft - margin
