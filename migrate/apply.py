@@ -58,6 +58,8 @@ from statekit.errors import (
     StatekitError,
     database_path_problem,
     os_cause,
+    redact,
+    redact_json,
     sqlite_cause,
     transient_os_error,
     transient_sqlite_name,
@@ -354,10 +356,10 @@ class Migration:
             return self._fail(planned, outcome, _describe(planned.rel, exc))
         checkpoint("after-commit")
         outcome.records = result.records
-        outcome.notices.extend(result.notices)
+        outcome.notices.extend(map(redact, result.notices))
         if earlier is not None:
             self.report.warnings.append(came_back_line(planned.rel, earlier))
-        self.report.warnings.extend(result.warnings)
+        self.report.warnings.extend(map(redact, result.warnings))
         problem = self._validate(planned, [*result.expected, *(e.as_tuple() for e in ctx.writer.expectations())])
         if problem:
             return self._fail(planned, outcome, problem)
@@ -499,9 +501,9 @@ class Migration:
             "record_count": planned.record_count,
             "target_tables": list(planned.target_tables),
             "records_written": result.records,
-            "notices": result.notices,
-            "warnings": result.warnings,
-            **result.report,
+            "notices": [redact(n) for n in result.notices],
+            "warnings": [redact(w) for w in result.warnings],
+            **cast(dict[str, Any], redact_json(result.report)),  # a reader's report may name keys of the file
         }
 
 

@@ -20,7 +20,7 @@ from statekit.legacy_readers.base import ReadContext, Reader, Source, read_confi
 from statekit.migrate.discover import Discovery, FileEntry, discover
 from statekit.migrate.receipts import Receipt, load_receipts_readonly, source_key
 from statekit.db import read_only_view
-from statekit.errors import SchemaError, SourceError, StateDirError, transient_os_error
+from statekit.errors import SchemaError, SourceError, StateDirError, redact, transient_os_error
 from statekit.fsutil import HashingReader, file_kind_problem, open_regular_file
 from statekit.layout import ResolvedStateDir, config_path, relative_posix
 from statekit.schema import SCHEMA_VERSION
@@ -227,7 +227,7 @@ def plan_source(
                 if reader.action in ("import", "import+archive"):
                     inspection = reader.inspect(source, cast(BinaryIO, hashing), ctx)
                     planned.record_count = inspection.record_count
-                    planned.warnings.extend(inspection.warnings)
+                    planned.warnings.extend(map(redact, inspection.warnings))
                     planned.details.update(inspection.details)
                     if inspection.action in ("retain", "drop"):
                         planned.action = inspection.action

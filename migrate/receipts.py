@@ -78,12 +78,10 @@ def earlier_version(receipts: Mapping[str, Receipt], rel: str, sha256: str | Non
 
 
 def came_back_line(rel: str, earlier: Receipt) -> str:
-    """The one line that names a legacy file a process wrote again after statekit migrated it."""
-    if earlier.removed_source:
-        return (f"{rel}: came back after run {earlier.last_run_id} migrated it (something still writes the old file);"
-                " its new content is merged into what was imported, nothing imported is replaced")
-    return (f"{rel}: changed after run {earlier.last_run_id} imported it; its new content is merged into what was imported,"
-            " nothing imported is replaced")
+    """The one line that names a legacy file written again after statekit imported it (a stale writer)."""
+    what = "came back after run {} migrated it (something still writes the old file)" if earlier.removed_source else "changed after run {} imported it"
+    return (f"{rel}: {what.format(earlier.last_run_id)}; imported again: history (transcripts, run and audit logs,"
+            " session entries) is merged with what was imported, never replaced")
 
 
 def write_receipt(

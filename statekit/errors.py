@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Mapping
 from enum import IntEnum
@@ -100,6 +101,8 @@ class SourceError(StatekitError):
         where = path
         if line is not None:
             where = f"{path}:{line}"
+        problem = redact(problem)  # a reader's problem may quote what the file holds (a key, a value)
+        json_path = redact(json_path) if json_path is not None else None
         detail = problem if json_path is None else f"{json_path}: {problem}"
         super().__init__(f"{where}: {detail}")
         self.path = path
@@ -203,3 +206,63 @@ def out_of_file_descriptors(margin: int = 8) -> bool:
     except OSError as exc:
         return exc.errno in TRANSIENT_ERRNOS  # not even this directory can be opened
     return soft != resource.RLIM_INFINITY and used >= soft - margin
+
+
+# --- no secret in any message ---------------------------------------------------------------------
+#
+# A message may quote what a file holds only through :func:`redact`: a legacy file can hold a secret
+# anywhere, a JSON object key included (a map of profiles keyed by a token, a session index keyed by a
+# secret-looking string). What looks like a credential -- a run of 20+ letters/digits with both kinds in
+# it, or a well-known token prefix -- becomes ``<redacted sha256:…>`` (8 hex: never reversible, still
+# comparable between two lines). Names (``lastGood``, ``transcript_event_identities``), paths, UUID run
+# ids and short ids stay readable.
+
+_SECRET_RUN = re.compile(r"[A-Za-z0-9_+/=]{20,}")
+_SECRET_PREFIXED = re.compile(
+    r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{8,}|\bgh[pousr]_[A-Za-z0-9]{10,}|\bgithub_pat_[A-Za-z0-9_]{10,}|\bxox[abposr]-[A-Za-z0-9-]{8,}"
+    r"|\beyJ[A-Za-z0-9_-]{6,}(?:\.[A-Za-z0-9_-]+)*|\bglpat-[A-Za-z0-9_-]{10,}|\bAKIA[A-Z0-9]{12,}|\bAIza[A-Za-z0-9_-]{20,}"
+)
+
+
+def _mask(match: re.Match[str]) -> str:
+    import hashlib
+
+    return "<redacted sha256:" + hashlib.sha256(match.group().encode("utf-8")).hexdigest()[:8] + ">"
+
+
+def _looks_secret(match: re.Match[str]) -> str:
+    found = match.group()
+    if any(c.isdigit() for c in found) and any(c.isalpha() for c in found):
+        return _mask(match)
+    return found
+
+
+def redact(text: str) -> str:
+    """``text`` with everything that looks like a credential replaced by a short fingerprint."""
+    if len(text) < 20:
+        return text
+    return _SECRET_RUN.sub(_looks_secret, _SECRET_PREFIXED.sub(_mask, text))
+
+
+def redact_json(value: object) -> object:
+    """A JSON value (a reader's report) with :func:`redact` applied to every string and every object key."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(str(k)): redact_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_json(v) for v in value]
+    return value
+
+
+_NAME_KEY = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$:.@+-]{0,63}$")
+
+
+def shown_key(key: str) -> str:
+    """An object key as a message may show it: a field-like name as it is, anything else (an id, a token, a
+    session key that holds one) as ``<key sha256:…>``. For JSON paths, where a data key is never needed."""
+    import hashlib
+
+    if _NAME_KEY.match(key) and sum(c.isdigit() for c in key) <= 12 and redact(key) == key:
+        return key
+    return "<key sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:8] + ">"
