@@ -217,7 +217,7 @@ def out_of_file_descriptors(margin: int = 8) -> bool:
 # comparable between two lines). Names (``lastGood``, ``transcript_event_identities``), paths, UUID run
 # ids and short ids stay readable.
 
-_SECRET_RUN = re.compile(r"[A-Za-z0-9_+/=]{20,}")
+_SECRET_RUN = re.compile(r"[A-Za-z0-9_+=]{20,}")  # not across "/": path segments stay apart
 _SECRET_PREFIXED = re.compile(
     r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{8,}|\bgh[pousr]_[A-Za-z0-9]{10,}|\bgithub_pat_[A-Za-z0-9_]{10,}|\bxox[abposr]-[A-Za-z0-9-]{8,}"
     r"|\beyJ[A-Za-z0-9_-]{6,}(?:\.[A-Za-z0-9_-]+)*|\bglpat-[A-Za-z0-9_-]{10,}|\bAKIA[A-Z0-9]{12,}|\bAIza[A-Za-z0-9_-]{20,}"
