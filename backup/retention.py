@@ -76,7 +76,7 @@ def read_manifest_head(path: Path) -> mf.Manifest | None:
 def _read_sidecar(archive: Path) -> dict[str, Any]:
     try:
         data = json.loads(sidecar_path(archive).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 

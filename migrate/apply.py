@@ -56,6 +56,7 @@ from statekit.errors import (
     SourceError,
     StateDirError,
     StatekitError,
+    ValueRangeError,
     database_path_problem,
     os_cause,
     redact,
@@ -578,7 +579,7 @@ def environmental(exc: BaseException) -> bool:
 def _describe(rel: str, exc: BaseException) -> str:
     if isinstance(exc, SourceError):
         return str(exc)
-    if isinstance(exc, SchemaError):
+    if isinstance(exc, (SchemaError, ValueRangeError)):
         return f"{rel}: {exc}"
     if isinstance(exc, SQLiteError):
         return f"{rel}: database refused the rows: {exc}"
@@ -586,7 +587,7 @@ def _describe(rel: str, exc: BaseException) -> str:
         return f"{rel}: {exc.strerror or exc}"
     if isinstance(exc, (RecursionError, MemoryError)):
         return f"{rel}: input too deeply nested or too large"
-    return f"{rel}: unexpected {type(exc).__name__}: {exc}"
+    return redact(f"{rel}: unexpected {type(exc).__name__}: {exc}")
 
 
 def plan_config(plan: Plan) -> dict[str, Any]:

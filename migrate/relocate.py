@@ -75,7 +75,7 @@ def read_marker(state_dir: Path) -> dict[str, Any] | None:
     """The relocation marker when it describes a move *into* this state dir, else None."""
     try:
         data = json.loads(marker_path(state_dir).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("from"), str) or not isinstance(data.get("to"), str):
         return None

@@ -266,3 +266,16 @@ def shown_key(key: str) -> str:
     if _NAME_KEY.match(key) and sum(c.isdigit() for c in key) <= 12 and redact(key) == key:
         return key
     return "<key sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:8] + ">"
+
+
+class ValueRangeError(StatekitError):
+    """A value no SQLite column can hold (an integer beyond 64 bits): the source is refused, named, left in place."""
+
+
+def int64_overflow_message(table: str, columns: "list[str] | tuple[str, ...]", rows: "list[list[object]] | list[tuple[object, ...]]") -> str:
+    """One line naming the column(s) whose integer is beyond SQLite's 64-bit range (never the value)."""
+    bad = sorted({columns[i] for row in rows for i, v in enumerate(row) if i < len(columns) and isinstance(v, int)
+                  and not isinstance(v, bool) and not -(2**63) <= v < 2**63})
+    where = ", ".join(f"{table}.{c}" for c in bad) or table
+    return (f"a number beyond SQLite's 64-bit integer range (±2^63) for {where}; OpenClaw could not read it either,"
+            " so the file is left in place (correct or remove that value)")
