@@ -189,3 +189,34 @@ def test_deep_json_in_the_rows_statekit_reads_back(tmp_path: Path) -> None:
         problems += _line_problems("rows/restore --dry-run", h.fork_cli("backup", "restore", archive, "--state-dir", scratch / "restored", "--dry-run"))
     h.FIGURES["hostile-values/rows"]["clean"] += int(not problems)
     assert not problems, problems
+
+
+# (what is put where, the words the one error line must say). A directory or a link where a database or its
+# journal belongs is not a failing disk: the line names the path and what is there. On 308a7ed: "check the disk".
+REAL_CAUSES = [
+    ("dir:state/openclaw.sqlite", "state/openclaw.sqlite: the database is a directory"),
+    ("dir:agents/ops/agent/openclaw-agent.sqlite", "agents/ops/agent/openclaw-agent.sqlite: the database is a directory"),
+    ("link:state/openclaw.sqlite-wal", "state/openclaw.sqlite-wal: its wal file is a symbolic link"),
+    ("dir:state/openclaw.sqlite-journal", "state/openclaw.sqlite-journal: its journal file is a directory"),
+]
+
+
+@pytest.mark.parametrize(("plant", "words"), REAL_CAUSES, ids=[p for p, _w in REAL_CAUSES])
+def test_the_error_names_what_is_at_the_database_path(tmp_path: Path, plant: str, words: str) -> None:
+    state = h.copy_world("demo-install", tmp_path)
+    what, rel = plant.split(":", 1)
+    target = state / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if what == "dir":
+        target.mkdir()
+    else:
+        target.symlink_to(tmp_path / "elsewhere")
+    run = h.fork_cli("migrate", "--state-dir", state, "--yes", "--no-backup")
+    problems = h.clear_failure(run, (1,))
+    line = " ".join(h.error_lines(run))
+    if words not in line:
+        problems.append(f"the error does not say {words!r}: {line[:600]!r}")
+    if "check the disk" in line:
+        problems.append("blames the disk")
+    h.FIGURES["hostile-values/real-cause"]["named"] += int(not problems)
+    assert not problems, problems
