@@ -234,7 +234,7 @@ def plan_source(
                         planned.reason = inspection.reason or planned.reason
             except (SourceError, ValueError, RecursionError, MemoryError) as exc:
                 planned.action = "unreadable"
-                planned.reason = str(exc) if isinstance(exc, SourceError) else f"{entry.rel}: cannot read: {exc or type(exc).__name__}"
+                planned.reason = str(exc) if isinstance(exc, SourceError) else redact(f"{entry.rel}: cannot read: {exc or type(exc).__name__}")
             except Exception as exc:  # a reader tripped over a value it did not expect (1e999, a wrong type): this file only
                 planned.action = "unreadable"
                 planned.reason = f"{entry.rel}: cannot read: unexpected {type(exc).__name__} in the {reader.kind} reader"
