@@ -255,7 +255,7 @@ def redact_json(value: object) -> object:
     return value
 
 
-_NAME_KEY = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$:.@+-]{0,63}$")
+_NAME_KEY = re.compile(r"^(?:[A-Za-z_$/.~][A-Za-z0-9_$:.@+/~-]{0,127}|-?[0-9]{1,20})$")  # names, paths, numeric ids
 
 
 def shown_key(key: str) -> str:
@@ -263,7 +263,7 @@ def shown_key(key: str) -> str:
     session key that holds one) as ``<key sha256:…>``. For JSON paths, where a data key is never needed."""
     import hashlib
 
-    if _NAME_KEY.match(key) and sum(c.isdigit() for c in key) <= 12 and redact(key) == key:
+    if _NAME_KEY.match(key) and (key.lstrip("-").isdigit() or sum(c.isdigit() for c in key) <= 12) and redact(key) == key:
         return key
     return "<key sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:8] + ">"
 
