@@ -106,7 +106,7 @@ def read_config(path: Path | None, warnings: list[str]) -> dict[str, Any]:
         return {}
     try:
         data = json5.loads(read_regular_file(path).decode("utf-8"))  # bounded, never blocks on a FIFO
-    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: a 5,000-deep config
         warnings.append(f"{path}: config could not be parsed ({type(exc).__name__}); only the state dir paths are used")
         return {}
     return data if isinstance(data, dict) else {}

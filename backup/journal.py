@@ -193,7 +193,7 @@ class RestoreJournal:
             data = json.loads(read_regular_file(path).decode("utf-8"))
         except FileNotFoundError:
             raise
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise JournalError(f"{path}: restore journal is unreadable ({exc}); move it away after checking the state dir") from None
         try:
             if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:

@@ -170,7 +170,7 @@ def read_manifest_head(path: Path) -> mf.Manifest | None:
 def _read_sidecar(archive: Path) -> dict[str, Any]:
     try:
         data = json.loads(read_regular_file(sidecar_path(archive)).decode("utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 

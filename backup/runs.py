@@ -109,7 +109,7 @@ def mark_interrupted(state_dir: Path, run_ids: list[str]) -> None:
                 continue  # published after all (killed while cleaning up)
             try:
                 summary = json.loads(manifest) if manifest else {}
-            except ValueError:
+            except (ValueError, RecursionError):
                 summary = {}
             summary = summary if isinstance(summary, dict) else {}
             summary.update(status=BackupRunStatus.FAILED, verified=False, error="interrupted before the archive was published")

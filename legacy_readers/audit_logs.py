@@ -188,7 +188,8 @@ class AuditLogReader(Reader):
         db.require_columns(PLUGIN_STATE, columns)
         fallback = file_mtime_ms(source, ctx.now_ms)
         owner = {"plugin_id": plugin_id, "namespace": namespace}
-        db.delete_where(PLUGIN_STATE, owner, "entry_key LIKE 'legacy:%'")  # the lines an earlier import of this log wrote
+        if not ctx.merging:  # a log that came back after its import holds only new lines: keep the imported ones
+            db.delete_where(PLUGIN_STATE, owner, "entry_key LIKE 'legacy:%'")  # the lines an earlier import of this log wrote
         conflict = (
             "(plugin_id, namespace, entry_key) DO UPDATE SET value_json = excluded.value_json,"
             " created_at = excluded.created_at, expires_at = excluded.expires_at"

@@ -198,11 +198,16 @@ class ImportContext(ReadContext):
         *,
         planned_hashes: Mapping[str, str] | None = None,
         receipts: ReceiptLookup | None = None,
+        earlier_import: Mapping[str, Any] | None = None,
     ) -> None:
         from statekit.legacy_readers.writer import Writer
 
         super().__init__(state_dir, now_ms, config, planned_hashes)
         self.run_id = run_id
+        # The report of an earlier completed import of this path with other bytes (the file changed or came
+        # back after its migration: a stale writer). A reader then merges: it adds what is new and never
+        # deletes the rows that import wrote (:attr:`merging`).
+        self.earlier_import = dict(earlier_import) if earlier_import is not None else None
         self.writer = Writer(global_db, agent_db_factory)
         self._run_cache = {} if run_cache is None else run_cache
         self._receipts = receipts if receipts is not None else _receipts_of(global_db)
@@ -212,6 +217,11 @@ class ImportContext(ReadContext):
         if key not in self._run_cache:
             self._run_cache[key] = compute()
         return self._run_cache[key]
+
+    @property
+    def merging(self) -> bool:
+        """True when an earlier run imported another version of this path: keep its rows, add what is new."""
+        return self.earlier_import is not None
 
     # -- the apply loop's receipts, asked through the context -----------------------------------
 

@@ -220,7 +220,9 @@ class TrajectoryReader(Reader):
         session_id = owning_session(db, source.rel)
         fallback_ms = file_mtime_ms(source, ctx.now_ms)
         scan = _JsonlScan(source, handle, self.schema_name or "")
-        db.delete("trajectory_runtime_events", {"session_id": session_id})  # replace what this session owns
+        first, known = _trajectory_merge_base(db, session_id) if ctx.merging else (0, set())  # a file that came back: keep what is there
+        if not ctx.merging:
+            db.delete("trajectory_runtime_events", {"session_id": session_id})  # replace what this session owns
 
         notices: list[str] = []
         runs: set[str | None] = set()
@@ -245,15 +247,17 @@ class TrajectoryReader(Reader):
             removed = strip_file_era(event)
             stripped += removed
             text = js_json(event) if removed else line.decode("utf-8")
+            if text in known:
+                continue
             event_ms = event_time_ms(event.get("ts")) or previous_ms
             previous_ms = event_ms
             total += 1
-            rows.append((session_id, total, run_id, text, event_ms))
+            rows.append((session_id, first + total, run_id, text, event_ms))
             pending_bytes += len(line)
             if len(rows) >= BATCH or pending_bytes >= BATCH_BYTES:
                 flush()
         flush()
-        if total == 0:
+        if total == 0 and not known:
             if scan.torn is None:
                 raise SourceError(source.rel, "trajectory sidecar is empty")
             raise SourceError(source.rel, "the only line is torn (crash mid-append); nothing to import", line=scan.torn)
@@ -273,6 +277,14 @@ class TrajectoryReader(Reader):
             "pointer": pointer_facts(source, session_id, ctx),
         })
         return result
+
+
+def _trajectory_merge_base(db: DatabaseWriter, session_id: str) -> tuple[int, set[str]]:
+    """For a trajectory sidecar that came back after its import: the last seq imported and the events already there."""
+    where = {"session_id": session_id}
+    last = db.first("trajectory_runtime_events", "max(seq)", where)
+    events = {str(row[0]) for row in db.select("trajectory_runtime_events", ("event_json",), where)}
+    return (int(last[0]) if last and last[0] is not None else 0), events
 
 
 def owning_session(db: DatabaseWriter, rel: str) -> str:

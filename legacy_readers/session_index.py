@@ -37,7 +37,7 @@ from statekit.documents import parse_json5_document, validate
 from statekit.values import finite_number, integer
 from statekit.legacy_readers.session_family import recovered_key
 from statekit.legacy_readers.transcripts import claim_recovered
-from statekit.legacy_readers.writer import Json
+from statekit.legacy_readers.writer import DatabaseWriter, Json
 from statekit.values import file_mtime_ms
 from statekit.errors import SourceError
 
@@ -89,7 +89,7 @@ def updated_at_of(entry: dict[str, Any]) -> float:
 
 
 def select_entries(
-    store: dict[str, Any], agent_id: str, mkey: str
+    store: dict[str, Any], agent_id: str, mkey: str, promote_main: bool = True
 ) -> tuple[dict[str, tuple[str, dict[str, Any]]], list[str], list[str]]:
     """Canonicalise keys and resolve collisions. Returns (canonical -> (raw, entry), notices, warnings)."""
     notices: list[str] = []
@@ -113,7 +113,7 @@ def select_entries(
         else:
             notices.append(f"key {raw!r} collides with {current[0]!r} as {canonical!r}; kept the newer {current[0]!r}")
     canonical_main = f"agent:{agent_id}:{mkey}"
-    if canonical_main not in chosen:
+    if canonical_main not in chosen and promote_main:
         direct = [(updated_at_of(e), raw) for raw, e in store.items() if isinstance(e, dict) and _is_plain_direct(raw, e)
                   and isinstance(e.get("sessionId"), str) and e["sessionId"].strip()]
         if direct:
@@ -280,6 +280,11 @@ def transcript_name(entry: dict[str, Any]) -> str:
     return f"{entry['sessionId'].strip()}.jsonl"
 
 
+def main_already_imported(db: DatabaseWriter, ctx: ImportContext, agent_id: str, mkey: str) -> bool:
+    """An index that came back after its import (a stale writer's store) never takes over the imported main session."""
+    return ctx.merging and db.exists("session_entries", {"session_key": f"agent:{agent_id}:{mkey}"})
+
+
 class SessionIndexReader(Reader):
     kind = "session-index"
     family = "sessions"
@@ -310,8 +315,8 @@ class SessionIndexReader(Reader):
             raise SourceError(source.rel, "cannot tell which agent owns this session index")
         store = self._load(source, handle)
         mkey = main_key(dict(ctx.config))
-        chosen, notices, warnings = select_entries(store, agent_id, mkey)
         db = ctx.writer.agent(agent_id)
+        chosen, notices, warnings = select_entries(store, agent_id, mkey, promote_main=not main_already_imported(db, ctx, agent_id, mkey))
         sessions_dir = source.path.parent
         file_mtime = file_mtime_ms(source, ctx.now_ms)
         from_agent_dir = source.rel.startswith("agents/")

@@ -23,6 +23,7 @@ import hashlib
 import os
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from statekit.values import file_mtime_ms, js_json, ms
@@ -77,6 +78,65 @@ def claim_recovered(db: DatabaseWriter, agent_id: str, session_id: str) -> None:
     key = recovered_key(agent_id, session_id)
     db.delete("session_entries", {"session_key": key, "session_id": session_id})
     db.delete("session_routes", {"session_key": key, "session_id": session_id})
+
+
+@dataclass
+class EventMerge:
+    """How a transcript meets the events its session already has (:func:`session_events_merge`).
+
+    Replacing (the default): the session's events were deleted, the file's are written from seq 0.
+    Merging (the file came back after an import of other bytes): the imported events stay; the
+    file's events go after them, except the header (the session has one) and events already there
+    (the same ``id``, or for an event without one the same bytes).
+    """
+
+    merging: bool = False
+    first_seq: int = 0
+    ids: set[str] = field(default_factory=set)
+    digests: set[bytes] = field(default_factory=set)
+    keys: set[str] = field(default_factory=set)  # message idempotency keys already taken
+    skipped: int = 0
+
+    def known(self, line: bytes, event: dict[str, Any]) -> bool:
+        """True for an event a merge leaves out (always False when replacing)."""
+        if not self.merging:
+            return False
+        event_id = event.get("id")
+        if event.get("type") == "session":
+            found = True
+        elif isinstance(event_id, str) and event_id:
+            found = event_id in self.ids
+        else:
+            found = hashlib.sha1(line).digest() in self.digests
+        self.skipped += found
+        return found
+
+    def report(self, rel: str, added: int, result: WriteResult) -> None:
+        if not self.merging:
+            return
+        result.notices.append(f"{rel}: merged {added} new event(s) after the {self.first_seq} already imported"
+                              f" ({self.skipped} already there, left as they were)")
+        result.report["merged"] = {"kept_events": self.first_seq, "added_events": added, "already_there": self.skipped}
+
+
+def session_events_merge(db: DatabaseWriter, ctx: ImportContext, session_id: str) -> EventMerge:
+    """Replace the session's events, or -- when an earlier run imported other bytes of this path and the
+    session has events -- keep them and merge (a stale writer's new file holds only its new lines)."""
+    if ctx.merging and db.exists("transcript_events", {"session_id": session_id}):
+        where = {"session_id": session_id}
+        last = db.first("transcript_events", "max(seq)", where)
+        merge = EventMerge(merging=True, first_seq=int(last[0]) + 1 if last and last[0] is not None else 0)
+        for event_id, key in db.select("transcript_event_identities", ("event_id", "message_idempotency_key"), where):
+            merge.ids.add(str(event_id))
+            if isinstance(key, str):
+                merge.keys.add(key)
+        for (text,) in db.select("transcript_events", ("event_json",), where):
+            if isinstance(text, str):
+                merge.digests.add(hashlib.sha1(text.encode("utf-8")).digest())
+        return merge
+    db.delete("transcript_event_identities", {"session_id": session_id})
+    db.delete("transcript_events", {"session_id": session_id})
+    return EventMerge()
 
 
 class TranscriptRows:
@@ -340,12 +400,12 @@ class TranscriptReader(Reader):
         header_ms = event_time_ms(header.get("timestamp")) if header else None
 
         ensure_session_row(db, ctx, agent_id, session_id, header_ms or fallback_ms, fallback_ms)
-        db.delete("transcript_event_identities", {"session_id": session_id})  # replace what this session owns
-        db.delete("transcript_events", {"session_id": session_id})
+        merge = session_events_merge(db, ctx, session_id)  # replaces what this session owns, or merges (a file that came back)
 
         rows = TranscriptRows(db, session_id, source.rel, notices)
+        rows.seen_keys |= merge.keys
         previous_ms = header_ms or fallback_ms
-        seq = 0
+        seq = merge.first_seq
         last_ms = previous_ms
 
         def all_events() -> Iterator[tuple[int, bytes, dict[str, Any]]]:
@@ -353,6 +413,8 @@ class TranscriptReader(Reader):
             yield from events
 
         for number, line, event in all_events():
+            if merge.known(line, event):
+                continue
             changed = False
             if version < CURRENT_VERSION:
                 changed = self._upgrade(event, seq, header is not None and seq == 0, version, v1_prefix, header is not None)
@@ -362,10 +424,12 @@ class TranscriptReader(Reader):
             rows.add(number, seq, js_json(event) if changed else line.decode("utf-8"), event, event_ms)
             seq += 1
         rows.flush()
+        seq -= merge.first_seq  # the events this file added
         result = WriteResult(records=seq, notices=notices)
         prefix = scan.prefix_warning(seq, planned=False)
         if prefix:
             result.warnings.append(prefix)
+        merge.report(source.rel, seq, result)
         result.report.update({
             "session_id": session_id, "header_version": version, "events": seq, "torn_line": scan.torn,
             "unreadable_line": scan.unreadable[0] if scan.unreadable else None, "lines_not_imported": (1 + scan.rest) if scan.unreadable else 0,
@@ -412,4 +476,4 @@ class TranscriptReader(Reader):
         return changed
 
 
-__all__ = ["TranscriptReader", "TranscriptRows", "ensure_session_row", "event_time_ms", "v1_entry_id", "v1_id_prefix", "iter_lines"]
+__all__ = ["EventMerge", "TranscriptReader", "TranscriptRows", "session_events_merge", "ensure_session_row", "event_time_ms", "v1_entry_id", "v1_id_prefix", "iter_lines"]

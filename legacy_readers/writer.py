@@ -40,7 +40,7 @@ from typing import Any
 import apsw
 
 from statekit.db import Connection
-from statekit.errors import SchemaError
+from statekit.errors import SchemaError, ValueRangeError, int64_overflow_message
 from statekit.schema import LATER_COLUMNS
 from statekit.values import iso_to_ms, js_json, ms_to_iso
 
@@ -423,7 +423,7 @@ class DatabaseWriter:
                     sql += f" WHERE {where}"
             else:
                 sql += f" ON CONFLICT({', '.join(key)}) DO NOTHING"
-        self.conn.execute(sql, [_bind(fitted[c]) for c in columns])
+        self._execute(table, columns, sql, [[_bind(fitted[c]) for c in columns]])
         self._tracker.row(table, key, fitted)
         return int(self.conn.changes())
 
@@ -436,8 +436,8 @@ class DatabaseWriter:
         """A plain INSERT (an existing row with the same key is an error)."""
         fitted = self.fit(table, row, optional=optional)
         columns = list(fitted)
-        self.conn.execute(f"INSERT INTO {_quote(table)} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
-                          [_bind(fitted[c]) for c in columns])
+        self._execute(table, columns, f"INSERT INTO {_quote(table)} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
+                      [[_bind(fitted[c]) for c in columns]])
         if key is not None:
             self._tracker.row(table, key, fitted)
         else:
@@ -463,7 +463,7 @@ class DatabaseWriter:
         batch = [[_bind(v) for v in r] for r in rows]
         if not batch:
             return 0
-        self.conn.executemany(sql, batch)
+        self._execute(table, list(columns), sql, batch)
         if not conflict:  # an ON CONFLICT tail may fold rows together: only plain inserts are counted
             self._tracker.rows(table, owner or {}, len(batch))
         return len(batch)
@@ -498,8 +498,18 @@ class DatabaseWriter:
             return 0
         clause, params = where_clause(where)
         sets = ", ".join(f"{_quote(c)} = ?" for c in fitted)
-        self.conn.execute(f"UPDATE {_quote(table)} SET {sets}{clause}", [*(_bind(v) for v in fitted.values()), *params])
+        self._execute(table, list(fitted), f"UPDATE {_quote(table)} SET {sets}{clause}", [[*(_bind(v) for v in fitted.values()), *params]])
         return int(self.conn.changes())
+
+    def _execute(self, table: str, columns: Sequence[str], sql: str, rows: list[list[Any]]) -> None:
+        """Run ``sql`` once per row; an integer beyond 64 bits is refused with one line naming the column, not a traceback."""
+        try:
+            if len(rows) == 1:
+                self.conn.execute(sql, rows[0])
+            else:
+                self.conn.executemany(sql, rows)
+        except OverflowError:
+            raise ValueRangeError(int64_overflow_message(table, list(columns), rows)) from None
 
     # -- reads -------------------------------------------------------------------------
 

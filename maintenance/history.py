@@ -41,7 +41,7 @@ class History:
 def _json(text: Any) -> dict[str, Any]:
     try:
         data = json.loads(text) if isinstance(text, str) and text else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 

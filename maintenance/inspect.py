@@ -21,7 +21,9 @@ Severity:
   work (``import``, ``import+archive``, ``drop``, ``already-imported``) or that
   could not be read (``unreadable``, ``conflict``), a config (``openclaw.json``)
   that OpenClaw 2026.9.6 would refuse (its keys named, from
-  :func:`migrate.config_openclaw96.config_problems`; no value printed);
+  :func:`migrate.config_openclaw96.config_problems`; no value printed), a legacy
+  file that came back after a completed migration (a process still writes the
+  old path: one line per file, ``came_back`` in ``--json``);
 * ``note`` (exit 0): sessions without a transcript (an entry whose run wrote
   nothing), and legacy files that are ``deferred`` or ``retain`` on purpose.
 
@@ -131,6 +133,7 @@ class InspectReport:
     findings: list[str] = field(default_factory=list)  # state-dir level (not one database)
     notes: list[str] = field(default_factory=list)
     config: dict[str, Any] | None = None  # what OpenClaw 2026.9.6 would refuse in the config (paths, reasons)
+    came_back: list[str] = field(default_factory=list)  # legacy files written again after their migration
 
     @property
     def exit_code(self) -> ExitCode:
@@ -155,6 +158,7 @@ class InspectReport:
             "findings": self.findings,
             "notes": self.notes,
             "config": self.config,
+            "came_back": self.came_back,
         }
 
 
@@ -284,6 +288,25 @@ def _inspect_config(report: InspectReport, config: Path | None) -> None:
     report.findings.append(f"{rel}: OpenClaw {OPENCLAW_RELEASE} would refuse this config: {', '.join(p.path for p in problems)} ({todo})")
 
 
+def _came_back(report: InspectReport, sources: list[Any], agent: str | None) -> None:
+    """Legacy files a process wrote again after statekit migrated them: one finding each (exit 3), for a cron job to alert on."""
+    from statekit.migrate.receipts import came_back_line, earlier_version, load_receipts_readonly
+
+    try:
+        receipts = load_receipts_readonly(report.state_dir)
+    except (SQLiteError, OSError):
+        return  # an unreadable global database is reported as such
+    for source in sources:
+        if agent is not None and source.agent_id != normalize_agent_id(agent):
+            continue
+        if source.action not in PENDING_ACTIONS and source.action not in PROBLEM_ACTIONS:
+            continue
+        earlier = earlier_version(receipts, source.rel, source.sha256)
+        if earlier is not None and earlier.removed_source:
+            report.came_back.append(source.rel)
+            report.findings.append(came_back_line(source.rel, earlier).split(";")[0] + "; stop it, then run `statekit migrate` (it merges)")
+
+
 def inspect_state(resolved: ResolvedStateDir | Path, agent: str | None = None, env: Any = None) -> InspectReport:
     """Inspect the global database and the agent databases (all, or ``agent``)."""
     from statekit.migrate.plan import build_plan
@@ -329,6 +352,7 @@ def inspect_state(resolved: ResolvedStateDir | Path, agent: str | None = None, e
         target.append(entry)
         if source.action in PROBLEM_ACTIONS:
             (owner if owner is not None else report).findings.append(source.reason or f"{source.rel}: {source.action}")
+    _came_back(report, plan.sources, agent)
     for sink, items in [(d, d.legacy_files) for d in report.databases] + [(report, report.legacy_unassigned)]:
         pending: dict[str, int] = {}
         for item in items:

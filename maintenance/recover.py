@@ -132,7 +132,7 @@ def _load(conn: Connection, run_id: str) -> tuple[str | None, dict[str, Any], li
         raise StatekitError(f"no migration run {run_id!r} (see `statekit history`)")
     try:
         run_report = json.loads(row[1]) if row[1] else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         run_report = {}
     receipts = [_row_to_receipt(r) for r in conn.execute(_SELECT, (run_id,))] if "migration_sources" in table_names(conn) else []
     return row[0], run_report if isinstance(run_report, dict) else {}, receipts
@@ -426,7 +426,7 @@ def write_report(path: Path, report: RecoverReport) -> None:
             row = conn.execute("SELECT report_json FROM migration_runs WHERE id = ?", (report.run_id,)).fetchone()
         loaded = json.loads(row[0]) if row and row[0] else {}
         run_report = loaded if isinstance(loaded, dict) else {}
-    except (SQLiteError, ValueError, OSError):
+    except (SQLiteError, ValueError, OSError, RecursionError):
         run_report = {}
     data = json.dumps(sanitized_report(report, run_report), indent=2, ensure_ascii=False) + "\n"
     atomic_write_bytes(Path(os.path.abspath(path)), data.encode("utf-8"), PRIVATE_FILE_MODE)

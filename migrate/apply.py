@@ -38,8 +38,10 @@ from statekit.migrate.plan import Plan, PlannedSource, build_plan, check_state_d
 from statekit.migrate.discover import FileEntry
 from statekit.migrate.receipts import (
     Receipt,
+    came_back_line,
     close_interrupted_runs,
     close_run,
+    earlier_version,
     load_receipts,
     load_receipts_readonly,
     mark_removed,
@@ -49,12 +51,27 @@ from statekit.migrate.receipts import (
 from statekit.migrate.retire import delete_source, parent_modes, retire, retired_path
 from statekit.migrate.undo_facts import config_rels, existing_databases, path_modes, run_facts
 from statekit import __version__
-from statekit.errors import ExitCode, SchemaError, SourceError, StateDirError, StatekitError, interruption_reason
+from statekit.errors import (
+    ExitCode,
+    SchemaError,
+    SourceError,
+    StateDirError,
+    StatekitError,
+    interruption_reason,
+    ValueRangeError,
+    database_path_problem,
+    os_cause,
+    redact,
+    redact_json,
+    sqlite_cause,
+    transient_os_error,
+    transient_sqlite_name,
+)
 from statekit.db import Connection, OperationalError, SQLiteError, error_name, immediate, open_rw, read_only_view, table_names
 from statekit.seams import checkpoint
 from statekit.fsutil import HashingReader, UnsafePathError, open_regular_file, remove_orphaned_temps, sha256_file
 from statekit.progress import ProgressReader, null_progress, start_phase
-from statekit.layout import STATEKIT_DIR_NAME, ResolvedStateDir, global_db_path, lock_path, relative_posix
+from statekit.layout import STATEKIT_DIR_NAME, ResolvedStateDir, agent_db_path, global_db_path, lock_path, relative_posix
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
 from statekit.schema import open_agent, open_global
 from statekit.states import BackupRunStatus, ReceiptStatus, RunStatus
@@ -319,10 +336,12 @@ class Migration:
         reader = planned.reader
         source = Source(self.state_dir, planned.rel, planned.agent_id)
         transaction = _SourceTransaction(self.global_conn)
+        earlier = earlier_version(self.receipts, planned.rel, planned.sha256)  # the file changed or came back: merge
         ctx = ImportContext(
             self.state_dir, self.run_id, now_ms(), self.global_conn, transaction.agent_opener(self.agent_conn), self.config, self.run_cache,
             planned_hashes={**planned.reopened, planned.rel: planned.sha256},
             receipts=self._receipt_lookup(transaction),
+            earlier_import=earlier.report if earlier is not None else None,
         )
         try:
             with open_regular_file(source.path) as raw:
@@ -369,8 +388,10 @@ class Migration:
             return self._fail(planned, outcome, _describe(planned.rel, exc))
         checkpoint("after-commit")
         outcome.records = result.records
-        outcome.notices.extend(result.notices)
-        self.report.warnings.extend(result.warnings)
+        outcome.notices.extend(map(redact, result.notices))
+        if earlier is not None:
+            self.report.warnings.append(came_back_line(planned.rel, earlier))
+        self.report.warnings.extend(map(redact, result.warnings))
         problem = self._validate(planned, [*result.expected, *(e.as_tuple() for e in ctx.writer.expectations())])
         if problem:
             return self._fail(planned, outcome, problem)
@@ -459,14 +480,23 @@ class Migration:
         return outcome
 
     def _retire(self, planned: PlannedSource, run_id: str, report: dict[str, Any], outcome: SourceOutcome) -> SourceOutcome:
+        """Move the imported source into the run's retired folder and check the moved bytes are the imported ones.
+
+        Bytes that changed since the plan (a writer appended after the import) are never deleted and never
+        left unimported in silence: the file is put back where it was (the next run imports it, merging),
+        or, when a new file already took its place, kept in the retired folder and named.
+        With ``--remove-sources`` the verified copy is deleted.
+        """
         assert self.global_conn is not None
         report = dict(report, dir_modes=parent_modes(self.state_dir, planned.rel))  # recover recreates them as they were
         try:
+            dest = retire(self.state_dir, planned.rel, run_id, planned.sha256, self.report.warnings)
+            if planned.sha256 is not None and sha256_file(dest) != planned.sha256:
+                return self._changed_at_retire(planned, dest, outcome)
             if self.options.remove_sources:
-                delete_source(self.state_dir, planned.rel)
+                delete_source(self.state_dir, relative_posix(dest, self.state_dir))
                 retired_to = None
             else:
-                dest = retire(self.state_dir, planned.rel, run_id, planned.sha256, self.report.warnings)
                 retired_to = relative_posix(dest, self.state_dir)
         except OSError as exc:
             outcome.message = f"{planned.rel}: imported, but could not be retired ({exc.strerror or exc}); rerun to finish"
@@ -477,6 +507,20 @@ class Migration:
         outcome.retired_to = retired_to
         if outcome.status not in ("imported", "dropped"):
             outcome.status = "retired"
+        return outcome
+
+    def _changed_at_retire(self, planned: PlannedSource, moved: Path, outcome: SourceOutcome) -> SourceOutcome:
+        """The moved file is not what was imported: put it back (never over a newer file), say so in one line."""
+        source = self.state_dir / planned.rel
+        try:
+            os.link(moved, source)  # fails when a new file already sits at the old path
+        except OSError:
+            outcome.message = (f"{planned.rel}: changed after it was imported; its bytes are kept, not imported, at"
+                               f" {relative_posix(moved, self.state_dir)}, as a new file took its place; compare the two before removing either")
+        else:
+            moved.unlink()
+            outcome.message = f"{planned.rel}: changed after it was imported; left in place: run statekit migrate again to import the new bytes"
+        self.report.warnings.append(outcome.message)
         return outcome
 
     def _source_report(self, planned: PlannedSource, result: WriteResult) -> dict[str, Any]:
@@ -490,9 +534,9 @@ class Migration:
             "record_count": planned.record_count,
             "target_tables": list(planned.target_tables),
             "records_written": result.records,
-            "notices": result.notices,
-            "warnings": result.warnings,
-            **result.report,
+            "notices": [redact(n) for n in result.notices],
+            "warnings": [redact(w) for w in result.warnings],
+            **cast(dict[str, Any], redact_json(result.report)),  # a reader's report may name keys of the file
         }
 
 
@@ -547,18 +591,27 @@ def root_error(exc: BaseException) -> BaseException:
 
 
 def environmental(exc: BaseException) -> bool:
-    """A full, failing or read-only disk under the databases (not a problem of the source being imported)."""
+    """A condition of the machine, not of the source being imported: the run stops, the source is retried next run.
+
+    A full, failing or read-only disk under the databases; a lock another process holds (``SQLITE_BUSY``,
+    ``SQLITE_LOCKED``); exhausted resources (``EMFILE``, ``ENFILE``, ``ENOMEM``, ``SQLITE_NOMEM``).
+    """
     exc = root_error(exc)
-    if isinstance(exc, OperationalError):
+    if isinstance(exc, SQLiteError):
         name = error_name(exc)
-        return name in ("SQLITE_FULL", "SQLITE_READONLY", "SQLITE_CANTOPEN") or name.startswith(("SQLITE_IOERR", "SQLITE_READONLY_")) or "disk" in str(exc)
-    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+        if transient_sqlite_name(name):
+            return True
+        if isinstance(exc, OperationalError):
+            return (name in ("SQLITE_FULL", "SQLITE_READONLY", "SQLITE_CANTOPEN") or name.startswith(("SQLITE_IOERR", "SQLITE_READONLY_", "SQLITE_CANTOPEN_"))
+                    or "disk" in str(exc))
+        return False
+    return isinstance(exc, OSError) and (exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS) or transient_os_error(exc))
 
 
 def _describe(rel: str, exc: BaseException) -> str:
     if isinstance(exc, SourceError):
         return str(exc)
-    if isinstance(exc, (SchemaError, UnsafePathError)):  # the latter: a database path leading out of the state dir
+    if isinstance(exc, (SchemaError, UnsafePathError, ValueRangeError)):  # UnsafePathError: a database path leading out of the state dir
         return f"{rel}: {exc}"
     if isinstance(exc, SQLiteError):
         return f"{rel}: database refused the rows: {exc}"
@@ -566,7 +619,7 @@ def _describe(rel: str, exc: BaseException) -> str:
         return f"{rel}: {exc.strerror or exc}"
     if isinstance(exc, (RecursionError, MemoryError)):
         return f"{rel}: input too deeply nested or too large"
-    return f"{rel}: unexpected {type(exc).__name__}: {exc}"
+    return redact(f"{rel}: unexpected {type(exc).__name__}: {exc}")
 
 
 def plan_config(plan: Plan) -> dict[str, Any]:
@@ -590,11 +643,37 @@ def interrupted_retirements(state_dir: Path) -> list[str]:
 
 
 def database_failure(state_dir: Path, exc: SQLiteError) -> str:
-    """One line for a database error that stopped the run (the root cause, not a failed ROLLBACK after it)."""
-    text = str(root_error(exc))
-    hint = "free some space" if "full" in text else "check the disk"
+    """One line for a database error that stopped the run: the root cause (not a failed ROLLBACK after it), named by
+    what is actually there (a directory or a link at a database path, a lock, a full disk)."""
+    root = root_error(exc)
+    text = str(root)
+    found = next(filter(None, map(database_path_problem, run_databases(state_dir))), None)
+    cause = f"{found}; fix that and" if found else sqlite_cause(error_name(root), text)
     return (f"{state_dir}: migration stopped by a database error ({text}); sources imported before it are committed with"
-            f" their receipts, the others are still in place; {hint} and run statekit migrate again")
+            f" their receipts, the others are still in place; {cause} run statekit migrate again")
+
+
+def machine_failure(state_dir: Path, exc: OSError) -> str:
+    """One line for an OS error of the machine (full disk, too many open files, no memory) that stopped the run."""
+    where = f" at {exc.filename}" if exc.filename else ""
+    return (f"{state_dir}: migration stopped{where}: {os_cause(exc)} run statekit migrate again; sources imported before it"
+            " are committed with their receipts, the others are still in place and are retried")
+
+
+def failure_exit_code(exc: BaseException) -> ExitCode:
+    """Busy (4) for a lock another process holds, else fatal (1)."""
+    return ExitCode.BUSY if error_name(root_error(exc)).startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) else ExitCode.FATAL
+
+
+def run_databases(state_dir: Path) -> list[Path]:
+    """The databases a run writes: the state database and every agent's (on disk or not yet)."""
+    found = [global_db_path(state_dir)]
+    agents = state_dir / "agents"
+    try:
+        found += sorted(agent_db_path(state_dir, child.name) for child in agents.iterdir() if child.is_dir() and not child.is_symlink())
+    except OSError:
+        pass
+    return found
 
 
 def check_writable(state_dir: Path) -> None:
@@ -656,7 +735,12 @@ def migrate(
         # Temp files of a killed statekit write (config, retired copy, archive receipt); we hold the lock.
         remove_orphaned_temps(state_dir)
         remove_orphaned_temps(state_dir / STATEKIT_DIR_NAME, recursive=True)
-        plan = build_plan(resolved, options.env, options.retry_failed, progress)
+        try:
+            plan = build_plan(resolved, options.env, options.retry_failed, progress)
+        except OSError as exc:  # too many open files, no memory while planning: nothing was written
+            if not environmental(exc):
+                raise
+            raise StatekitError(machine_failure(state_dir, exc)) from None
         ensure_not_schema_error(plan)
         if not plan.has_work and not interrupted_retirements(state_dir):
             # Every source is imported, or failed before in this very version and was reported then. A
@@ -675,8 +759,12 @@ def migrate(
         migration = Migration(state_dir, options, progress)
         try:
             return migration.run(plan)
-        except SQLiteError as exc:  # the disk filled up or failed outside one source's transaction
-            raise StatekitError(database_failure(state_dir, exc)) from None
+        except SQLiteError as exc:  # the disk filled up or failed, or a lock or memory ran out: stop, retry next run
+            raise StatekitError(database_failure(state_dir, exc), exit_code=failure_exit_code(exc)) from None
+        except OSError as exc:
+            if not environmental(exc):
+                raise
+            raise StatekitError(machine_failure(state_dir, exc)) from None
         finally:
             migration.close()
     finally:

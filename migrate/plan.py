@@ -20,7 +20,7 @@ from statekit.legacy_readers.base import ReadContext, Reader, Source, read_confi
 from statekit.migrate.discover import Discovery, FileEntry, discover
 from statekit.migrate.receipts import Receipt, load_receipts_readonly, source_key
 from statekit.db import read_only_view
-from statekit.errors import SchemaError, SourceError, StateDirError
+from statekit.errors import SchemaError, SourceError, StateDirError, redact, transient_os_error
 from statekit.fsutil import HashingReader, file_kind_problem, open_regular_file
 from statekit.layout import ResolvedStateDir, config_path, relative_posix
 from statekit.progress import ProgressFn, start_phase
@@ -228,14 +228,14 @@ def plan_source(
                 if reader.action in ("import", "import+archive"):
                     inspection = reader.inspect(source, cast(BinaryIO, hashing), ctx)
                     planned.record_count = inspection.record_count
-                    planned.warnings.extend(inspection.warnings)
+                    planned.warnings.extend(map(redact, inspection.warnings))
                     planned.details.update(inspection.details)
                     if inspection.action in ("retain", "drop"):
                         planned.action = inspection.action
                         planned.reason = inspection.reason or planned.reason
             except (SourceError, ValueError, RecursionError, MemoryError) as exc:
                 planned.action = "unreadable"
-                planned.reason = str(exc) if isinstance(exc, SourceError) else f"{entry.rel}: cannot read: {exc or type(exc).__name__}"
+                planned.reason = str(exc) if isinstance(exc, SourceError) else redact(f"{entry.rel}: cannot read: {exc or type(exc).__name__}")
             except Exception as exc:  # a reader tripped over a value it did not expect (1e999, a wrong type): this file only
                 planned.action = "unreadable"
                 planned.reason = f"{entry.rel}: cannot read: unexpected {type(exc).__name__} in the {reader.kind} reader"
@@ -246,6 +246,8 @@ def plan_source(
                 planned.action = "unreadable"
                 planned.reason = f"{entry.rel}: changed while being planned"
     except OSError as exc:
+        if transient_os_error(exc):  # too many open files, no memory: the machine's, not the file's (the run stops)
+            raise
         planned.action = "unreadable"
         detail = exc.strerror or str(exc) or type(exc).__name__
         planned.reason = f"{entry.rel}: cannot read: {detail}"

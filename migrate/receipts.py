@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,18 +33,21 @@ class Receipt:
     removed_source: bool
     source_sha256: str | None
     report: dict[str, Any]
+    imported_at: int = 0
 
 
 def _row_to_receipt(row: Row | tuple) -> Receipt:
-    key, path, status, run_id, removed, sha, report = row
+    key, path, status, run_id, removed, sha, report, *rest = row
     try:
         parsed = json.loads(report) if report else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         parsed = {}
-    return Receipt(key, path, status, run_id, bool(removed), sha, parsed if isinstance(parsed, dict) else {})
+    imported_at = rest[0] if rest and isinstance(rest[0], int) else 0
+    return Receipt(key, path, status, run_id, bool(removed), sha, parsed if isinstance(parsed, dict) else {}, imported_at)
 
 
-_SELECT = "SELECT source_key, source_path, status, last_run_id, removed_source, source_sha256, report_json FROM migration_sources"
+_SELECT = ("SELECT source_key, source_path, status, last_run_id, removed_source, source_sha256, report_json, imported_at"
+           " FROM migration_sources")
 
 
 def load_receipts(conn: Connection) -> dict[str, Receipt]:
@@ -60,6 +63,25 @@ def load_receipts_readonly(state_dir: Path) -> dict[str, Receipt]:
         return {}
     with read_only_view(path) as conn:
         return load_receipts(conn)
+
+
+def earlier_version(receipts: Mapping[str, Receipt], rel: str, sha256: str | None) -> Receipt | None:
+    """The latest ``completed`` receipt of ``rel`` for another version of the file (other bytes), or None.
+
+    A legacy file whose path an earlier run imported, now holding different bytes: it changed after
+    its import (its retirement was refused), or it *came back* after it was retired (``removed_source``):
+    a process that still writes the old path. Its rows are merged, never replaced (docs/reliability.md).
+    """
+    found = [r for r in receipts.values()
+             if r.source_path == rel and r.status == ReceiptStatus.COMPLETED and r.source_sha256 != sha256]
+    return max(found, key=lambda r: (r.imported_at, r.removed_source)) if found else None
+
+
+def came_back_line(rel: str, earlier: Receipt) -> str:
+    """The one line that names a legacy file written again after statekit imported it (a stale writer)."""
+    what = "came back after run {} migrated it (something still writes the old file)" if earlier.removed_source else "changed after run {} imported it"
+    return (f"{rel}: {what.format(earlier.last_run_id)}; imported again: history (transcripts, run and audit logs,"
+            " session entries) is merged with what was imported, never replaced")
 
 
 def write_receipt(

@@ -71,7 +71,9 @@ def retire(state_dir: Path, rel: str, run_id: str, sha256: str | None, warnings:
     dest = ensure_inside(_free_destination(retired_path(state_dir, run_id, rel), sha256), state_dir)
     ensure_private_dir(dest.parent, warnings)
     if dest.exists():
-        # A previous attempt already placed an identical copy: only the original remains to go.
+        # A previous attempt already placed an identical copy: only the original remains to go (if it is still that file).
+        if sha256 and sha256_file(source) != sha256:
+            raise OSError(errno.EEXIST, "changed since it was imported; left in place")
         source.unlink()
     else:
         try:

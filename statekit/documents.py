@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 import json5
 
-from statekit.errors import SourceError
+from statekit.errors import SourceError, shown_key
 
 if TYPE_CHECKING:  # imported when a schema is first used (a fast --help and empty plan)
     import jsonschema
@@ -183,11 +183,30 @@ def _first_error(document: Any, schema_name: str) -> jsonschema.ValidationError 
     return errors[0] if errors else None
 
 
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # jsonschema writes these keys with a dot, others as ['key']
+
+
+def shown_path(error: jsonschema.ValidationError) -> str:
+    """The error's JSON path (``$.profiles.<key sha256:…>.token``) with every object key through ``shown_key``:
+    a map keyed by secrets never puts a key into a message."""
+    parts = ["$"]
+    for item in error.absolute_path:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        else:
+            key = shown_key(str(item))
+            if key != item:
+                parts.append(f"[{key}]")
+            else:
+                parts.append(f".{key}" if _IDENTIFIER.match(key) else f"[{key!r}]")
+    return "".join(parts)
+
+
 def validate(document: Any, schema_name: str, rel: str, *, line: int | None = None) -> None:
     """Validate against a reader schema; raise SourceError with the first error's JSON path."""
     first = _first_error(document, schema_name)
     if first is not None:
-        raise SourceError(rel, describe_validation_error(first), line=line, json_path=first.json_path)
+        raise SourceError(rel, describe_validation_error(first), line=line, json_path=shown_path(first))
 
 
 def validate_hiding_keys(document: Any, schema_name: str, rel: str, label: str = "entry") -> None:
@@ -239,7 +258,7 @@ def load_document(source: _Named, handle: BinaryIO, schema_name: str | None) -> 
 def unmapped_fields(entries: Iterable[Mapping[str, Any]], known: Iterable[str]) -> list[str]:
     """Field names (never values) present in the input that have no column and no JSON home."""
     known_set = set(known)
-    return sorted({name for entry in entries for name in entry if name not in known_set})
+    return sorted({shown_key(name) for entry in entries for name in entry if name not in known_set})
 
 
 def read_text(handle: BinaryIO, rel: str) -> str:

@@ -61,7 +61,7 @@ def _read_holder(fd: int) -> str:
         data = os.pread(fd, 256, 0)
         pid = json.loads(data or b"{}").get("pid")
         return f" (pid {pid})" if pid else ""
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return ""
 
 

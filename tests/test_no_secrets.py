@@ -225,3 +225,65 @@ def _archive_manifest(archive: Path) -> str:
                     return handle.read().decode("utf-8")
                 break
     raise AssertionError(f"{archive}: no manifest.json first member")
+
+
+# --- secrets as JSON object keys (issue 11 item 9) ------------------------------------------------
+#
+# Maps keyed by a secret are real: an auth-profiles file whose profile id is a token, a sessions.json keyed
+# by a secret-looking string, bootstrap tokens as keys. A copy of the every-family fixture gets, in every
+# JSON object of every legacy JSON/JSONL file, one more key that is a canary: its value a copy of a sibling
+# value (so a map gains one more plausible entry), or for half the objects a malformed value (so the reader
+# complains about that very entry). Then plan, migrate and inspect run, and no canary key may appear in
+# any output line or any receipt or run report. Fails on 308a7ed (validation paths and per-entry warnings
+# quoted the key).
+
+
+def _plant_key(value: Any, planted: list[str], malformed: bool) -> Any:
+    if isinstance(value, dict):
+        out = {name: _plant_key(item, planted, malformed) for name, item in value.items()}
+        canary = f"CANARY{uuid.uuid4().hex}"
+        planted.append(canary)
+        sibling = next(iter(value.values()), "x")
+        out[canary] = 7 if malformed else json.loads(json.dumps(sibling))
+        return out
+    if isinstance(value, list):
+        return [_plant_key(item, planted, malformed) for item in value]
+    return value
+
+
+def plant_key_canaries(state: Path, malformed: bool) -> list[str]:
+    planted: list[str] = []
+    from statekit.migrate.discover import discover
+
+    for entry, _reader in discover(state).legacy:
+        path = state / entry.rel
+        if path.is_symlink() or not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+            if entry.rel.endswith(".jsonl"):
+                lines = [json.dumps(_plant_key(json.loads(line), planted, malformed)) if line.strip() else line for line in text.split("\n")]
+                path.write_text("\n".join(lines), encoding="utf-8")
+            else:
+                path.write_text(json.dumps(_plant_key(json.loads(text), planted, malformed), indent=2) + "\n", encoding="utf-8")
+        except (UnicodeDecodeError, ValueError):
+            continue  # not JSON (a JSON5 file with comments, a binary sidecar): left as it is
+    return planted
+
+
+@pytest.mark.parametrize("malformed", [False, True], ids=["plausible-entry", "malformed-entry"])
+def test_no_secret_key_in_any_message(tmp_path: Path, malformed: bool) -> None:
+    state = tmp_path / "keys" / ".openclaw"
+    shutil.copytree(EVERY, state, symlinks=True)
+    planted = plant_key_canaries(state, malformed)
+    assert len(planted) >= 200
+    texts: dict[str, str] = {}
+    for label, args in [("plan --json", ("plan", "--json")), ("plan", ("plan",)), ("migrate", ("migrate", "--yes", "--no-backup")),
+                        ("inspect", ("inspect",)), ("inspect --json", ("inspect", "--json"))]:
+        proc = run_cli(*args, "--state-dir", state)
+        assert proc.returncode in (0, 3), (label, proc.stderr[-2000:])
+        texts[label] = proc.stdout + proc.stderr
+    texts["migration_runs"] = _db_texts(state, "SELECT report_json FROM migration_runs")
+    texts["migration_sources"] = _db_texts(state, "SELECT report_json FROM migration_sources")
+    leaks = {label: [line for line in text.splitlines() if "CANARY" in line][:3] for label, text in texts.items()}
+    assert {label: lines for label, lines in leaks.items() if lines} == {}

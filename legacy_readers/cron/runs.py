@@ -13,6 +13,7 @@ from statekit.documents import parse_json_line, validate
 from statekit.errors import SourceError
 from statekit.fsutil import iter_lines
 from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
+from statekit.legacy_readers.writer import DatabaseWriter
 from statekit.legacy_readers.cron._store import (
     FAMILY,
     JOBS_TABLE,
@@ -109,6 +110,13 @@ def _run_row(store_key: str, job_id: str, seq: int, line_text: str, entry: Mappi
     return tuple(row[c] for c in RUN_COLUMNS)
 
 
+def _merge_base(db: DatabaseWriter, owner: Mapping[str, Any]) -> tuple[int, set[str]]:
+    """For a run log that came back after its import: the last seq imported and the lines already there."""
+    last = db.first(RUNS_TABLE, "max(seq)", owner)
+    lines = {str(row[0]) for row in db.select(RUNS_TABLE, ("entry_json",), owner)}
+    return (int(last[0]) if last and last[0] is not None else 0), lines
+
+
 def _skip_notice(rel: str, skipped: Counter[str]) -> str:
     parts = ", ".join(f"{count} {SKIP_REASONS[key]}" for key, count in sorted(skipped.items()))
     return f"{rel}: {sum(skipped.values())} line(s) not imported, as OpenClaw skips them ({parts}); the retired copy keeps them"
@@ -149,6 +157,7 @@ class CronRunsReader(Reader):
         owner = {"store_key": store_key, "job_id": job_id}
         counts = {"rows": 0}
         skipped: Counter[str] = Counter()
+        first, imported_lines = _merge_base(db, owner) if ctx.merging else (0, set())  # a log that came back: keep the imported rows
 
         def rows() -> Iterator[tuple[Any, ...]]:
             for _, line_text, entry in _run_entries(handle, rel):
@@ -156,12 +165,14 @@ class CronRunsReader(Reader):
                 if reason is not None:
                     skipped[reason] += 1
                     continue
+                if line_text in imported_lines:
+                    continue
                 counts["rows"] += 1
                 # seq starts at 1, as OpenClaw numbers run-log rows (MAX(seq) + 1).
-                yield _run_row(store_key, job_id, counts["rows"], line_text, entry)
+                yield _run_row(store_key, job_id, first + counts["rows"], line_text, entry)
 
         with db.savepoint("statekit_cron_runs"):
-            replaced = db.delete(RUNS_TABLE, owner)
+            replaced = 0 if ctx.merging else db.delete(RUNS_TABLE, owner)
             try:
                 pending = rows()
                 while batch := list(islice(pending, INSERT_BATCH)):  # streamed: a run log can be large

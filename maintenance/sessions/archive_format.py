@@ -219,7 +219,7 @@ def read_session_archive(path: Path) -> tuple[dict[str, Any], str]:
         raise VerificationError(f"{path}: content does not match its receipt")
     try:
         document = json.loads(payload)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise VerificationError(f"{path}: archive content is not JSON") from None
     if not isinstance(document, dict) or document.get("format") != ARCHIVE_FORMAT:
         raise VerificationError(f"{path}: not a statekit session archive")

@@ -33,7 +33,7 @@ def referenced_ids(conn: Connection, exclude_key: str | None = None) -> Referenc
                 continue
             try:
                 entry = json.loads(text) if isinstance(text, str) else None
-            except ValueError:
+            except (ValueError, RecursionError):
                 entry = None
             if not isinstance(entry, dict):
                 refs.unparsed_texts.append(text if isinstance(text, str) else "")

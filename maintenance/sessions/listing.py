@@ -35,7 +35,7 @@ def list_sessions(state_dir: Path, agent: str | None = None) -> list[dict[str, A
                 ):
                     try:
                         entry = json.loads(text)
-                    except (TypeError, ValueError):
+                    except (TypeError, ValueError, RecursionError):
                         entry = None
                     family = family_of(entry, sid)
                     events = 0

@@ -74,7 +74,7 @@ def _compute(conn: Connection, action: str, agent_id: str, key: str) -> tuple[Se
     session_id, text = row
     try:
         entry = json.loads(text)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         entry = None
     if not isinstance(entry, dict):
         raise StatekitError(f"session entry {key!r} in agent {agent_id!r}: entry_json is not a JSON object; left untouched")

@@ -92,7 +92,7 @@ def test_existing_row_is_replaced_and_encoded_plugin_dir_decoded(tmp_path: Path)
     newer = b'{"generatedBy":"openclaw-plugin-model-catalog-v1","providers":{}}\n'
     build(tmp_path, {rel: newer}, mtime_ms=MTIME_MS + 1000)
     with freeze_time("2026-11-30T12:00:05Z"):
-        assert migrate(state, MigrateOptions(backup=False)).exit_code == 0
+        assert migrate(state, MigrateOptions(backup=False)).exit_code == 3  # the file came back after its migration: warned (issue 11 item 5)
     assert cache_rows(state, "main") == [("plugin-model-catalog-v1", "@acme/models", newer.decode(), None, None, NOW_MS + 5000)]
 
 

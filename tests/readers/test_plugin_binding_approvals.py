@@ -35,7 +35,7 @@ def test_reimport_replaces_the_approval_for_a_root_channel_account(tmp_path: Pat
     run(state)
     doc["approvals"][0]["pluginId"] = "b"
     place(state, REL, doc, MTIME + 1)
-    assert run(state).status == "completed"
+    assert run(state).status == "warning"  # the file came back after its migration: warned (issue 11 item 5)
     assert query(state, "SELECT plugin_id, account_id, approved_at FROM plugin_binding_approvals") == [
         {"plugin_id": "b", "account_id": "w1", "approved_at": MTIME + 1}
     ]

@@ -12,6 +12,7 @@ from typing import Any
 
 from helpers import corpus_or_skip, extract_corpus_tree, global_db, make_state, open_db, rows, run_cli, tree_digest, write_files, named_row
 from statekit.migrate.plan import build_plan
+from statekit.errors import redact
 from statekit.schema import open_global
 from test_plugin_common import NOW_MS, assert_imported, outcome, receipt, run
 
@@ -336,7 +337,8 @@ def test_capture_blob_that_fails_its_hash_keeps_the_capture_and_its_blobs_in_pla
     report = run(state)
     assert report.exit_code == 3
     assert [w for w in report.warnings if w.startswith("debug-proxy/")] == [
-        f"debug-proxy/capture.sqlite: capture blob {BLOB_ID} does not match its hash ({BLOB_ID}.bin.gz); left in place",
+        # a 24-hex id looks like a credential: messages show it redacted (issue 11 item 9)
+        redact(f"debug-proxy/capture.sqlite: capture blob {BLOB_ID} does not match its hash ({BLOB_ID}.bin.gz); left in place"),
         f"debug-proxy/blobs/{BLOB_ID}.bin.gz: waits until debug-proxy/capture.sqlite is imported (its events use these blobs); left in place",
     ]
     assert (state / "debug-proxy/capture.sqlite").exists() and (state / f"debug-proxy/blobs/{BLOB_ID}.bin.gz").exists()

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from statekit.errors import shown_key
+
 from helpers import global_db, open_db
 from test_devices_harness import (
     assert_left_in_place,
@@ -66,7 +68,8 @@ def test_same_timestamp_conflict_leaves_file(state: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "needle"),
     [
-        (None, "$['0f3c5e7a9b1d2f4a6c8e0a2b4d6f8a0c']: missing required property 'sessionKey'"),
+        # a 32-hex key is indistinguishable from a token: the path shows it as a fingerprint (issue 11 item 9)
+        (None, f"$[{shown_key('0f3c5e7a9b1d2f4a6c8e0a2b4d6f8a0c')}]: missing required property 'sessionKey'"),
         ({"k": {"sessionKey": "a"}}, "missing required property 'updatedAt'"),
         ({"k": {"sessionKey": "a", "updatedAt": 1.5}}, "$.k.updatedAt: expected integer"),
         ({"k": {"sessionKey": "a", "updatedAt": -1}}, "$.k.updatedAt: must satisfy minimum"),
