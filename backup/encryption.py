@@ -26,12 +26,14 @@ import pyrage
 from pyrage import x25519
 
 from statekit.errors import StatekitError, UsageError, VerificationError
-from statekit.fsutil import PRIVATE_FILE_MODE
+from statekit.fsutil import create_file, open_regular_file, read_prefix, read_regular_file
 
 AGE_MAGIC = b"age-encryption.org/v1\n"
 AGE_SUFFIX = ".age"
 RECIPIENT_PREFIX = "age1"
 IDENTITY_PREFIX = "AGE-SECRET-KEY-1"
+KEY_FILE_LIMIT = 1 << 20
+"""The most read of a recipients or identity file (a key line is under 100 bytes; a FIFO or /dev/zero is refused)."""
 
 
 class IdentityNeeded(StatekitError):
@@ -63,6 +65,11 @@ class Identities:
     source: Path = Path()
 
 
+def _read_key_file(path: Path) -> str:
+    """An operator-given key file (symlinks followed), bounded: OSError / UnicodeDecodeError for the caller to name."""
+    return read_regular_file(Path(path), limit=KEY_FILE_LIMIT).decode("utf-8")
+
+
 def _key_lines(text: str) -> list[tuple[int, str]]:
     return [(n, line.strip()) for n, line in enumerate(text.splitlines(), 1) if line.strip() and not line.strip().startswith("#")]
 
@@ -82,7 +89,7 @@ def load_recipients(keys: Sequence[str] = (), files: Sequence[Path] = ()) -> Rec
     found = [parse_recipient(key.strip()) for key in keys]
     for path in files:
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            text = _read_key_file(path)
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"{path}: recipients file cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
         lines = _key_lines(text)
@@ -96,7 +103,7 @@ def load_identities(path: Path) -> Identities:
     """The ``AGE-SECRET-KEY-1...`` lines of an identity file; errors name the file and line, never the key."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read_key_file(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: identity file cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
     keys = []
@@ -115,29 +122,30 @@ def load_identities(path: Path) -> Identities:
 def is_encrypted(path: Path) -> bool:
     """True when ``path`` starts with the age header (whatever its name)."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read(len(AGE_MAGIC)) == AGE_MAGIC
+        return read_prefix(path, len(AGE_MAGIC)) == AGE_MAGIC  # a FIFO or device is refused, never read
     except OSError:
         return False
 
 
 def _exclusive(path: Path) -> BinaryIO:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
-    return os.fdopen(fd, "wb")
+    """A new 0600 file (exclusive, never through a symlink, the directory owner's under root)."""
+    return os.fdopen(create_file(path), "wb")
 
 
 def encrypt_file(source: Path, dest: Path, recipients: Recipients) -> None:
     """Stream ``source`` into a new 0600 ``dest`` encrypted to ``recipients``, fsynced; ``dest`` is removed on failure."""
     if not recipients.keys:
         raise UsageError("no age recipient given")
-    try:
-        with open(source, "rb") as src, _exclusive(dest) as out:
-            encrypt_stream(src, out, recipients)
-            out.flush()
-            os.fsync(out.fileno())
-    except BaseException:
-        dest.unlink(missing_ok=True)
-        raise
+    with open_regular_file(source) as src:  # the archive statekit just wrote
+        out = _exclusive(dest)  # an existing dest is left alone (FileExistsError)
+        try:
+            with out:
+                encrypt_stream(src, out, recipients)
+                out.flush()
+                os.fsync(out.fileno())
+        except BaseException:
+            dest.unlink(missing_ok=True)
+            raise
 
 
 def encrypt_stream(source: BinaryIO, out: BinaryIO, recipients: Recipients) -> None:
@@ -164,12 +172,14 @@ def decrypt_stream(source: BinaryIO, out: BinaryIO, identities: Identities, wher
 
 def decrypt_file(source: Path, dest: Path, identities: Identities, where: str | None = None) -> None:
     """Stream ``source`` into a new 0600 ``dest`` (a private scratch copy); ``dest`` is removed on failure."""
-    try:
-        with open(source, "rb") as src, _exclusive(dest) as out:
-            decrypt_stream(src, out, identities, where or str(source))
-    except BaseException:
-        dest.unlink(missing_ok=True)
-        raise
+    with open_regular_file(source, follow_symlinks=True) as src:  # an operator-given archive
+        out = _exclusive(dest)
+        try:
+            with out:
+                decrypt_stream(src, out, identities, where or str(source))
+        except BaseException:
+            dest.unlink(missing_ok=True)
+            raise
 
 
 def require_identities(path: str, identities: Identities | None) -> Identities:

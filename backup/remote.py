@@ -45,7 +45,7 @@ from statekit.backup.runs import mark_interrupted, record_in_state_dir
 from statekit.backup.retention import ArchiveInfo, PruneDecision, plan_prune
 from statekit.backup.verify import VerifyReport, verify_archive
 from statekit.errors import StatekitError, UsageError, VerificationError
-from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE
+from statekit.fsutil import CHUNK, atomic_write_bytes, create_file, open_regular_file
 from statekit.install import ensure_install_id, read_install_id
 from statekit.seams import checkpoint
 from statekit.states import BackupRunStatus
@@ -58,6 +58,7 @@ DELETE_BATCH = 1000  # DeleteObjects' limit
 STALE_UPLOAD_HOURS = 24.0
 STAGING_PREFIX = ".statekit-offsite-"
 RUN_ID_FILE = "run-id"
+RUN_ID_LIMIT = 4096
 REMOTE_PLACEHOLDER = Path("/.statekit-remote")  # stands for the URL in a report (the CLI shows the URL there)
 
 
@@ -175,7 +176,7 @@ def hash_parts(path: Path, part_size: int) -> tuple[str, list[bytes]]:
     """The file's SHA-256 (hex) and the SHA-256 of each ``part_size`` range, in one read pass."""
     whole = hashlib.sha256()
     parts: list[bytes] = []
-    with open(path, "rb") as handle:
+    with open_regular_file(path) as handle:  # the archive statekit wrote (never a planted symlink, FIFO or device)
         while True:
             part = hashlib.sha256()
             left = part_size
@@ -268,7 +269,7 @@ def create_remote(state_dir: Path, url_loc: S3Location, *, recipients: Recipient
     try:
         result = create_backup(state_dir, staging, recipients=recipients, dry_run=dry_run, **options)
         if not dry_run:
-            (staging / RUN_ID_FILE).write_text(result.run_id, encoding="utf-8")  # for the next run, should this one be killed
+            atomic_write_bytes(staging / RUN_ID_FILE, result.run_id.encode("utf-8"))  # for the next run, should this one be killed
         if dry_run:
             assert result.planned_path is not None
             return RemoteCreate(result, url_loc.url_of(url_loc.key(install_id, result.planned_path.name)), None)
@@ -328,7 +329,8 @@ def remove_dead_staging(parent: Path, state_dir: Path) -> None:
             continue  # still running (or another user's: not ours to remove)
         except ProcessLookupError:
             try:
-                interrupted.append((path / RUN_ID_FILE).read_text(encoding="utf-8").strip())
+                with open_regular_file(path / RUN_ID_FILE) as handle:  # no symlink, FIFO or device; a run id is 32 bytes
+                    interrupted.append(handle.read(RUN_ID_LIMIT).decode("utf-8").strip())
             except (OSError, UnicodeDecodeError):
                 pass
             shutil.rmtree(path, ignore_errors=True)
@@ -481,8 +483,7 @@ def fetched(url: str, identities: Identities | None, *, client: Any = None, pare
         with _s3_errors(url):
             response = client.get_object(Bucket=loc.bucket, Key=key)
             body = _HashingReader(response["Body"])
-            fd = os.open(plain, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
-            with os.fdopen(fd, "wb") as out:
+            with os.fdopen(create_file(plain), "wb") as out:
                 if keys is not None:
                     decrypt_stream(body, out, keys, url)  # type: ignore[arg-type]
                 else:

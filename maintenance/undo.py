@@ -40,13 +40,13 @@ from typing import Any
 from statekit.backup import restore_archive
 from statekit.backup import manifest as mf
 from statekit.backup.retention import read_manifest_head
-from statekit.maintenance.recover import load_run, put_back
+from statekit.maintenance.recover import load_run, put_back, recreate_parents
 from statekit.migrate.receipts import Receipt
 from statekit.migrate.retire import remove_empty_parents
 from statekit.migrate.undo_facts import FACTS_KEY, unchanged_since
 from statekit.db import SQLiteError, read_only_view, table_names
 from statekit.errors import ExitCode, StatekitError
-from statekit.fsutil import fsync_dir, sha256_file
+from statekit.fsutil import ensure_inside, fsync_dir, sha256_file
 from statekit.layout import GLOBAL_DB_REL, global_db_path, lock_path, migrated_dir, statekit_dir
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
 from statekit.states import RecoverStatus, RunStatus
@@ -316,7 +316,8 @@ def _restore_from_staging(plan: UndoPlan, staging: Path, rel: str, expected_sha:
     assert dest is not None
     if not source.is_file() or (expected_sha is not None and sha256_file(source) != expected_sha):
         raise StatekitError(f"{rel}: the restored copy from {plan.backup} does not match; stopped (run undo again once fixed)")
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    ensure_inside(dest, plan.state_dir)  # never out of the state dir through a symlinked directory
+    recreate_parents(plan.state_dir, Path(rel), plan.modes)  # exact recorded modes (else 0700), owner kept under root
     _move_into_place(source, dest)
 
 
