@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -141,3 +142,23 @@ def db_dump(db: Path) -> dict[str, list[str]]:
         return {t: sorted(repr(r) for r in conn.execute(f'SELECT * FROM "{t}"')) for t in tables}
     finally:
         conn.close()
+
+
+PEAK_RSS_RUNNER = (
+    "import runpy, sys\n"
+    "sys.argv = ['statekit', *sys.argv[1:]]\n"
+    "try:\n"
+    "    runpy.run_module('statekit', run_name='__main__', alter_sys=True)\n"
+    "finally:\n"
+    "    hwm = next(l for l in open('/proc/self/status') if l.startswith('VmHWM'))\n"
+    "    sys.stderr.write('VmHWM ' + hwm.split()[1] + '\\n')\n"
+)
+
+
+def run_cli_peak_rss(*args: Any) -> tuple[subprocess.CompletedProcess[str], float]:
+    """``statekit ARGS`` in a new interpreter, and its own peak RSS in MB (VmHWM: ``ru_maxrss`` of children would also
+    count the forking pytest's pages and every earlier child's)."""
+    proc = subprocess.run([sys.executable, "-c", PEAK_RSS_RUNNER, *map(str, args)], capture_output=True, text=True, timeout=600)
+    head, _sep, tail = proc.stderr.rpartition("VmHWM ")
+    peak_kb = int(tail.split()[0])
+    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout, head), peak_kb / 1024

@@ -11,15 +11,13 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import resource
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 import zstandard
 
+from helpers import run_cli_peak_rss
 from statekit.backup import create_backup, verify_archive
 from statekit.backup.archive import EXTENDED_HEADER_MAX
 
@@ -69,11 +67,9 @@ def _small_archive(tmp_path: Path) -> Path:
 
 
 def _verify_in_child(archive: Path) -> tuple[int, str, int]:
-    """``statekit backup verify`` in a new interpreter: exit code, output, and its peak RSS in MB."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    proc = subprocess.run([sys.executable, "-m", "statekit", "backup", "verify", str(archive)], capture_output=True, text=True, timeout=300)
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return proc.returncode, proc.stdout + proc.stderr, max(peak, before) // 1024
+    """``statekit backup verify`` in a new interpreter: exit code, output, and its own peak RSS in MB."""
+    proc, peak_mb = run_cli_peak_rss("backup", "verify", archive)
+    return proc.returncode, proc.stdout + proc.stderr, int(peak_mb)
 
 
 def test_a_pax_header_declaring_2_to_the_60_is_refused_unread(tmp_path: Path) -> None:
