@@ -220,12 +220,20 @@ SKIP_PRE_RESTORE = "statekit pre-restore copies (rollback area of an earlier res
 SKIP_SIDECAR = "SQLite -wal/-shm/-journal beside a database this backup snapshots (the snapshot holds every committed row)"
 SKIP_COVERED = "covered by the"  # prefix: "covered by the <root> asset" (archived with it)
 QUIET_SKIPS = (SKIP_TEMP, SKIP_LOCK, SKIP_JOURNAL, SKIP_PRE_RESTORE, SKIP_SIDECAR)
+# Left out by design and printed as a note, not a warning (no exit 3): OpenClaw recreates them and never archives them.
+SKIP_OPENCLAW_TRANSIENT = "OpenClaw runtime lock or transient SQLite copy (recreated by OpenClaw, never archived by it either)"
+NOTED_SKIPS = (SKIP_OPENCLAW_TRANSIENT,)
 STATEKIT_LOCK_REL = f"{STATEKIT_DIR_NAME}/lock"
 PRE_RESTORE_REL = f"{STATEKIT_DIR_NAME}/pre-restore"
 
 
+def noted_skip(reason: str) -> bool:
+    """True for the skips made by design that are printed as a note (never a warning)."""
+    return reason in NOTED_SKIPS
+
+
 def quiet_skip(reason: str) -> bool:
-    """True for the skips that are statekit's own business (never printed); every other one is a warning."""
+    """True for the skips that are statekit's own business (never printed); the noted ones are notes, every other one a warning."""
     return reason in QUIET_SKIPS or reason.startswith(SKIP_COVERED)
 
 
@@ -262,7 +270,7 @@ def skip_reason(rel: str, st: os.stat_result, snapshotted: frozenset[str] = froz
     if own:
         return own
     if OPENCLAW_TRANSIENT_SQLITE.search(name):
-        return "OpenClaw runtime lock or transient SQLite copy (recreated by OpenClaw, never archived by it either)"
+        return SKIP_OPENCLAW_TRANSIENT
     if stat.S_ISREG(mode) and sidecar_base(name) in snapshotted:
         return SKIP_SIDECAR
     return None
@@ -482,10 +490,11 @@ def completeness_problems(
     archived: set[str] = set()
     content = state_content = 0
     heads: dict[str, str] = {}
+    own = os.path.join(os.path.realpath(state_dir), STATEKIT_DIR_NAME) + os.sep
     for asset in assets:
         if asset.kind in ("file", "sqlite"):
             archived.add(_real_file_key(asset.source_path, heads))
-        if asset.kind != "dir":
+        if asset.kind != "dir" and not os.path.realpath(asset.source_path).startswith(own):  # statekit's own files are no state
             content += 1
             state_content += asset.id == "state" or asset.id.startswith("state/")
     problems = []

@@ -42,7 +42,7 @@ from statekit.backup import manifest as mf
 from statekit.backup import openclaw_format as ocf
 from statekit.backup.archive import END_OF_ARCHIVE, ArchiveWriter, member_bytes, write_all, write_joined, write_payload_then_tail
 from statekit.backup.encryption import AGE_SUFFIX, Recipients, encrypt_file
-from statekit.backup.assets import AssetPlan, Entry, completeness_problems, plan_assets, quiet_skip
+from statekit.backup.assets import AssetPlan, Entry, completeness_problems, noted_skip, plan_assets, quiet_skip
 from statekit.backup.lock import backup_lock
 from statekit.backup.manifest import Asset, Manifest, Skipped, display_path
 from statekit.backup.runs import mark_interrupted, record_in_state_dir
@@ -80,6 +80,7 @@ class BackupResult:
     verify_report: VerifyReport | None = None
     format: str = "statekit"
     openclaw_manifest: dict[str, Any] | None = None  # --format openclaw: the manifest.json OpenClaw reads
+    notes: list[str] = field(default_factory=list)  # printed, not warnings: what was left out by design
 
     def to_json(self) -> dict[str, Any]:
         totals = self.manifest.get("totals") or {}
@@ -441,8 +442,15 @@ def write_sidecar(archive: Path, report: VerifyReport | None, manifest: dict[str
 
 
 def skip_warnings(skipped: list[Skipped]) -> list[str]:
-    """One line for every skipped entry that is not statekit's own file or a sidecar of a snapshotted database."""
-    return [f"{display_path(s.source_path)}: not backed up ({s.reason})" for s in skipped if not quiet_skip(s.reason)]
+    """One line for every skipped entry that is not statekit's own file, a sidecar of a snapshotted database or a skip
+    made by design (those are :func:`skip_notes`)."""
+    return [f"{display_path(s.source_path)}: not backed up ({s.reason})" for s in skipped
+            if not quiet_skip(s.reason) and not noted_skip(s.reason)]
+
+
+def skip_notes(skipped: list[Skipped]) -> list[str]:
+    """One line for every entry left out by design (OpenClaw's runtime locks): printed, never a warning."""
+    return [f"{display_path(s.source_path)}: not backed up ({s.reason})" for s in skipped if noted_skip(s.reason)]
 
 
 def check_complete(plan: AssetPlan, manifest: Manifest, ctx: _Context) -> None:
@@ -568,6 +576,7 @@ def _create_backup(
     if dry_run:
         result.dry_run = True
         result.warnings.extend(skip_warnings(plan.skipped))
+        result.notes.extend(skip_notes(plan.skipped))
         planned = [_base_asset(e, layout) for e in plan.entries]  # no snapshot yet: the registry is not read
         result.warnings.extend(f"the backup would fail: {display_path(p)}" for p in completeness_problems(state_dir, planned, env))
         return result
@@ -654,6 +663,7 @@ def _create_locked(
         check_complete(plan, manifest, ctx)
         result.warnings.extend(ctx.warnings)
         result.warnings.extend(skip_warnings(manifest.skipped))
+        result.notes.extend(skip_notes(manifest.skipped))
         checkpoint("backup-partial-written")
         report = None
         if verify:

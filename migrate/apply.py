@@ -67,7 +67,7 @@ from statekit.errors import (
     transient_os_error,
     transient_sqlite_name,
 )
-from statekit.db import Connection, OperationalError, SQLiteError, error_name, immediate, open_rw, read_only_view, table_names
+from statekit.db import Connection, NotADatabaseFile, OperationalError, SQLiteError, error_name, immediate, open_rw, read_only_view, table_names
 from statekit.seams import checkpoint
 from statekit.fsutil import HashingReader, UnsafePathError, open_regular_file, remove_orphaned_temps, sha256_file
 from statekit.progress import ProgressReader, null_progress, start_phase
@@ -597,6 +597,8 @@ def environmental(exc: BaseException) -> bool:
     ``SQLITE_LOCKED``); exhausted resources (``EMFILE``, ``ENFILE``, ``ENOMEM``, ``SQLITE_NOMEM``).
     """
     exc = root_error(exc)
+    if isinstance(exc, NotADatabaseFile):  # a directory or link at a database path: named by database_failure
+        return True
     if isinstance(exc, SQLiteError):
         name = error_name(exc)
         if transient_sqlite_name(name):

@@ -108,6 +108,12 @@ class TextDecodeError(apsw.SQLError):
     """A TEXT value that is not UTF-8 (sqlite3 raised ``OperationalError`` for it)."""
 
 
+class NotADatabaseFile(apsw.CantOpenError):
+    """A directory, symlink, FIFO, socket or device where a database (or its ``-wal``) should be: never opened.
+
+    A condition of the machine, not of a source: migrate stops and names what is there."""
+
+
 class WorkLimitError(apsw.InterruptError):
     """A statement ran past its work budget (a recursive view or a trigger that never ends); it was stopped."""
 
@@ -456,8 +462,8 @@ def open_rw(path: Path, warnings: list[str] | None = None, *, inside: Path | Non
             pass  # created meanwhile: opened below like any existing database
     else:
         problem = file_kind_problem(path)  # a symlink, FIFO, socket, device or directory: never opened (a FIFO would hang)
-        if problem:
-            raise UnsafePathError(f"{path}: {problem.replace('expected a regular file', 'expected a SQLite database file')}")
+        if problem:  # a database error, not a source's: the run stops and names what is there (migrate.apply.database_failure)
+            raise NotADatabaseFile(f"{path}: {problem.replace('expected a regular file', 'expected a SQLite database file')}")
     conn = connect(path, busy_timeout_ms=BUSY_TIMEOUT_MS)
     try:
         _apply_pragmas(conn)
@@ -504,7 +510,7 @@ def _refuse_non_regular(path: Path) -> None:
         return  # missing: SQLite says so itself
     problem = file_kind_problem(path, st)
     if problem:
-        raise apsw.CantOpenError(f"{path}: {problem.replace('expected a regular file', 'expected a SQLite database file')}")
+        raise NotADatabaseFile(f"{path}: {problem.replace('expected a regular file', 'expected a SQLite database file')}")
 
 
 @contextmanager

@@ -155,10 +155,10 @@ PEAK_RSS_RUNNER = (
 )
 
 
-def run_cli_peak_rss(*args: Any) -> tuple[subprocess.CompletedProcess[str], float]:
+def run_cli_peak_rss(*args: Any, timeout: float = 600) -> tuple[subprocess.CompletedProcess[str], float]:
     """``statekit ARGS`` in a new interpreter, and its own peak RSS in MB (VmHWM: ``ru_maxrss`` of children would also
     count the forking pytest's pages and every earlier child's)."""
-    proc = subprocess.run([sys.executable, "-c", PEAK_RSS_RUNNER, *map(str, args)], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", PEAK_RSS_RUNNER, *map(str, args)], capture_output=True, text=True, timeout=timeout)
     head, _sep, tail = proc.stderr.rpartition("VmHWM ")
     peak_kb = int(tail.split()[0])
     return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout, head), peak_kb / 1024

@@ -430,6 +430,8 @@ def register(app: typer.Typer) -> None:
                 else:
                     result = create_backup(resolved.path, output_dir, **options)
                     out.result(result.to_json(), lambda _d: render_create(result))
+            for note in result.notes:  # left out by design (OpenClaw's runtime locks): printed, not a warning
+                out.note(note)
             for warning in result.warnings:  # shown under --quiet too: cron mails them
                 out.warn(warning)
             return ExitCode.WARNINGS if result.warnings else ExitCode.OK

@@ -123,3 +123,17 @@ def test_help_has_a_runnable_example(capsys, command):
     assert "Example" in out
     example = next(line.strip() for line in out.splitlines() if line.strip().startswith(f"statekit backup {command}"))
     assert len(example) > len(f"statekit backup {command}")  # one unwrapped, copy-pasteable line
+
+
+def test_openclaw_runtime_locks_are_a_note_not_a_warning(capsys, state_tree, tmp_path):
+    """OpenClaw's runtime lock coordinators are left out by design (as OpenClaw's own archives do): one note line,
+    exit 0 (a warning, exit 3, made every backup of a state dir a 9.6 gateway had run in look incomplete)."""
+    locks = state_tree.root / "tmp" / "openclaw-0"
+    locks.mkdir(parents=True)
+    (locks / "gateway.state.lock.sqlite").write_bytes(b"SQLite format 3\x00" + b"\x00" * 100)
+    code, _out, err = run(capsys, "backup", "create", "--state-dir", state_tree.root, "--output", tmp_path / "o")
+    assert code == 0, err
+    assert "statekit: note: " in err and "gateway.state.lock.sqlite: not backed up (OpenClaw runtime lock" in err
+    assert "statekit: warning:" not in err
+    code, _out, err = run(capsys, "backup", "create", "--state-dir", state_tree.root, "--output", tmp_path / "o2", "--quiet")
+    assert (code, err) == (0, "")

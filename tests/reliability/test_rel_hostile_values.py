@@ -133,7 +133,7 @@ def _run_all(state: Path, scratch: Path, kind: str) -> list[str]:
         problems += _line_problems(f"{kind}/{label}", run)
     for archive in sorted((scratch / "backups").glob("*.tar.zst")):
         problems += _line_problems(f"{kind}/backup verify", h.fork_cli("backup", "verify", archive))
-        problems += _line_problems(f"{kind}/restore --dry-run", h.fork_cli("backup", "restore", archive, "--state-dir", scratch / "restored", "--dry-run"))
+        problems += _line_problems(f"{kind}/restore --dry-run", h.fork_cli("backup", "restore", archive, "--target", scratch / "restored", "--dry-run"))
     problems += _receipt_problems(state)
     return problems
 
@@ -186,7 +186,7 @@ def test_deep_json_in_the_rows_statekit_reads_back(tmp_path: Path) -> None:
     problems += _line_problems("rows/migrate again", h.fork_cli("migrate", "--state-dir", state, "--yes", "--no-backup"))
     for archive in sorted((scratch / "backups").glob("*.tar.zst")):
         problems += _line_problems("rows/backup verify", h.fork_cli("backup", "verify", archive))
-        problems += _line_problems("rows/restore --dry-run", h.fork_cli("backup", "restore", archive, "--state-dir", scratch / "restored", "--dry-run"))
+        problems += _line_problems("rows/restore --dry-run", h.fork_cli("backup", "restore", archive, "--target", scratch / "restored", "--dry-run"))
     h.FIGURES["hostile-values/rows"]["clean"] += int(not problems)
     assert not problems, problems
 
@@ -196,7 +196,8 @@ def test_deep_json_in_the_rows_statekit_reads_back(tmp_path: Path) -> None:
 REAL_CAUSES = [
     ("dir:state/openclaw.sqlite", "state/openclaw.sqlite: the database is a directory"),
     ("dir:agents/ops/agent/openclaw-agent.sqlite", "agents/ops/agent/openclaw-agent.sqlite: the database is a directory"),
-    ("link:state/openclaw.sqlite-wal", "state/openclaw.sqlite-wal: its wal file is a symbolic link"),
+    # a link leading out of the state dir is refused before SQLite sees it (issue 11 item 1), and named as such
+    ("link:state/openclaw.sqlite-wal", "state/openclaw.sqlite-wal: leads outside"),
     ("dir:state/openclaw.sqlite-journal", "state/openclaw.sqlite-journal: its journal file is a directory"),
 ]
 

@@ -90,7 +90,7 @@ def test_a_root_run_on_a_users_state_dir_leaves_everything_to_that_user(tmp_path
     assert run.returncode == 0, run
     run = h.fork_cli("recover", run_id, "--state-dir", state, "--yes", env=env)
     assert run.returncode in (0, 3), run
-    archive = h.archives(home / "openclaw-backups")[-1]
+    archive = sorted((home / "openclaw-backups").rglob("openclaw-backup-*.tar.zst"))[-1]  # in the install's own folder
     run = h.fork_cli("backup", "restore", archive, "--state-dir", state, "--yes", env=env)  # in place: staged, aside, journal
     assert run.returncode == 0, run
     assert (home / "openclaw-backups").is_dir() and (state / "state" / "openclaw.sqlite").is_file()

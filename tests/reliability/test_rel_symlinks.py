@@ -149,7 +149,7 @@ def test_a_link_planted_at_the_state_lock_is_refused_and_never_truncates(tmp_pat
         run = h.fork_cli("migrate", "--yes", "--no-backup", "--state-dir", state, "--json")
         assert run.returncode in (0, 3), run
         args = ["recover", json.loads(run.stdout)["run_id"], "--state-dir", state, "--yes"]
-        (state / ".statekit" / "lock").unlink()
+    (state / ".statekit" / "lock").unlink(missing_ok=True)  # an earlier run's own lock file
     _plant(state / ".statekit" / "lock", victim)
     run = h.fork_cli(*args)
     assert victim.read_bytes() == VICTIM
@@ -180,6 +180,7 @@ def test_a_hard_link_or_foreign_file_at_the_lock_is_not_statekits(tmp_path: Path
     state = h.copy_world("demo-install", tmp_path)
     victim = tmp_path / "victim.txt"
     victim.write_bytes(VICTIM)
+    shutil.rmtree(state / ".statekit", ignore_errors=True)  # the world's install id lives there
     (state / ".statekit").mkdir(mode=0o700)
     os.link(victim, state / ".statekit" / "lock")
     run = h.fork_cli("migrate", "--yes", "--no-backup", "--state-dir", state)
@@ -198,6 +199,7 @@ def test_a_symlinked_statekit_dir_takes_nothing_outside(tmp_path: Path) -> None:
     state = h.copy_world("demo-install", tmp_path)
     outside = tmp_path / "outside"
     outside.mkdir()
+    shutil.rmtree(state / ".statekit", ignore_errors=True)  # the world's install id lives there
     (state / ".statekit").symlink_to(outside)
     run = h.fork_cli("migrate", "--yes", "--no-backup", "--state-dir", state)
     assert _outside_entries(outside) == []
@@ -229,6 +231,7 @@ def test_a_symlinked_retired_area_receives_no_retired_copy(tmp_path: Path) -> No
     state = h.copy_world("demo-install", tmp_path)
     outside = tmp_path / "outside"
     outside.mkdir()
+    shutil.rmtree(state / ".statekit", ignore_errors=True)  # the world's install id lives there
     (state / ".statekit").mkdir(mode=0o700)
     (state / ".statekit" / "migrated").symlink_to(outside)
     before = h.file_map(state)
