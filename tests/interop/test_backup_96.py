@@ -31,13 +31,14 @@ import pytest
 from interop_flow import Reference, TreeRun, list_sessions
 from interop_reports import session_list_problems
 from interop_setup import CommandResult
+from statekit.backup.assets import SKIP_LOCK, SKIP_OPENCLAW_TRANSIENT, SKIP_SIDECAR
 from statekit.db import SQLITE_HEADER, connect, read_only_view
 
 pytestmark = pytest.mark.interop
 
 SIDECARS = ("-wal", "-shm", "-journal")
 # why an entry 9.6 leaves in a state dir may stay out of statekit's archive (everything else is archived)
-EXPECTED_SKIPS = ("SQLite -wal/-shm/-journal sidecar", "lock file", "OpenClaw runtime lock or transient SQLite copy")
+EXPECTED_SKIPS = (SKIP_SIDECAR, SKIP_LOCK, SKIP_OPENCLAW_TRANSIENT)  # backup.assets' own reasons (sidecars, statekit's lock, 9.6's lock coordinators)
 
 
 # ------------------------------------------------------------------------------------------ helpers
