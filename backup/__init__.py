@@ -10,8 +10,9 @@ does not load the archive code.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from statekit.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from statekit.backup.create import BackupResult, create_backup, default_output_dir
@@ -28,9 +29,4 @@ _WHERE = {
 
 __all__ = sorted(_WHERE)
 
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_exports(__name__, _WHERE)

@@ -11,8 +11,9 @@ The names are loaded on first use (PEP 562): ``statekit.migrate.plan`` alone doe
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from statekit.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from statekit.migrate.apply import MigrateOptions, MigrationReport, migrate
@@ -25,9 +26,4 @@ _WHERE = {
 
 __all__ = sorted(_WHERE)
 
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_exports(__name__, _WHERE)
