@@ -165,6 +165,11 @@ def encrypt_file(source: Path, dest: Path, recipients: Recipients, key_file: Pat
             raise
 
 
+def wraps_keys(recipients: Recipients) -> bool:
+    """True when each archive encrypted to ``recipients`` carries a wrapped key of its own (the passphrase mode)."""
+    return type(recipients).archive_keys is not Recipients.archive_keys
+
+
 def encrypt_stream(source: BinaryIO, out: BinaryIO, recipients: Recipients | Sequence[x25519.Recipient]) -> None:
     keys = list(recipients.keys) if isinstance(recipients, Recipients) else list(recipients)
     try:

@@ -333,7 +333,7 @@ def _install_text(archive: ArchiveInfo) -> str:
 # --------------------------------------------------------------------------- rendering
 
 
-def render_create(result: BackupResult) -> str:
+def render_create(result: BackupResult, wrapped: bool = False) -> str:
     data = result.to_json()
     if result.dry_run:
         assets = result.manifest.get("assets", [])
@@ -349,21 +349,20 @@ def render_create(result: BackupResult) -> str:
         f"Skipped: {len(data['skipped'])} entries (sidecars, locks, sockets, temp files)" if data["skipped"] else "Skipped: none",
         "Verification: passed" if result.verified else "Verification: skipped (--no-verify)",
     ]
-    if (key := _wrapped_key(result)) is not None:
+    if (key := _wrapped_key(result, wrapped)) is not None:
         lines.append(f"Wrapped key: {key} (keep it with the archive: the passphrase opens it)")
     return "\n".join(lines)
 
 
-def _wrapped_key(result: BackupResult) -> Path | None:
-    """The passphrase-wrapped key beside a new archive (passphrase mode), else None."""
+def _wrapped_key(result: BackupResult, wrapped: bool) -> Path | None:
+    """The passphrase-wrapped key beside a new archive (``wrapped``: passphrase mode), else None."""
     from statekit.backup.passphrase import key_path
 
-    key = key_path(result.archive_path) if result.archive_path is not None else None
-    return key if key is not None and key.exists() else None
+    return key_path(result.archive_path) if wrapped and result.archive_path is not None else None
 
 
-def create_json(result: BackupResult) -> dict[str, Any]:
-    key = _wrapped_key(result)
+def create_json(result: BackupResult, wrapped: bool = False) -> dict[str, Any]:
+    key = _wrapped_key(result, wrapped)
     return {**result.to_json(), "key_file": str(key) if key is not None else None}
 
 
@@ -475,6 +474,9 @@ def register(app: typer.Typer) -> None:
                 raise UsageError(f"--format must be statekit or openclaw, not {fmt!r}")
             _refuse_passphrase_value(passphrase)
             keys = _create_keys(recipient, recipients_file, passphrase_file)
+            from statekit.backup.encryption import wraps_keys
+
+            wrapped = keys is not None and wraps_keys(keys)
             if to is not None and output_dir is not None:
                 raise UsageError("use either --output DIR or --to s3://bucket/prefix, not both")
             with out.progress() as progress:
@@ -487,10 +489,11 @@ def register(app: typer.Typer) -> None:
 
                     sent = create_remote(resolved.path, parse_s3(to), **options)
                     result, local = sent.result, sent.result.archive_path or sent.result.planned_path
-                    out.result(_swap(create_json(result), str(local), sent.url), lambda _d: _swap(render_create(result), str(local), sent.url))
+                    out.result(_swap(create_json(result, wrapped), str(local), sent.url),
+                               lambda _d: _swap(render_create(result, wrapped), str(local), sent.url))
                 else:
                     result = create_backup(resolved.path, output_dir, **options)
-                    out.result(create_json(result), lambda _d: render_create(result))
+                    out.result(create_json(result, wrapped), lambda _d: render_create(result, wrapped))
             for note in result.notes:  # left out by design (OpenClaw's runtime locks): printed, not a warning
                 out.note(note)
             for warning in result.warnings:  # shown under --quiet too: cron mails them
