@@ -85,8 +85,11 @@ IdentityOpt = Annotated[Path | None, typer.Option("--identity", "-i", help="age 
 PassphraseFileOpt = Annotated[Path | None, typer.Option(
     "--passphrase-file",
     help="Passphrase mode: the file holding the passphrase (its one line; default: $STATEKIT_PASSPHRASE_FILE). "
-         "The archive's key is wrapped with it into <archive>.key beside the archive.", show_default=False)]
-RefusedPassphraseOpt = Annotated[str | None, typer.Option("--passphrase", hidden=True, show_default=False)]
+         "Each archive's own age key is wrapped with it in <archive>.key beside the archive.", show_default=False)]
+RefusedPassphraseOpt = Annotated[str | None, typer.Option(
+    "--passphrase", metavar="NEVER",
+    help="Refused (exit 2): a passphrase on the command line shows in ps and the shell history; use --passphrase-file.",
+    show_default=False)]
 ToOpt = Annotated[str | None, typer.Option("--to", help="Offsite destination s3://bucket/prefix (AWS configuration chain; AWS_ENDPOINT_URL for S3-compatible stores).", show_default=False)]
 
 CREATE_HELP = f"""Back up the state dir into one verified openclaw-backup-<UTC>.tar.zst.
