@@ -18,6 +18,7 @@ never printed, never written anywhere.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,9 @@ PASSPHRASE_LIMIT = 4096
 WRAPPED_KEY_LIMIT = 64 << 10
 """The most read of a wrapped key (about 500 bytes: the scrypt header and one identity file)."""
 ARCHIVE_LINE = "# archive: "
+AGE_WORK_FACTOR = 18
+"""age's own scrypt work factor (log2 N) for passphrases; ``pyrage`` calibrates its own to about a second of CPU."""
+_WORK_FACTOR = re.compile(rb"^-> scrypt \S+ (\d+)$", re.MULTILINE)
 
 
 class WrongPassphrase(VerificationError):
@@ -134,6 +138,7 @@ class PassphraseRecipients(Recipients):
 
     keys: tuple[x25519.Recipient, ...] = ()
     passphrase: Passphrase = field(default_factory=lambda: Passphrase(""), repr=False)
+    work_factors: list[int] = field(default_factory=list, compare=False)  # the scrypt log2 N of each key wrapped
 
     def __len__(self) -> int:
         return 1
@@ -142,7 +147,25 @@ class PassphraseRecipients(Recipients):
         if not self.passphrase.value:
             raise UsageError("no passphrase given")
         identity = x25519.Identity.generate()
-        return [identity.to_public()], wrap_identity(identity, archive_name, self.passphrase)
+        wrapped = wrap_identity(identity, archive_name, self.passphrase)
+        self.work_factors.append(work_factor(wrapped))
+        return [identity.to_public()], wrapped
+
+    def weak_work_note(self) -> str | None:
+        """A note when ``pyrage`` chose a scrypt work factor below age's own (it calibrates to the machine's speed
+        at that moment, so a busy machine gets a weaker one): guessing the passphrase offline is cheaper."""
+        weakest = min(self.work_factors, default=AGE_WORK_FACTOR)
+        if weakest >= AGE_WORK_FACTOR:
+            return None
+        return (f"the wrapped key's scrypt work factor is 2^{weakest}, below age's 2^{AGE_WORK_FACTOR} (pyrage calibrates it "
+                "to about a second on this machine, which was busy): offline guessing of the passphrase is "
+                f"{2 ** (AGE_WORK_FACTOR - weakest)}x cheaper; a long random passphrase matters all the more")
+
+
+def work_factor(wrapped: bytes) -> int:
+    """The scrypt work factor (log2 N) in a wrapped key's stanza (0 when there is none)."""
+    found = _WORK_FACTOR.search(wrapped[:512])
+    return int(found.group(1)) if found else 0
 
 
 def passphrase_recipients(path: Path) -> PassphraseRecipients:

@@ -478,6 +478,7 @@ def register(app: typer.Typer) -> None:
             _refuse_passphrase_value(passphrase)
             keys = _create_keys(recipient, recipients_file, passphrase_file)
             from statekit.backup.encryption import wraps_keys
+            from statekit.backup.passphrase import PassphraseRecipients
 
             wrapped = keys is not None and wraps_keys(keys)
             if to is not None and output_dir is not None:
@@ -499,6 +500,8 @@ def register(app: typer.Typer) -> None:
                     out.result(create_json(result, wrapped), lambda _d: render_create(result, wrapped))
             for note in result.notes:  # left out by design (OpenClaw's runtime locks): printed, not a warning
                 out.note(note)
+            if wrapped and isinstance(keys, PassphraseRecipients) and (weak := keys.weak_work_note()):
+                out.note(weak)
             for warning in result.warnings:  # shown under --quiet too: cron mails them
                 out.warn(warning)
             return ExitCode.WARNINGS if result.warnings else ExitCode.OK

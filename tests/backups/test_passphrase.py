@@ -30,7 +30,7 @@ from passphrase_helpers import (
 )
 from statekit.backup import create_backup
 from statekit.backup.encryption import AGE_MAGIC
-from statekit.backup.passphrase import PASSPHRASE_ENV, key_path, passphrase_recipients
+from statekit.backup.passphrase import AGE_WORK_FACTOR, PASSPHRASE_ENV, PassphraseRecipients, key_path, passphrase_recipients, work_factor
 from statekit.cli import main
 
 RUNNER = Path(__file__).resolve().parents[1] / "faultkit" / "run_statekit.py"
@@ -341,3 +341,14 @@ def test_memory_does_not_grow_with_the_archive(tmp_path):
     assert create_mb < scrypt_mb + allowance, (create_mb, scrypt_mb)
     assert verify_mb < scrypt_mb + allowance, (verify_mb, scrypt_mb)
     assert create_mb < scrypt_mb + 2 * size_mb and verify_mb < scrypt_mb + 2 * size_mb  # what buffering would need
+
+
+def test_a_work_factor_below_ages_is_noted_with_what_it_costs(made):
+    """pyrage calibrates scrypt to about a second on the machine at that moment (2^17 on a busy 2-core machine, 2^19
+    on an idle one): below age's own 2^18 the create prints a note (exit 0), never the passphrase."""
+    wrapped = key_path(made["archives"][0]).read_bytes()
+    assert work_factor(wrapped) == int(wrapped.split(b"\n")[1].split()[-1]) >= 10
+    weak = PassphraseRecipients(work_factors=[AGE_WORK_FACTOR, AGE_WORK_FACTOR - 1])
+    note = weak.weak_work_note()
+    assert note is not None and "2^17" in note and "2x cheaper" in note
+    assert PassphraseRecipients(work_factors=[AGE_WORK_FACTOR, AGE_WORK_FACTOR + 1]).weak_work_note() is None
