@@ -42,6 +42,7 @@ from statekit.backup import manifest as mf
 from statekit.backup import openclaw_format as ocf
 from statekit.backup.archive import END_OF_ARCHIVE, ArchiveWriter, member_bytes, write_all, write_joined, write_payload_then_tail
 from statekit.backup.encryption import AGE_SUFFIX, Recipients, encrypt_file
+from statekit.backup.passphrase import key_path, remove_orphan_keys
 from statekit.backup.assets import AssetPlan, Entry, completeness_problems, noted_skip, plan_assets, quiet_skip
 from statekit.backup.lock import backup_lock
 from statekit.backup.manifest import Asset, Manifest, Skipped, display_path
@@ -422,6 +423,7 @@ def _cleanup_stale(output_dir: Path) -> list[str]:
         ):
             path.unlink(missing_ok=True)
     remove_orphaned_temps(output_dir)  # a ``.verify.json`` being written when the run was killed
+    remove_orphan_keys(output_dir)  # a wrapped key whose archive was never published (passphrase mode)
     return interrupted
 
 
@@ -673,7 +675,7 @@ def _create_locked(
                 raise VerificationError(f"the new archive failed verification, nothing was published: {report.problems[0]}")
         checkpoint("backup-verified")
         if recipients is not None:
-            encrypt_file(written, partial, recipients)
+            encrypt_file(written, partial, recipients, key_path(final))  # passphrase mode: its wrapped key first
             written.unlink()
             checkpoint("backup-encrypted")
         _publish(partial, final)
@@ -688,4 +690,6 @@ def _create_locked(
             result.warnings.append(f"{sidecar_path(final)}: not written ({exc.strerror})")
     finally:
         _drop_partial(partial)
+        if result.archive_path is None:
+            key_path(final).unlink(missing_ok=True)  # a wrapped key whose archive was not published
         shutil.rmtree(staging, ignore_errors=True)

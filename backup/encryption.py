@@ -7,8 +7,10 @@ a host that backs up can write archives but never read them. Decrypting needs an
 MAC): any changed byte makes the decryption fail, which statekit reports as a verification failure
 (exit 5) before anything is restored.
 
-``pyrage.encrypt_io``/``decrypt_io`` stream file objects (memory stays flat whatever the size); the
-scrypt passphrase mode of ``pyrage`` only works on whole buffers, so statekit offers no passphrase mode.
+``pyrage.encrypt_io``/``decrypt_io`` stream file objects (memory stays flat whatever the size). The scrypt
+passphrase mode of ``pyrage`` only works on whole buffers, so the passphrase mode (:mod:`backup.passphrase`)
+encrypts each archive, streamed, to a fresh X25519 key and wraps only that key with the passphrase: the
+:meth:`Recipients.archive_keys` a :class:`~statekit.backup.passphrase.PassphraseRecipients` returns.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import pyrage
 from pyrage import x25519
 
 from statekit.errors import StatekitError, UsageError, VerificationError
-from statekit.fsutil import create_file, open_regular_file, read_prefix, read_regular_file
+from statekit.fsutil import atomic_write_bytes, create_file, open_regular_file, read_prefix, read_regular_file
 
 AGE_MAGIC = b"age-encryption.org/v1\n"
 AGE_SUFFIX = ".age"
@@ -55,6 +57,11 @@ class Recipients:
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    def archive_keys(self, archive_name: str) -> tuple[list[x25519.Recipient], bytes | None]:
+        """The keys one archive is encrypted to, and the bytes of the wrapped key that travels with it (None here:
+        public-key mode has none; the passphrase mode returns a fresh key and its scrypt-wrapped identity)."""
+        return list(self.keys), None
 
 
 @dataclass(frozen=True)
@@ -132,25 +139,41 @@ def _exclusive(path: Path) -> BinaryIO:
     return os.fdopen(create_file(path), "wb")
 
 
-def encrypt_file(source: Path, dest: Path, recipients: Recipients) -> None:
-    """Stream ``source`` into a new 0600 ``dest`` encrypted to ``recipients``, fsynced; ``dest`` is removed on failure."""
-    if not recipients.keys:
+def encrypt_file(source: Path, dest: Path, recipients: Recipients, key_file: Path | None = None) -> None:
+    """Stream ``source`` into a new 0600 ``dest`` encrypted to ``recipients``, fsynced; ``dest`` is removed on failure.
+
+    When the recipients come with a wrapped key (passphrase mode) it is written first, to ``key_file`` (0600,
+    atomically; it names the archive it opens: ``key_file`` without its last suffix), and removed on failure."""
+    keys, wrapped = recipients.archive_keys(key_file.stem if key_file is not None else dest.name)
+    if not keys:
         raise UsageError("no age recipient given")
+    if wrapped is not None and key_file is None:
+        raise StatekitError(f"{dest}: a passphrase-mode archive needs a place for its wrapped key")
     with open_regular_file(source) as src:  # the archive statekit just wrote
         out = _exclusive(dest)  # an existing dest is left alone (FileExistsError)
         try:
+            if wrapped is not None and key_file is not None:
+                atomic_write_bytes(key_file, wrapped)  # before the archive: an archive never exists without its key
             with out:
-                encrypt_stream(src, out, recipients)
+                encrypt_stream(src, out, keys)
                 out.flush()
                 os.fsync(out.fileno())
         except BaseException:
             dest.unlink(missing_ok=True)
+            if wrapped is not None and key_file is not None:
+                key_file.unlink(missing_ok=True)
             raise
 
 
-def encrypt_stream(source: BinaryIO, out: BinaryIO, recipients: Recipients) -> None:
+def wraps_keys(recipients: Recipients) -> bool:
+    """True when each archive encrypted to ``recipients`` carries a wrapped key of its own (the passphrase mode)."""
+    return type(recipients).archive_keys is not Recipients.archive_keys
+
+
+def encrypt_stream(source: BinaryIO, out: BinaryIO, recipients: Recipients | Sequence[x25519.Recipient]) -> None:
+    keys = list(recipients.keys) if isinstance(recipients, Recipients) else list(recipients)
     try:
-        pyrage.encrypt_io(source, out, list(recipients.keys))
+        pyrage.encrypt_io(source, out, keys)
     except pyrage.EncryptError as exc:
         raise StatekitError(f"age encryption failed: {exc}") from None
 
@@ -184,7 +207,7 @@ def decrypt_file(source: Path, dest: Path, identities: Identities, where: str | 
 
 def require_identities(path: str, identities: Identities | None) -> Identities:
     if identities is None:
-        raise IdentityNeeded(f"{path}: archive is age-encrypted; pass --identity FILE (an age-keygen identity file)")
+        raise IdentityNeeded(f"{path}: archive is age-encrypted; pass --identity FILE (an age-keygen identity file), or --passphrase-file FILE for a passphrase-mode archive")
     return identities
 
 

@@ -40,12 +40,13 @@ from statekit.backup import manifest as mf
 from statekit.backup.create import BackupResult, create_backup
 from statekit.backup.encryption import AGE_SUFFIX, Identities, Recipients, decrypt_stream, require_identities
 from statekit.backup.locations import ArchiveKey, S3Location, parse_archive_key
+from statekit.backup.passphrase import KEY_SUFFIX, WRAPPED_KEY_LIMIT, is_key_name, key_path
 from statekit.backup.restore import RestoreResult, restore_archive
 from statekit.backup.runs import mark_interrupted, record_in_state_dir
 from statekit.backup.retention import ArchiveInfo, PruneDecision, plan_prune
 from statekit.backup.verify import VerifyReport, verify_archive
 from statekit.errors import StatekitError, UsageError, VerificationError
-from statekit.fsutil import CHUNK, atomic_write_bytes, create_file, open_regular_file
+from statekit.fsutil import CHUNK, atomic_write_bytes, create_file, open_regular_file, read_regular_file
 from statekit.install import ensure_install_id, read_install_id
 from statekit.seams import checkpoint
 from statekit.states import BackupRunStatus
@@ -293,7 +294,27 @@ def send_archive(client: Any, loc: S3Location, install_id: str, result: BackupRe
     if _exists(client, loc, key):
         raise RemoteError(f"refusing to overwrite existing backup archive {loc.url_of(key)}")
     encrypted = result.archive_path.name.endswith(AGE_SUFFIX)
-    return upload_file(client, loc, key, result.archive_path, archive_metadata(result, install_id, encrypted))
+    metadata = archive_metadata(result, install_id, encrypted)
+    wrapped = key_path(result.archive_path)
+    if not wrapped.exists():
+        return upload_file(client, loc, key, result.archive_path, metadata)
+    send_wrapped_key(client, loc, key + KEY_SUFFIX, wrapped, metadata)  # before the archive: never an archive without its key
+    try:
+        return upload_file(client, loc, key, result.archive_path, {**metadata, f"{META}key": "passphrase"})
+    except BaseException:
+        try:
+            client.delete_object(Bucket=loc.bucket, Key=key + KEY_SUFFIX)
+        except Exception:  # best effort: prune removes a key whose archive never came
+            pass
+        raise
+
+
+def send_wrapped_key(client: Any, loc: S3Location, key: str, path: Path, metadata: dict[str, str]) -> None:
+    """The passphrase-wrapped key of an archive, as one object beside it (a few hundred bytes, with its SHA-256)."""
+    data = read_regular_file(path, limit=WRAPPED_KEY_LIMIT)
+    with _s3_errors(loc.url_of(key)):
+        client.put_object(Bucket=loc.bucket, Key=key, Body=data, ChecksumSHA256=_b64(hashlib.sha256(data).digest()),
+                          Metadata={k: v for k, v in metadata.items() if k in (f"{META}install-id", f"{META}created")})
 
 
 def copy_offsite(state_dir: Path, url: str, result: BackupResult) -> str:
@@ -365,6 +386,7 @@ class Listing:
     archives: list[RemoteArchive]
     incomplete: list[dict[str, Any]]  # incomplete multipart uploads (Key, UploadId, Initiated)
     requests: int = 0
+    wrapped_keys: dict[str, datetime] = field(default_factory=dict)  # passphrase mode's ``<archive>.key`` objects: LastModified
 
 
 def list_remote(client: Any, loc: S3Location, install_id: str | None, *, heads: bool = False, page_size: int = 1000) -> Listing:
@@ -381,6 +403,9 @@ def list_remote(client: Any, loc: S3Location, install_id: str | None, *, heads: 
                 parsed = parse_archive_key(item["Key"])
                 if parsed is not None and parsed.key[len(prefix):].count("/") == (0 if install_id else 1):
                     listing.archives.append(RemoteArchive(parsed, int(item["Size"]), loc.url_of(parsed.key)))
+                elif is_key_name(item["Key"]) and (of := parse_archive_key(item["Key"].removesuffix(KEY_SUFFIX))) is not None \
+                        and of.key[len(prefix):].count("/") == (0 if install_id else 1):
+                    listing.wrapped_keys[item["Key"]] = item["LastModified"]
         for page in client.get_paginator("list_multipart_uploads").paginate(Bucket=loc.bucket, Prefix=prefix):
             listing.requests += 1
             listing.incomplete += page.get("Uploads", [])
@@ -398,6 +423,7 @@ class RemotePrune:
     decisions: list[tuple[RemoteArchive, PruneDecision]]
     aborted: list[str]
     requests: int
+    orphan_keys: list[str] = field(default_factory=list)  # wrapped keys whose archive never came, removed (or, dry run, to remove)
 
 
 def prune_remote(client: Any, loc: S3Location, install_id: str | None, rules: dict[str, Any], *, dry_run: bool = False,
@@ -419,6 +445,10 @@ def prune_remote(client: Any, loc: S3Location, install_id: str | None, rules: di
     doomed = [a.key.key for a, d in decisions if not d.keep]
     cutoff = (now or datetime.now(timezone.utc)) - timedelta(hours=stale_hours)
     stale = [u for u in listing.incomplete if u["Initiated"] <= cutoff]
+    # passphrase mode: a wrapped key goes with its archive; one whose archive never came (a killed upload) once stale
+    going, archives = set(doomed), {a.key.key for a in listing.archives}
+    orphans = [k for k, t in sorted(listing.wrapped_keys.items()) if k.removesuffix(KEY_SUFFIX) not in archives and t <= cutoff]
+    doomed += [k for k in sorted(listing.wrapped_keys) if k.removesuffix(KEY_SUFFIX) in going] + orphans
     aborted: list[str] = []
     if not dry_run:
         with _s3_errors(loc.url):
@@ -435,7 +465,7 @@ def prune_remote(client: Any, loc: S3Location, install_id: str | None, rules: di
                 aborted.append(loc.url_of(upload["Key"]))
     else:
         aborted = [loc.url_of(u["Key"]) for u in stale]
-    return RemotePrune(decisions, aborted, requests)
+    return RemotePrune(decisions, aborted, requests, [loc.url_of(k) for k in orphans])
 
 
 # --------------------------------------------------------------------------- download: verify / restore

@@ -32,6 +32,7 @@ from statekit.backup import manifest as mf
 from statekit.backup.archive import open_tar_stream
 from statekit.backup.create import sidecar_path
 from statekit.backup.encryption import AGE_SUFFIX
+from statekit.backup.passphrase import key_path
 from statekit.backup.lock import backup_lock
 from statekit.errors import UsageError
 from statekit.fsutil import atomic_write_bytes, read_regular_file
@@ -306,4 +307,5 @@ def prune_archives(
             if not decision.keep and decision.in_scope:
                 decision.archive.path.unlink(missing_ok=True)
                 sidecar_path(decision.archive.path).unlink(missing_ok=True)
+                key_path(decision.archive.path).unlink(missing_ok=True)  # passphrase mode: its wrapped key goes with it
     return decisions

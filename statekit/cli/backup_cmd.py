@@ -82,6 +82,14 @@ InstallOpt = Annotated[str | None, typer.Option("--install", help="The archives 
 RecipientOpt = Annotated[list[str] | None, typer.Option("--recipient", "-r", help="Encrypt to this age public key (age1...; repeatable): the archive becomes .tar.zst.age.", show_default=False)]
 RecipientsFileOpt = Annotated[list[Path] | None, typer.Option("--recipients-file", "-R", help="Encrypt to the age public keys in this file (one a line; repeatable).", show_default=False)]
 IdentityOpt = Annotated[Path | None, typer.Option("--identity", "-i", help="age identity file (as age-keygen writes it) for encrypted archives.", show_default=False)]
+PassphraseFileOpt = Annotated[Path | None, typer.Option(
+    "--passphrase-file",
+    help="Passphrase mode: the file holding the passphrase (its one line; default: $STATEKIT_PASSPHRASE_FILE). "
+         "Each archive's own age key is wrapped with it in <archive>.key beside the archive.", show_default=False)]
+RefusedPassphraseOpt = Annotated[str | None, typer.Option(
+    "--passphrase", metavar="NEVER",
+    help="Refused (exit 2): a passphrase on the command line shows in ps and the shell history; use --passphrase-file.",
+    show_default=False)]
 ToOpt = Annotated[str | None, typer.Option("--to", help="Offsite destination s3://bucket/prefix (AWS configuration chain; AWS_ENDPOINT_URL for S3-compatible stores).", show_default=False)]
 
 CREATE_HELP = f"""Back up the state dir into one verified openclaw-backup-<UTC>.tar.zst.
@@ -181,6 +189,43 @@ def _identities(path: Path | None) -> Identities | None:
     return load_identities(path) if path is not None else None
 
 
+def _refuse_passphrase_value(value: str | None) -> None:
+    """``--passphrase VALUE`` exists only to say no: a passphrase on the command line shows in ``ps`` and shell history."""
+    if value is not None:
+        raise UsageError("--passphrase: a passphrase on the command line shows in `ps` and the shell history; "
+                         "put it in a file (chmod 600) and pass --passphrase-file FILE")
+
+
+def _create_keys(keys: list[str] | None, files: list[Path] | None, passphrase_flag: Path | None) -> Recipients | None:
+    """Public keys (``--recipient``/``--recipients-file``), else the passphrase mode (the flag, else the env var)."""
+    if passphrase_flag is not None and (keys or files):
+        raise UsageError("use either --recipient/--recipients-file or --passphrase-file, not both")
+    if keys or files:
+        return _recipients(keys, files)
+    from statekit.backup.passphrase import passphrase_file, passphrase_recipients
+
+    path = passphrase_file(passphrase_flag)
+    return passphrase_recipients(path) if path is not None else None
+
+
+def _open_keys(archive: str, identity: Path | None, passphrase_flag: Path | None) -> Identities | None:
+    """What opens an encrypted archive: ``--identity``, else the passphrase (flag, else env var) and the archive's
+    wrapped key (read, and the passphrase file too, only when the archive is encrypted)."""
+    if identity is not None and passphrase_flag is not None:
+        raise UsageError("use either --identity or --passphrase-file, not both")
+    if identity is not None:
+        return _identities(identity)
+    from statekit.backup.encryption import AGE_SUFFIX, is_encrypted
+    from statekit.backup.passphrase import local_identities, passphrase_file, read_passphrase_file, remote_identities
+
+    path = passphrase_file(passphrase_flag)
+    if path is None:
+        return None
+    if _is_remote(archive):
+        return remote_identities(archive, read_passphrase_file(path)) if archive.endswith(AGE_SUFFIX) else None
+    return local_identities(Path(archive), read_passphrase_file(path)) if is_encrypted(Path(archive)) else None
+
+
 def _is_remote(location: str | None) -> bool:
     from statekit.backup.locations import is_remote
 
@@ -242,12 +287,13 @@ def _prune_remote(out: Output, url: str, state_dir: Path | None, all_installs: b
     def human(_d: Any) -> str:
         lines = [f"keep   {a.url}  ({', '.join(d.reasons)})" if d.keep else f"{verb}  {a.url}" for a, d in done.decisions]
         lines += [f"{'would abort' if dry_run else 'aborted'} incomplete upload {u}" for u in done.aborted]
+        lines += [f"{'would remove' if dry_run else 'removed'} wrapped key without its archive {k}" for k in done.orphan_keys]
         kept = sum(d.keep for _a, d in done.decisions)
         lines.append(f"{kept} kept, {len(done.decisions) - kept} {verb}" + (" (dry run; nothing was deleted)" if dry_run else ""))
         return "\n".join(lines)
 
     out.result({"output": url, "dry_run": dry_run, "archives": [{**a.to_json(), "keep": d.keep, "reasons": d.reasons} for a, d in done.decisions],
-                "aborted_uploads": done.aborted}, human)
+                "aborted_uploads": done.aborted, "orphan_keys": done.orphan_keys}, human)
     return ExitCode.OK
 
 
@@ -290,7 +336,7 @@ def _install_text(archive: ArchiveInfo) -> str:
 # --------------------------------------------------------------------------- rendering
 
 
-def render_create(result: BackupResult) -> str:
+def render_create(result: BackupResult, wrapped: bool = False) -> str:
     data = result.to_json()
     if result.dry_run:
         assets = result.manifest.get("assets", [])
@@ -306,7 +352,21 @@ def render_create(result: BackupResult) -> str:
         f"Skipped: {len(data['skipped'])} entries (sidecars, locks, sockets, temp files)" if data["skipped"] else "Skipped: none",
         "Verification: passed" if result.verified else "Verification: skipped (--no-verify)",
     ]
+    if (key := _wrapped_key(result, wrapped)) is not None:
+        lines.append(f"Wrapped key: {key} (keep it with the archive: the passphrase opens it)")
     return "\n".join(lines)
+
+
+def _wrapped_key(result: BackupResult, wrapped: bool) -> Path | None:
+    """The passphrase-wrapped key beside a new archive (``wrapped``: passphrase mode), else None."""
+    from statekit.backup.passphrase import key_path
+
+    return key_path(result.archive_path) if wrapped and result.archive_path is not None else None
+
+
+def create_json(result: BackupResult, wrapped: bool = False) -> dict[str, Any]:
+    key = _wrapped_key(result, wrapped)
+    return {**result.to_json(), "key_file": str(key) if key is not None else None}
 
 
 def render_verify(report: VerifyReport) -> str:
@@ -398,6 +458,8 @@ def register(app: typer.Typer) -> None:
         no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the verify pass (snapshot checks still run).")] = False,
         recipient: RecipientOpt = None,
         recipients_file: RecipientsFileOpt = None,
+        passphrase_file: PassphraseFileOpt = None,
+        passphrase: RefusedPassphraseOpt = None,
         to: ToOpt = None,
         wait: Annotated[float, typer.Option("--wait", min=0, help="While a migrate or in-place restore runs on the state dir, wait up to SECONDS for it (default: refuse at once, exit 4).")] = 0.0,
         dry_run: DryRunOpt = False,
@@ -413,7 +475,12 @@ def register(app: typer.Typer) -> None:
             resolved = existing_state_dir(state_dir)
             if fmt not in ("statekit", "openclaw"):
                 raise UsageError(f"--format must be statekit or openclaw, not {fmt!r}")
-            keys = _recipients(recipient, recipients_file)
+            _refuse_passphrase_value(passphrase)
+            keys = _create_keys(recipient, recipients_file, passphrase_file)
+            from statekit.backup.encryption import wraps_keys
+            from statekit.backup.passphrase import PassphraseRecipients
+
+            wrapped = keys is not None and wraps_keys(keys)
             if to is not None and output_dir is not None:
                 raise UsageError("use either --output DIR or --to s3://bucket/prefix, not both")
             with out.progress() as progress:
@@ -426,12 +493,15 @@ def register(app: typer.Typer) -> None:
 
                     sent = create_remote(resolved.path, parse_s3(to), **options)
                     result, local = sent.result, sent.result.archive_path or sent.result.planned_path
-                    out.result(_swap(result.to_json(), str(local), sent.url), lambda _d: _swap(render_create(result), str(local), sent.url))
+                    out.result(_swap(create_json(result, wrapped), str(local), sent.url),
+                               lambda _d: _swap(render_create(result, wrapped), str(local), sent.url))
                 else:
                     result = create_backup(resolved.path, output_dir, **options)
-                    out.result(result.to_json(), lambda _d: render_create(result))
+                    out.result(create_json(result, wrapped), lambda _d: render_create(result, wrapped))
             for note in result.notes:  # left out by design (OpenClaw's runtime locks): printed, not a warning
                 out.note(note)
+            if wrapped and isinstance(keys, PassphraseRecipients) and (weak := keys.weak_work_note()):
+                out.note(weak)
             for warning in result.warnings:  # shown under --quiet too: cron mails them
                 out.warn(warning)
             return ExitCode.WARNINGS if result.warnings else ExitCode.OK
@@ -442,6 +512,8 @@ def register(app: typer.Typer) -> None:
     def verify_cmd(
         archive: Annotated[str, typer.Argument(help="The archive to check (a path or s3://bucket/key).")],
         identity: IdentityOpt = None,
+        passphrase_file: PassphraseFileOpt = None,
+        passphrase: RefusedPassphraseOpt = None,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
         no_progress: NoProgressOpt = False,
@@ -452,7 +524,8 @@ def register(app: typer.Typer) -> None:
             from statekit.backup import verify_archive
             from statekit.backup.retention import record_verify_result
 
-            keys = _identities(identity)
+            _refuse_passphrase_value(passphrase)
+            keys = _open_keys(archive, identity, passphrase_file)
             if _is_remote(archive):
                 from statekit.backup.remote import verify_remote
 
@@ -481,6 +554,8 @@ def register(app: typer.Typer) -> None:
     def restore_cmd(
         archive: Annotated[str | None, typer.Argument(help="The archive to restore: a path or s3://bucket/key (not with --resume/--abort).", show_default=False)] = None,
         identity: IdentityOpt = None,
+        passphrase_file: PassphraseFileOpt = None,
+        passphrase: RefusedPassphraseOpt = None,
         target: Annotated[Path | None, typer.Option("--target", help="A missing or empty dir to rebuild the state dir in.", show_default=False)] = None,
         state_dir: StateDirOpt = None,
         resume: Annotated[bool, typer.Option("--resume", help="Finish the interrupted in-place restore of the state dir.")] = False,
@@ -522,6 +597,7 @@ def register(app: typer.Typer) -> None:
         def body() -> ExitCode:
             from statekit.backup import restore_archive
 
+            _refuse_passphrase_value(passphrase)
             if resume or abort:
                 return settle_body()
             if archive is None:
@@ -533,7 +609,7 @@ def register(app: typer.Typer) -> None:
             if not dry_run:
                 where = target if target is not None else resolve_state_dir(state_dir).path
                 confirm_or_refuse(out, f"Restore {archive} into {where}?", yes)
-            keys = _identities(identity)
+            keys = _open_keys(archive, identity, passphrase_file)
             with out.progress() as progress:
                 options: dict[str, Any] = dict(target=target, state_dir=state_dir, dry_run=dry_run, progress=progress,
                                                restore_external=restore_external, config_path=config_path, credentials_dir=credentials_dir)
