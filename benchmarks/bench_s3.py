@@ -13,10 +13,11 @@
 4. **Streaming verify**: a real statekit archive of a state holding a ``--verify-mb`` incompressible file (and a
    database), age-encrypted and uploaded; a child runs ``verify_remote`` on it (one forward pass over the
    ``GetObject`` body, decrypted on the fly) under a 64 MiB file-size limit (RLIMIT_FSIZE: any scratch copy of the
-   archive would fail with EFBIG): its wall, CPU, peak RSS and verdict.
+   archive would fail with EFBIG): its wall, CPU, peak RSS, bytes written to disk (``/proc/self/io``) and verdict;
+   with ``--verify-before PY`` also an earlier statekit's verify of the same object, interleaved, for ``--rounds``.
 
 Usage:  .venv/bin/python benchmarks/bench_s3.py [--installs 1000] [--archives 30] [--upload-mb 256]
-            [--rss-mb 2048] [--verify-mb 1024] [--rounds 2] [--json FILE] [--skip fleet,upload,rss,verify]
+            [--rss-mb 2048] [--verify-mb 1024] [--verify-before PY] [--rounds 2] [--json FILE] [--skip fleet,upload,rss,verify]
 """
 
 from __future__ import annotations
@@ -199,12 +200,13 @@ from statekit.backup.encryption import Identities
 url, key_text = sys.argv[1], sys.argv[2]
 report = remote.verify_remote(url, Identities((x25519.Identity.from_str(key_text),)))
 usage = resource.getrusage(resource.RUSAGE_SELF)
-print(report.ok, report.problems[:1], usage.ru_maxrss, usage.ru_utime + usage.ru_stime)
+io = dict(line.split(": ") for line in open("/proc/self/io").read().splitlines())
+print(report.ok, usage.ru_maxrss, usage.ru_utime + usage.ru_stime, int(io["write_bytes"]))
 """
 FILE_SIZE_LIMIT = 64 << 20
 
 
-def bench_verify(workdir: Path, mb: int) -> dict[str, Any]:
+def bench_verify(workdir: Path, mb: int, rounds: int, before: str | None) -> dict[str, Any]:
     import resource
 
     from pyrage import x25519
@@ -244,16 +246,24 @@ def bench_verify(workdir: Path, mb: int) -> dict[str, Any]:
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
 
-    t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", VERIFY_CHILD, f"s3://verify/{key}", str(identity)], capture_output=True,
-                          text=True, preexec_fn=cap)
-    wall = time.perf_counter() - t0
-    if done.returncode != 0:
-        raise SystemExit(f"verify child failed: {done.stderr[-2000:]}")
-    ok, *_problems, rss_kb, cpu = done.stdout.split()
-    return {"archive_mb": round(size / 2**20), "create_s": round(create_s, 1), "verify_ok": ok == "True",
-            "verify_wall_s": round(wall, 1), "verify_cpu_s": round(float(cpu), 1), "verify_peak_rss_mb": round(int(rss_kb) / 1024, 1),
-            "file_size_limit_mb": FILE_SIZE_LIMIT >> 20, "goal_mb": 200}
+    def child(python: str, limit: bool) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        done = subprocess.run([python, "-c", VERIFY_CHILD, f"s3://verify/{key}", str(identity)], capture_output=True,
+                              text=True, preexec_fn=cap if limit else None)
+        wall = time.perf_counter() - t0
+        if done.returncode != 0:
+            raise SystemExit(f"verify child failed: {done.stderr[-2000:]}")
+        ok, rss_kb, cpu, written = done.stdout.split()
+        return {"ok": ok == "True", "wall_s": round(wall, 1), "cpu_s": round(float(cpu), 1),
+                "peak_rss_mb": round(int(rss_kb) / 1024, 1), "disk_write_mb": round(int(written) / 2**20, 1)}
+
+    result = {"archive_mb": round(size / 2**20), "create_s": round(create_s, 1), "file_size_limit_mb": FILE_SIZE_LIMIT >> 20,
+              "goal_mb": 200}
+    for r in range(rounds):  # interleaved with the earlier statekit (no file-size limit: it writes a copy)
+        if before:
+            result.setdefault("before", []).append(child(before, limit=False))
+        result.setdefault("after", []).append(child(sys.executable, limit=True))
+    return result
 
 
 def main() -> int:
@@ -263,6 +273,7 @@ def main() -> int:
     parser.add_argument("--upload-mb", type=int, default=256)
     parser.add_argument("--rss-mb", type=int, default=2048)
     parser.add_argument("--verify-mb", type=int, default=1024)
+    parser.add_argument("--verify-before", default=None, help="also verify with this interpreter (an earlier statekit)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--skip", default="")
     parser.add_argument("--json", type=Path)
@@ -284,7 +295,7 @@ def main() -> int:
             results["rss"] = bench_rss(workdir, args.rss_mb)
             print(json.dumps({"rss": results["rss"]}), flush=True)
         if "verify" not in skip:
-            results["verify"] = bench_verify(workdir, args.verify_mb)
+            results["verify"] = bench_verify(workdir, args.verify_mb, args.rounds, args.verify_before)
             print(json.dumps({"verify": results["verify"]}), flush=True)
     finally:
         proc.kill()
