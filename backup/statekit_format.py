@@ -177,8 +177,9 @@ def _check_asset_member(
 
 def verify_statekit(report: VerifyReport, scratch: Scratch, max_bytes: int, progress: ProgressFn | None = None) -> None:
     """Verify the local archive ``report.path``: one forward pass over its bytes (:func:`verify_statekit_stream`)."""
-    start_phase(progress, "verify", os.path.getsize(report.path), "bytes")
-    with open(report.path, "rb") as opened:
+    path = report.path
+    start_phase(progress, "verify", os.path.getsize(path), "bytes")
+    with open(path, "rb") as opened:
         raw: BinaryIO = opened if progress is None else ProgressReader(opened, progress)  # type: ignore[assignment]
         verify_statekit_stream(report, raw, scratch, max_bytes)
 

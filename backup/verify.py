@@ -12,7 +12,9 @@ role; decompressed bytes bounded by the manifest's declared totals.
 
 The checks live with their format: ``statekit_format.verify_statekit`` and
 ``openclaw_format.verify_openclaw``; the report, limits and shared member checks are in ``checks``.
-This module sniffs the format and dispatches.
+This module sniffs the format and dispatches. A statekit archive is verified in one forward pass from any
+stream (:func:`verify_stream`: a local file, the plaintext of an age archive as it is decrypted, an S3
+body): nothing is seeked, no copy of the archive is written.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def verify_archive(
         report.problems.append(f"{path}: not a regular file")
         return report
     if is_encrypted(path):
-        return _verify_encrypted(path, scratch_dir, max_bytes, identities, progress)
+        return _encrypted_report(path, scratch_dir, max_bytes, identities, progress)
     kind = sniff_format(path)
     scratch = Scratch(scratch_dir)
     try:
@@ -103,14 +105,14 @@ def verify_stream(
             verify_statekit_stream(report, stream, scratch, max_bytes)
             report.ok = not report.problems
             return report
-        return _verify_spooled(path, stream, scratch, max_bytes)
+        return _spooled_report(path, stream, scratch, max_bytes)
     except ScratchError as exc:
         raise _scratch_failed(path, exc, scratch) from None
     finally:
         scratch.cleanup()
 
 
-def _verify_spooled(path: Path, stream: Readable, scratch: Scratch, max_bytes: int) -> VerifyReport:
+def _spooled_report(path: Path, stream: Readable, scratch: Scratch, max_bytes: int) -> VerifyReport:
     try:
         spooled = scratch() / (path.name or "archive")
         with os.fdopen(create_file(spooled), "wb") as out:
@@ -148,7 +150,7 @@ class _Prefixed:
         return self._source.read(n)
 
 
-def _verify_encrypted(path: Path, scratch_dir: Path | None, max_bytes: int, identities: Identities | None,
+def _encrypted_report(path: Path, scratch_dir: Path | None, max_bytes: int, identities: Identities | None,
                       progress: ProgressFn | None) -> VerifyReport:
     """Decrypt while verifying (age authenticates every byte: damage fails the decryption); no plaintext copy."""
     keys = require_identities(str(path), identities)
