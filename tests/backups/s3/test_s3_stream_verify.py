@@ -82,3 +82,20 @@ def test_a_shorter_object_than_recorded_is_named(state_tree, bucket, s3_env, cap
     code = main(["backup", "verify", url])
     err = capsys.readouterr().err
     assert code == 5 and url in err and len(err.strip().splitlines()) >= 1 and "Traceback" not in err
+
+
+def test_objects_of_other_formats_are_still_judged(state_tree, bucket, s3_env, tmp_path, capsys):
+    """An OpenClaw ``.tar.gz`` object (whose verify seeks) is spooled and verified; a non-archive is exit 5 naming it."""
+    from statekit.backup.create import create_backup
+
+    archive = create_backup(state_tree.root, tmp_path / "oc", record=False, fmt="openclaw").archive_path
+    client = s3_env.client()
+    client.put_object(Bucket=bucket, Key=f"x/{archive.name}", Body=archive.read_bytes())  # type: ignore[attr-defined]
+    client.put_object(Bucket=bucket, Key="x/notes.tar.zst", Body=b"not an archive at all")  # type: ignore[attr-defined]
+    code = main(["backup", "verify", f"s3://{bucket}/x/{archive.name}", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["ok"] and report["format"] == "openclaw-tar.gz"
+    code = main(["backup", "verify", f"s3://{bucket}/x/notes.tar.zst"])
+    err = capsys.readouterr().err
+    assert code == 5 and f"s3://{bucket}/x/notes.tar.zst: not a statekit .tar.zst or OpenClaw .tar.gz" in err
+    assert ".statekit-" not in err and "/.statekit-remote" not in err
