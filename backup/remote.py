@@ -541,9 +541,11 @@ def verify_remote(url: str, identities: Identities | None, *, client: Any = None
             if body.error is not None:
                 raise body.error from None
             return VerifyReport(path=REMOTE_PLACEHOLDER / url.rpartition("/")[2], format="remote", problems=[str(exc)])
-        except BaseException:
+        except BaseException as exc:
             if body.error is not None:
                 raise body.error from None
+            if isinstance(exc, StatekitError):  # a scratch failure: name the object, not its placeholder
+                exc.message = exc.message.replace(str(shown), url)
             raise
         if body.error is not None:
             raise body.error
