@@ -346,17 +346,24 @@ def open_tar_stream(
     ``progress`` (a TTY bar) is told the compressed bytes read."""
     with open(path, "rb") as opened:
         raw: BinaryIO = opened if progress is None else ProgressReader(opened, progress)  # type: ignore[assignment]
-        if compression == "zstd":
-            decompressed: BinaryIO = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, read_size=CHUNK)
-        else:
-            decompressed = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
-        counter = CountingReader(decompressed, limit)
-        try:
-            with tarfile.open(fileobj=counter, mode="r|", bufsize=TAR_READ_BUFSIZE, tarinfo=BoundedTarInfo,  # type: ignore[call-overload]
-                              encoding="utf-8", errors="surrogateescape") as tar:
-                yield tar, counter
-        finally:
-            decompressed.close()
+        with tar_over_stream(raw, compression, limit) as pair:
+            yield pair
+
+
+@contextmanager
+def tar_over_stream(raw: Any, compression: str, limit: int) -> Iterator[tuple[tarfile.TarFile, CountingReader]]:
+    """:func:`open_tar_stream` over an already open, possibly non-seekable binary stream of compressed bytes."""
+    if compression == "zstd":
+        decompressed: BinaryIO = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, read_size=CHUNK, closefd=False)
+    else:
+        decompressed = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+    counter = CountingReader(decompressed, limit)
+    try:
+        with tarfile.open(fileobj=counter, mode="r|", bufsize=TAR_READ_BUFSIZE, tarinfo=BoundedTarInfo,  # type: ignore[call-overload]
+                          encoding="utf-8", errors="surrogateescape") as tar:
+            yield tar, counter
+    finally:
+        decompressed.close()
 
 
 def copy_member(source: IO[bytes], sink: Callable[[bytes], object], size: int) -> int:

@@ -9,9 +9,12 @@
 * **Keys**: ``<prefix>/<install_id>/openclaw-backup-<UTC>.tar.zst[.age]`` (:mod:`backup.locations`). The
   object's user metadata (``x-amz-meta-statekit-*``: install, created, SHA-256 of the object, asset count,
   encrypted) holds no secret and is read with a HEAD, without downloading or decrypting.
-* **Verify / restore**: the object streams into a private scratch copy (decrypted on the fly when it is
-  age-encrypted: the ciphertext never lands on disk), its SHA-256 is compared with the recorded one, and
-  the local verify/restore run on that copy.
+* **Verify**: one forward pass over the ``GetObject`` body (decrypted on the fly when it is age-encrypted):
+  the verifier of ``statekit_format`` reads it as it arrives, with no copy of the archive on disk; the bytes
+  received are then compared with the object's size and recorded SHA-256.
+* **Restore**: the object streams into a private scratch copy (decrypted on the fly when it is age-encrypted:
+  the ciphertext never lands on disk), its size and SHA-256 are compared with the recorded ones, and the local
+  restore (which verifies the copy before writing anything) runs on that copy.
 * **Configuration**: boto3's standard chain (``AWS_ACCESS_KEY_ID``..., ``AWS_PROFILE``, ``AWS_ENDPOINT_URL``);
   errors say which bucket and what failed, never a credential.
 """
@@ -38,13 +41,14 @@ from s3transfer.utils import ReadFileChunk
 
 from statekit.backup import manifest as mf
 from statekit.backup.create import BackupResult, create_backup
+from statekit.backup.decrypt_reader import decrypting_reader
 from statekit.backup.encryption import AGE_SUFFIX, Identities, Recipients, decrypt_stream, require_identities
 from statekit.backup.locations import ArchiveKey, S3Location, parse_archive_key
 from statekit.backup.passphrase import KEY_SUFFIX, WRAPPED_KEY_LIMIT, is_key_name, key_path
 from statekit.backup.restore import RestoreResult, restore_archive
 from statekit.backup.runs import mark_interrupted, record_in_state_dir
 from statekit.backup.retention import ArchiveInfo, PruneDecision, plan_prune
-from statekit.backup.verify import VerifyReport, verify_archive
+from statekit.backup.verify import VerifyReport, verify_stream
 from statekit.errors import StatekitError, UsageError, VerificationError
 from statekit.fsutil import CHUNK, atomic_write_bytes, create_file, open_regular_file, read_regular_file
 from statekit.install import ensure_install_id, read_install_id
@@ -481,13 +485,21 @@ def split_url(url: str) -> tuple[S3Location, str]:
 
 
 class _HashingReader:
+    """An object body, hashed and counted as it is read; a failure of the connection is kept in :attr:`error`
+    (whoever reads through it, pyrage included, may turn it into something else: the caller raises this one)."""
+
     def __init__(self, raw: Any) -> None:
         self._raw = raw
         self.digest = hashlib.sha256()
         self.size = 0
+        self.error: BaseException | None = None
 
     def read(self, n: int = -1) -> bytes:
-        data: bytes = self._raw.read(CHUNK if n is None or n < 0 else n)
+        try:
+            data: bytes = self._raw.read(CHUNK if n is None or n < 0 else n)
+        except Exception as exc:
+            self.error = exc
+            raise
         self.digest.update(data)
         self.size += len(data)
         return data
@@ -518,26 +530,61 @@ def fetched(url: str, identities: Identities | None, *, client: Any = None, pare
                     decrypt_stream(body, out, keys, url)  # type: ignore[arg-type]
                 else:
                     shutil.copyfileobj(body, out, CHUNK)
-        if body.size != int(response["ContentLength"]):
-            raise VerificationError(f"{url}: received {body.size} of {response['ContentLength']} bytes")
-        recorded = {k.lower(): v for k, v in response.get("Metadata", {}).items()}.get(f"{META}sha256")
-        if recorded and recorded != body.digest.hexdigest():
-            raise VerificationError(f"{url}: object bytes differ from the SHA-256 recorded at upload")
+        received = _received_problem(url, response, body)
+        if received:
+            raise VerificationError(received)
         yield plain
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _received_problem(url: str, response: dict[str, Any], body: _HashingReader) -> str | None:
+    """The bytes received against the object's size and the SHA-256 recorded at upload (None: they match)."""
+    if body.size != int(response["ContentLength"]):
+        return f"{url}: received {body.size} of {response['ContentLength']} bytes"
+    recorded = {k.lower(): v for k, v in response.get("Metadata", {}).items()}.get(f"{META}sha256")
+    if recorded and recorded != body.digest.hexdigest():
+        return f"{url}: object bytes differ from the SHA-256 recorded at upload"
+    return None
+
+
 def verify_remote(url: str, identities: Identities | None, *, client: Any = None) -> VerifyReport:
-    """Verify an offsite archive: streamed (and decrypted) into a scratch copy, then verified as a local one."""
-    try:
-        with fetched(url, identities, client=client) as plain:
-            report = verify_archive(plain)
-            report.problems = [p.replace(str(plain), url) for p in report.problems]
-            report.path = REMOTE_PLACEHOLDER / plain.name
-    except VerificationError as exc:
-        return VerifyReport(path=REMOTE_PLACEHOLDER / url.rpartition("/")[2], format="remote", problems=[str(exc)])
-    report.notes.append(f"fetched from {url}")
+    """Verify an offsite archive in one forward pass over the ``GetObject`` body (an ``.age`` object decrypted on
+    the fly): no copy of the archive is written anywhere (a database member is copied to a private scratch file
+    for its ``integrity_check``). The bytes received must also match the object's size and recorded SHA-256."""
+    loc, key = split_url(url)
+    encrypted = key.endswith(AGE_SUFFIX)
+    keys = require_identities(url, identities) if encrypted else None
+    client = client or make_client()
+    shown = REMOTE_PLACEHOLDER / key.rpartition("/")[2].removesuffix(AGE_SUFFIX)
+    with _s3_errors(url):
+        response = client.get_object(Bucket=loc.bucket, Key=key)
+        body = _HashingReader(response["Body"])
+        try:
+            if keys is not None:
+                with decrypting_reader(body, keys, url) as plain:
+                    report = verify_stream(shown, plain)
+                report.notes.append("age-encrypted archive: decrypted and authenticated")
+            else:
+                report = verify_stream(shown, body)
+        except VerificationError as exc:
+            if body.error is not None:
+                raise body.error from None
+            return VerifyReport(path=REMOTE_PLACEHOLDER / url.rpartition("/")[2], format="remote", problems=[str(exc)])
+        except BaseException as exc:
+            if body.error is not None:
+                raise body.error from None
+            if isinstance(exc, StatekitError):  # a scratch failure: name the object, not its placeholder
+                exc.message = exc.message.replace(str(shown), url)
+            raise
+        if body.error is not None:
+            raise body.error
+    received = _received_problem(url, response, body)
+    if received:
+        return VerifyReport(path=REMOTE_PLACEHOLDER / url.rpartition("/")[2], format="remote", problems=[received])
+    report.problems = [p.replace(str(shown), url) for p in report.problems]
+    report.ok = not report.problems
+    report.notes.append(f"streamed from {url} (no local copy)")
     return report
 
 

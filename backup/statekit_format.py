@@ -1,10 +1,13 @@
 """statekit's own archive format (``.tar.zst``): verify.
 
 The archive is a sequence of zstd frames: the manifest member in the first, the payload after it, an
-optional digest trailer at the end (see ``archive.py``). :func:`verify_statekit` checks the frame
-structure and trailer, then reads the tar stream once: ``<root>/manifest.json`` first and schema-valid
-(:meth:`Manifest.parse`), every payload member declared and every declared asset present, with its size,
-SHA-256, kind and (SQLite) integrity.
+optional digest trailer at the end (see ``archive.py``). :func:`verify_statekit_stream` reads the archive
+once, front to back, from any binary stream (a local file, an S3 body, an age decryption): as the compressed
+bytes pass, :mod:`stream_verify` walks the frame structure and hashes them for the trailer; the decompressed tar
+stream is checked member by member: ``<root>/manifest.json`` first and schema-valid (:meth:`Manifest.parse`),
+every payload member declared and every declared asset present, with its size, SHA-256, kind and (SQLite)
+integrity (a database member is copied to a private scratch file for ``integrity_check``: one member, never
+the archive).
 """
 
 from __future__ import annotations
@@ -13,20 +16,22 @@ import hashlib
 import os
 import tarfile
 import zlib
-from pathlib import Path, PurePosixPath
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 import zstandard
 
 from statekit.backup import manifest as mf
-from statekit.backup.archive import BombError, DIGEST_MAGIC, DIGEST_TAG, copy_member, open_tar_stream, parse_digest_trailer
+from statekit.backup.archive import BombError, copy_member, tar_over_stream
 from statekit.backup.checks import (
-    ABSOLUTE_CAP, BLOCK, BOUND_SLACK, MANIFEST_MAX, MemberSink, Scratch, VerifyReport, beneath_symlink,
-    hash_range, link_escapes, member_path_problem, member_type_problem, oversized_problem, padded, tar_archive_size, tar_member_size,
+    ABSOLUTE_CAP, BLOCK, BOUND_SLACK, MANIFEST_MAX, MemberSink, Scratch, VerifyReport, beneath_symlink, link_escapes,
+    member_path_problem, member_type_problem, oversized_problem, padded, tar_archive_size, tar_member_size,
 )
 from statekit.backup.restore_steps import RestoreStep, file_mode
 from statekit.backup.snapshot import DbFacts, inspect_db
+from statekit.backup.stream_verify import NO_TRAILER_NOTE, ForwardPass, Readable, forward_verdict
 from statekit.errors import VerificationError
 from statekit.fsutil import CHUNK
 from statekit.progress import ProgressFn, ProgressReader, start_phase
@@ -34,81 +39,13 @@ from statekit.states import RestoreStepAction
 
 
 def zstd_structure_problem(path: Path) -> str | None:
-    """Walk the zstd frame and block headers: catches truncation and trailing garbage.
+    """Walk the zstd frame and block headers of the file at ``path``: catches truncation and trailing garbage.
 
     (A zstd stream reader stops quietly at a cut-off frame; content checksums
-    are checked by the decompressor while the payload streams.)
-    """
-    size = os.path.getsize(path)
+    are checked by the decompressor while the payload streams.) The walk is :class:`stream_verify.ZstdWalk`,
+    the one :func:`verify_statekit_stream` runs as the bytes pass."""
     with open(path, "rb") as fh:
-        pos = 0
-        frames = 0
-        while pos < size:
-            fh.seek(pos)
-            magic = fh.read(4)
-            if len(magic) < 4:
-                return f"archive is truncated (partial zstd frame header at byte {pos})"
-            value = int.from_bytes(magic, "little")
-            if 0x184D2A50 <= value <= 0x184D2A5F:  # skippable frame
-                length = fh.read(4)
-                if len(length) < 4:
-                    return f"archive is truncated (skippable frame at byte {pos})"
-                pos += 8 + int.from_bytes(length, "little")
-                if pos > size:
-                    return f"archive is truncated (skippable frame runs past the end of the file)"
-                continue
-            if magic != b"\x28\xb5\x2f\xfd":
-                return f"unexpected data after the last zstd frame at byte {pos}" if frames else "not a zstd archive"
-            descriptor = fh.read(1)
-            if not descriptor:
-                return f"archive is truncated (zstd frame header at byte {pos})"
-            d = descriptor[0]
-            fcs_flag, single, checksum, dict_flag = d >> 6, (d >> 5) & 1, (d >> 2) & 1, d & 3
-            header = 1 + (0 if single else 1) + (0, 1, 2, 4)[dict_flag] + ((1 if single else 0), 2, 4, 8)[fcs_flag]
-            pos += 4 + header
-            while True:
-                fh.seek(pos)
-                raw = fh.read(3)
-                if len(raw) < 3:
-                    return f"archive is truncated (zstd block header at byte {pos} of {size})"
-                block = int.from_bytes(raw, "little")
-                last, btype, bsize = block & 1, (block >> 1) & 3, block >> 3
-                if btype == 3:
-                    return f"corrupt zstd block header at byte {pos}"
-                pos += 3 + (1 if btype == 1 else bsize)
-                if pos > size:
-                    return f"archive is truncated (zstd block at byte {pos - bsize} runs past the end of the file)"
-                if last:
-                    break
-            pos += 4 if checksum else 0
-            if pos > size:
-                return "archive is truncated (zstd frame checksum missing)"
-            frames += 1
-    return None if frames else "archive holds no zstd frame"
-
-
-def _frame_end(fh: BinaryIO, pos: int, size: int) -> int | None:
-    """End offset of the zstd frame starting at ``pos`` (None if its headers do not add up)."""
-    fh.seek(pos + 4)
-    descriptor = fh.read(1)
-    if not descriptor:
-        return None
-    d = descriptor[0]
-    fcs_flag, single, checksum, dict_flag = d >> 6, (d >> 5) & 1, (d >> 2) & 1, d & 3
-    pos += 5 + (0 if single else 1) + (0, 1, 2, 4)[dict_flag] + ((1 if single else 0), 2, 4, 8)[fcs_flag]
-    while True:
-        fh.seek(pos)
-        raw = fh.read(3)
-        if len(raw) < 3:
-            return None
-        block = int.from_bytes(raw, "little")
-        btype, bsize = (block >> 1) & 3, block >> 3
-        pos += 3 + (1 if btype == 1 else bsize)
-        if pos > size:
-            return None
-        if block & 1:
-            break
-    return pos + (4 if checksum else 0)
+        return forward_verdict(fh).structure
 
 
 def archive_digest_problem(path: Path, progress: ProgressFn | None = None) -> tuple[str | None, bool]:
@@ -116,33 +53,13 @@ def archive_digest_problem(path: Path, progress: ProgressFn | None = None) -> tu
 
     Covers every compressed byte, including bits a decoder ignores. Archives
     without a trailer (built by other tools or tests) are checked by their
-    frame checksums and member hashes only.
+    frame checksums and member hashes only. (For an archive whose frame structure is broken the trailer is
+    not judged: (None, False).)
     """
-    size = os.path.getsize(path)
     with open(path, "rb") as opened:
         fh: BinaryIO = opened if progress is None else ProgressReader(opened, progress)  # type: ignore[assignment]
-        if fh.read(4) != b"\x28\xb5\x2f\xfd":
-            return None, False
-        head_end = _frame_end(fh, 0, size)
-        if head_end is None or size < head_end + 8:
-            return None, False
-        fh.seek(size - 8 - len(DIGEST_TAG) - 64)
-        tail = fh.read()
-        parsed = parse_digest_trailer(tail[8:])
-        magic_ok = int.from_bytes(tail[:4], "little") == DIGEST_MAGIC
-        if parsed is None and not magic_ok:
-            return None, False
-        if parsed is None or not magic_ok or int.from_bytes(tail[4:8], "little") != len(tail) - 8:
-            return "archive digest trailer is malformed (altered)", True
-        trailer_start = size - len(tail)
-        if trailer_start < head_end:
-            return "archive digest trailer overlaps the manifest frame", True
-        head_sha, payload_sha = parsed
-        if hash_range(fh, 0, head_end) != head_sha:
-            return "archive bytes do not match the recorded digest (manifest frame altered)", True
-        if hash_range(fh, head_end, trailer_start) != payload_sha:
-            return "archive bytes do not match the recorded digest (payload altered)", True
-    return None, True
+        verdict = forward_verdict(fh)
+    return verdict.digest, verdict.has_trailer
 
 
 def _data_size(asset: mf.Asset) -> int:
@@ -259,32 +176,72 @@ def _check_asset_member(
 
 
 def verify_statekit(report: VerifyReport, scratch: Scratch, max_bytes: int, progress: ProgressFn | None = None) -> None:
-    structure = zstd_structure_problem(report.path)
-    if structure:
-        report.problems.append(structure)
-    else:
-        start_phase(progress, "checksum", os.path.getsize(report.path), "bytes")  # the digest trailer: every compressed byte
-        digest_problem, has_trailer = archive_digest_problem(report.path, progress)
-        if digest_problem:
-            report.problems.append(digest_problem)
-        elif not has_trailer:
-            report.notes.append("archive has no digest trailer: checked by zstd frame checksums and member hashes only")
-    declared: dict[str, mf.Asset] = {}
-    seen: set[str] = set()
-    links: set[str] = set()
+    """Verify the local archive ``report.path``: one forward pass over its bytes (:func:`verify_statekit_stream`)."""
+    path = report.path
+    start_phase(progress, "verify", os.path.getsize(path), "bytes")
+    with open(path, "rb") as opened:
+        raw: BinaryIO = opened if progress is None else ProgressReader(opened, progress)  # type: ignore[assignment]
+        verify_statekit_stream(report, raw, scratch, max_bytes)
+
+
+@dataclass
+class _TarPass:
     root: str | None = None
-    stream_ok = False
-    start_phase(progress, "verify", os.path.getsize(report.path), "bytes")
+    stream_ok: bool = False
+    complete: bool = False  # the member walk ran to its end (no early stop on a bad manifest or a refused header)
+    declared: dict[str, mf.Asset] = field(default_factory=dict)
+    seen: set[str] = field(default_factory=set)
+
+
+def verify_statekit_stream(report: VerifyReport, source: Readable, scratch: Scratch, max_bytes: int) -> None:
+    """Verify a statekit archive read once, front to back, from ``source`` (any binary stream: nothing is seeked).
+
+    The decompressor reads through a :class:`ForwardPass`, which walks the zstd structure and hashes every
+    compressed byte for the digest trailer as the bytes pass; the tar stream is read with the member checks
+    below. The structure or digest problem, judged at the end of the stream, comes first in ``report.problems``
+    (as when they were separate passes before the tar pass). A failure of ``source`` itself is raised."""
+    first = len(report.problems)
+    forward = ForwardPass(source)
+    tar_pass = _TarPass()
     try:
-        with open_tar_stream(report.path, "zstd", min(MANIFEST_MAX + (64 << 10), max_bytes), progress) as (tar, counter):
+        _read_members(report, forward, scratch, max_bytes, tar_pass)
+    except BaseException:
+        if forward.error is not None:
+            raise forward.error from None
+        raise
+    forward.drain()
+    if forward.error is not None:
+        raise forward.error
+    verdict = forward.finish()
+    if verdict.structure:
+        report.problems.insert(first, verdict.structure)
+    elif verdict.digest:
+        report.problems.insert(first, verdict.digest)
+    elif not verdict.has_trailer:
+        report.notes.append(NO_TRAILER_NOTE)
+    if not tar_pass.complete:
+        return
+    if tar_pass.root is None and tar_pass.stream_ok:
+        report.problems.append("archive is empty: no manifest member")
+    if tar_pass.stream_ok and not verdict.structure:
+        for path, asset in tar_pass.declared.items():
+            if path not in tar_pass.seen:
+                report.problems.append(f"asset {asset.id} ({path}) is missing from the payload")
+
+
+def _read_members(report: VerifyReport, forward: ForwardPass, scratch: Scratch, max_bytes: int, state: _TarPass) -> None:
+    """The tar pass: manifest first, then every member against it (records what it saw in ``state``)."""
+    links: set[str] = set()
+    try:
+        with tar_over_stream(forward, "zstd", min(MANIFEST_MAX + (64 << 10), max_bytes)) as (tar, counter):
             for member in tar:
                 report.entries += 1
-                if root is None:
-                    root = _read_manifest(report, tar, member)
-                    if root is None:
+                if state.root is None:
+                    state.root = _read_manifest(report, tar, member)
+                    if state.root is None:
                         return
                     assert report.manifest is not None  # _read_manifest returns a root only with the manifest read
-                    consistency, declared = _manifest_consistency(report.manifest, root)
+                    consistency, state.declared = _manifest_consistency(report.manifest, state.root)
                     report.problems.extend(consistency)
                     counter.limit = min(_declared_bound(report.manifest, member), max_bytes)
                     continue
@@ -292,26 +249,23 @@ def verify_statekit(report: VerifyReport, scratch: Scratch, max_bytes: int, prog
                 # stops the read here; a size other than the manifest's is reported by _check_asset_member unread.
                 stop = oversized_problem(member, counter.limit - member.offset_data)
                 if stop:
-                    report.problems.append(member_path_problem(member.name, root) or stop)
+                    report.problems.append(member_path_problem(member.name, state.root) or stop)
                     if report.problems[-1] != stop:
                         report.problems.append(stop)
                     return
-                _check_member(report, tar, member, root, declared, seen, links, scratch)
+                _check_member(report, tar, member, state.root, state.declared, state.seen, links, scratch)
             # Drain to the end so every zstd content checksum is checked.
             while counter.read(CHUNK):
                 pass
             report.decompressed_bytes = counter.count
-            stream_ok = True
+            state.stream_ok = True
     except BombError as exc:
         report.problems.append(f"decompression bomb: {exc} (the manifest declares far less); stopped reading")
     except (tarfile.TarError, zstandard.ZstdError, EOFError, OSError, zlib.error) as exc:
+        if forward.error is not None:
+            raise forward.error from None
         report.problems.append(f"archive is unreadable (corrupt or truncated) after {report.entries} members: {exc}")
-    if root is None and stream_ok:
-        report.problems.append("archive is empty: no manifest member")
-    if stream_ok and not structure:
-        for path, asset in declared.items():
-            if path not in seen:
-                report.problems.append(f"asset {asset.id} ({path}) is missing from the payload")
+    state.complete = True
 
 
 def _read_manifest(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.TarInfo) -> str | None:

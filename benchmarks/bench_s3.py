@@ -8,10 +8,16 @@
    TransferConfig) and by statekit's ``upload_file`` (ordered parts, bounded in flight, SHA-256 per part, size and
    checksum checked after completion), interleaved for ``--rounds``; the best of each and the ratio.
 3. **Memory**: a child process uploads an age-encrypted ``--rss-mb`` object and another downloads it (decrypting
-   as it streams, as ``verify``/``restore`` do); peak RSS of each child (``os.wait4``), the goal being < 200 MB.
+   as it streams, as ``restore`` does into its scratch copy); peak RSS of each child (``os.wait4``), the goal being
+   < 200 MB.
+4. **Streaming verify**: a real statekit archive of a state holding a ``--verify-mb`` incompressible file (and a
+   database), age-encrypted and uploaded; a child runs ``verify_remote`` on it (one forward pass over the
+   ``GetObject`` body, decrypted on the fly) under a 64 MiB file-size limit (RLIMIT_FSIZE: any scratch copy of the
+   archive would fail with EFBIG): its wall, CPU, peak RSS, bytes written to disk (``/proc/self/io``) and verdict;
+   with ``--verify-before PY`` also an earlier statekit's verify of the same object, interleaved, for ``--rounds``.
 
 Usage:  .venv/bin/python benchmarks/bench_s3.py [--installs 1000] [--archives 30] [--upload-mb 256]
-            [--rss-mb 2048] [--rounds 2] [--json FILE] [--skip fleet,upload,rss]
+            [--rss-mb 2048] [--verify-mb 1024] [--verify-before PY] [--rounds 2] [--json FILE] [--skip fleet,upload,rss,verify]
 """
 
 from __future__ import annotations
@@ -185,12 +191,89 @@ def bench_rss(workdir: Path, mb: int) -> dict[str, Any]:
             "download_decrypt_peak_rss_mb": round(down_rss, 1), "download_s": round(down_s, 1), "goal_mb": 200}
 
 
+VERIFY_CHILD = r"""
+import resource
+import sys
+from pyrage import x25519
+from statekit.backup import remote
+from statekit.backup.encryption import Identities
+url, key_text = sys.argv[1], sys.argv[2]
+report = remote.verify_remote(url, Identities((x25519.Identity.from_str(key_text),)))
+usage = resource.getrusage(resource.RUSAGE_SELF)
+io = dict(line.split(": ") for line in open("/proc/self/io").read().splitlines())
+print(report.ok, usage.ru_maxrss, usage.ru_utime + usage.ru_stime, int(io["write_bytes"]))
+"""
+FILE_SIZE_LIMIT = 64 << 20
+
+
+def bench_verify(workdir: Path, mb: int, rounds: int, before: str | None) -> dict[str, Any]:
+    import resource
+
+    from pyrage import x25519
+
+    from statekit.backup.create import create_backup
+    from statekit.backup.encryption import Recipients
+    from statekit.db import connect
+
+    state = workdir / "verify-home" / ".openclaw"
+    (state / "media").mkdir(parents=True)
+    state.chmod(0o700)
+    (state / "openclaw.json").write_text("{}")
+    (state / "state").mkdir()
+    db = connect(state / "state" / "openclaw.sqlite")
+    db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)")
+    db.execute("BEGIN")
+    db.executemany("INSERT INTO t(body) VALUES (?)", [(f"row {i} " * 20,) for i in range(20_000)])
+    db.execute("COMMIT")
+    db.close()
+    with open(state / "media" / "big.bin", "wb") as out:  # incompressible: the archive is as large
+        for _ in range(mb):
+            out.write(os.urandom(1 << 20))
+    identity = x25519.Identity.generate()
+    t0 = time.perf_counter()
+    result = create_backup(state, workdir / "verify-out", record=False, recipients=Recipients((identity.to_public(),)))
+    create_s = time.perf_counter() - t0
+    archive = result.archive_path
+    assert archive is not None
+    shutil.rmtree(state.parent)
+    client = remote.make_client()
+    client.create_bucket(Bucket="verify")
+    key = f"{'ab' * 16}/{archive.name}"
+    remote.upload_file(client, S3Location("verify"), key, archive, {})
+    size = archive.stat().st_size
+    archive.unlink()
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
+
+    def child(python: str, limit: bool) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        done = subprocess.run([python, "-c", VERIFY_CHILD, f"s3://verify/{key}", str(identity)], capture_output=True,
+                              text=True, preexec_fn=cap if limit else None)
+        wall = time.perf_counter() - t0
+        if done.returncode != 0:
+            raise SystemExit(f"verify child failed: {done.stderr[-2000:]}")
+        ok, rss_kb, cpu, written = done.stdout.split()
+        return {"ok": ok == "True", "wall_s": round(wall, 1), "cpu_s": round(float(cpu), 1),
+                "peak_rss_mb": round(int(rss_kb) / 1024, 1), "disk_write_mb": round(int(written) / 2**20, 1)}
+
+    result = {"archive_mb": round(size / 2**20), "create_s": round(create_s, 1), "file_size_limit_mb": FILE_SIZE_LIMIT >> 20,
+              "goal_mb": 200}
+    for r in range(rounds):  # interleaved with the earlier statekit (no file-size limit: it writes a copy)
+        if before:
+            result.setdefault("before", []).append(child(before, limit=False))
+        result.setdefault("after", []).append(child(sys.executable, limit=True))
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--installs", type=int, default=1000)
     parser.add_argument("--archives", type=int, default=30)
     parser.add_argument("--upload-mb", type=int, default=256)
     parser.add_argument("--rss-mb", type=int, default=2048)
+    parser.add_argument("--verify-mb", type=int, default=1024)
+    parser.add_argument("--verify-before", default=None, help="also verify with this interpreter (an earlier statekit)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--skip", default="")
     parser.add_argument("--json", type=Path)
@@ -211,6 +294,9 @@ def main() -> int:
         if "rss" not in skip:
             results["rss"] = bench_rss(workdir, args.rss_mb)
             print(json.dumps({"rss": results["rss"]}), flush=True)
+        if "verify" not in skip:
+            results["verify"] = bench_verify(workdir, args.verify_mb, args.rounds, args.verify_before)
+            print(json.dumps({"verify": results["verify"]}), flush=True)
     finally:
         proc.kill()
         proc.wait()
