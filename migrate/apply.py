@@ -644,6 +644,25 @@ def interrupted_retirements(state_dir: Path) -> list[str]:
     return found
 
 
+def end_of_run_left(state_dir: Path) -> bool:
+    """A run stopped after its last import but before its end-of-run step (the shared auth store's marker): the
+    plan sees no source left, yet the step is work (read-only check; an unreadable database is the run's to name)."""
+    from statekit.layout import agent_db_path
+    from statekit.legacy_readers.auth_profiles import SHARED_MAIN_AGENT_ID, shared_store_unsettled
+
+    global_db, main_db = global_db_path(state_dir), agent_db_path(state_dir, SHARED_MAIN_AGENT_ID)
+    if not global_db.is_file():
+        return False
+    try:
+        with read_only_view(global_db) as state:
+            if not main_db.is_file():
+                return shared_store_unsettled(state, None)
+            with read_only_view(main_db) as main:
+                return shared_store_unsettled(state, main)
+    except SQLiteError:
+        return False
+
+
 def database_failure(state_dir: Path, exc: SQLiteError) -> str:
     """One line for a database error that stopped the run: the root cause (not a failed ROLLBACK after it), named by
     what is actually there (a directory or a link at a database path, a lock, a full disk)."""
@@ -744,7 +763,7 @@ def migrate(
                 raise
             raise StatekitError(machine_failure(state_dir, exc)) from None
         ensure_not_schema_error(plan)
-        if not plan.has_work and not interrupted_retirements(state_dir):
+        if not plan.has_work and not interrupted_retirements(state_dir) and not end_of_run_left(state_dir):
             # Every source is imported, or failed before in this very version and was reported then. A
             # source still in place and still unreadable is work left undone: a warning (exit 3), every run.
             report = MigrationReport(state_dir=state_dir, run_id=None, status="nothing-to-do", started_at=now_ms())
