@@ -35,7 +35,7 @@ from statekit.legacy_readers.base import (
 )
 from statekit.legacy_readers.writer import unguarded
 from statekit.migrate.plan import Plan, PlannedSource, build_plan, check_state_dir, ensure_not_schema_error, plan_source
-from statekit.migrate.discover import FileEntry
+from statekit.migrate.discover import SQLITE_SIDECAR_SUFFIXES, FileEntry
 from statekit.migrate.receipts import (
     Receipt,
     came_back_line,
@@ -383,6 +383,8 @@ class Migration:
         except (_SourceChanged, SourceChanged):
             return self._replan(planned, outcome, retried)
         except Exception as exc:  # one source's failure never stops the run...
+            if isinstance(exc, FileNotFoundError) and planned.rel.endswith(SQLITE_SIDECAR_SUFFIXES):
+                return _sibling_gone(planned, outcome)
             if environmental(exc):  # ...but a full or failing disk is no property of the file: stop, retry it next run
                 raise
             return self._fail(planned, outcome, _describe(planned.rel, exc))
@@ -414,6 +416,10 @@ class Migration:
             return self._fail(planned, outcome, f"{planned.rel}: file keeps changing while being imported; left in place")
         try:
             st = os.lstat(self.state_dir / planned.rel)
+        except FileNotFoundError as exc:
+            if planned.rel.endswith(SQLITE_SIDECAR_SUFFIXES):
+                return _sibling_gone(planned, outcome)
+            return self._fail(planned, outcome, f"{planned.rel}: vanished during the run ({exc.strerror})")
         except OSError as exc:
             return self._fail(planned, outcome, f"{planned.rel}: vanished during the run ({exc.strerror})")
         entry = FileEntry(planned.rel, st.st_size, st.st_mtime_ns // 1_000_000, "file")
@@ -642,6 +648,15 @@ def interrupted_retirements(state_dir: Path) -> list[str]:
         if retired_path(state_dir, receipt.last_run_id, receipt.source_path).exists():
             found.append(receipt.source_path)
     return found
+
+
+def _sibling_gone(planned: PlannedSource, outcome: SourceOutcome) -> SourceOutcome:
+    """An SQLite ``-wal``/``-shm``/``-journal`` the plan saw is gone: SQLite removes them when a database's last
+    connection closes, after folding the WAL into the database (a run killed while it held a legacy database open
+    leaves them; the next open folds them in). Nothing of it is lost; nothing to import or retire; no receipt."""
+    outcome.status = "gone"
+    outcome.notices.append(f"{planned.rel}: removed by SQLite after the plan (its database holds what it held)")
+    return outcome
 
 
 def end_of_run_left(state_dir: Path) -> bool:
