@@ -588,27 +588,47 @@ def settle_shared_auth_store(state_db: DatabaseWriter | Connection, main_db: Dat
     main = as_database_writer(main_db, f"agent:{SHARED_MAIN_AGENT_ID}") if main_db is not None else None
     if not _has_shared_table(state) or _ownership(state) is not None:
         return None
-    moved = []
-    if main is not None:
-        for kind, (table, key_column, json_column), shared_key in (
-            ("store", (STORE_TABLE, "store_key", "store_json"), SHARED_STORE_KEY),
-            ("state", (STATE_TABLE, "state_key", "state_json"), SHARED_STATE_KEY),
-        ):
-            row = main.first(table, (json_column, "updated_at"), {key_column: PRIMARY_KEY})
-            if row is None:
-                continue
-            if not _readable(row[0], kind):
-                return f"main's auth {kind} row is not a JSON object OpenClaw can read; left in the main agent's database for OpenClaw's doctor"
-            stored = state.first(SHARED_TABLE, ("value_json", "updated_at_ms"), {"state_key": shared_key})
-            if stored is not None and tuple(stored) != (row[0], row[1]):
-                return f"main's auth {kind} differs from the shared store; both left for OpenClaw's doctor to reconcile"
-            moved.append((shared_key, row[0], row[1]))
+    moved, refusal = _settling_moves(state, main)
+    if refusal is not None:
+        return refusal
     for shared_key, value_json, updated_at in moved:
         state.upsert(SHARED_TABLE, {"state_key": shared_key, "value_json": value_json, "updated_at_ms": updated_at}, ("state_key",), update=False)
     claim_shared_store(state, next((int(u or 0) for k, _v, u in moved if k == SHARED_STORE_KEY), 0))
     if moved:
         return "moved the main agent's auth store into the shared store (auth.sharedStore = state-db), as OpenClaw 2026.9.6 keeps it"
     return "the shared auth store lives in the state database (auth.sharedStore = state-db), as OpenClaw 2026.9.6 keeps it"
+
+
+def _settling_moves(state: DatabaseWriter, main: DatabaseWriter | None) -> tuple[list[tuple[str, Any, Any]], str | None]:
+    """What settling the shared store would do: (main's rows to copy into it, None), or ([], why it is left
+    for OpenClaw's doctor). Reads only."""
+    moved: list[tuple[str, Any, Any]] = []
+    if main is None:
+        return moved, None
+    for kind, (table, key_column, json_column), shared_key in (
+        ("store", (STORE_TABLE, "store_key", "store_json"), SHARED_STORE_KEY),
+        ("state", (STATE_TABLE, "state_key", "state_json"), SHARED_STATE_KEY),
+    ):
+        row = main.first(table, (json_column, "updated_at"), {key_column: PRIMARY_KEY})
+        if row is None:
+            continue
+        if not _readable(row[0], kind):
+            return [], f"main's auth {kind} row is not a JSON object OpenClaw can read; left in the main agent's database for OpenClaw's doctor"
+        stored = state.first(SHARED_TABLE, ("value_json", "updated_at_ms"), {"state_key": shared_key})
+        if stored is not None and tuple(stored) != (row[0], row[1]):
+            return [], f"main's auth {kind} differs from the shared store; both left for OpenClaw's doctor to reconcile"
+        moved.append((shared_key, row[0], row[1]))
+    return moved, None
+
+
+def shared_store_unsettled(state_db: Connection, main_db: Connection | None) -> bool:
+    """True when :func:`settle_shared_auth_store` would write: a run stopped (full disk, kill) after its last import
+    but before its end-of-run step, so the next run has this step left to do although every source is imported."""
+    state = as_database_writer(state_db)
+    if not _has_shared_table(state) or _ownership(state) is not None:
+        return False
+    main = as_database_writer(main_db, f"agent:{SHARED_MAIN_AGENT_ID}") if main_db is not None else None
+    return _settling_moves(state, main)[1] is None
 
 
 def _readable(text: Any, kind: str) -> bool:

@@ -35,7 +35,7 @@ from statekit.legacy_readers.base import (
 )
 from statekit.legacy_readers.writer import unguarded
 from statekit.migrate.plan import Plan, PlannedSource, build_plan, check_state_dir, ensure_not_schema_error, plan_source
-from statekit.migrate.discover import FileEntry
+from statekit.migrate.discover import SQLITE_SIDECAR_SUFFIXES, FileEntry
 from statekit.migrate.receipts import (
     Receipt,
     came_back_line,
@@ -383,6 +383,8 @@ class Migration:
         except (_SourceChanged, SourceChanged):
             return self._replan(planned, outcome, retried)
         except Exception as exc:  # one source's failure never stops the run...
+            if isinstance(exc, FileNotFoundError) and planned.rel.endswith(SQLITE_SIDECAR_SUFFIXES):
+                return _sibling_gone(planned, outcome)
             if environmental(exc):  # ...but a full or failing disk is no property of the file: stop, retry it next run
                 raise
             return self._fail(planned, outcome, _describe(planned.rel, exc))
@@ -414,6 +416,10 @@ class Migration:
             return self._fail(planned, outcome, f"{planned.rel}: file keeps changing while being imported; left in place")
         try:
             st = os.lstat(self.state_dir / planned.rel)
+        except FileNotFoundError as exc:
+            if planned.rel.endswith(SQLITE_SIDECAR_SUFFIXES):
+                return _sibling_gone(planned, outcome)
+            return self._fail(planned, outcome, f"{planned.rel}: vanished during the run ({exc.strerror})")
         except OSError as exc:
             return self._fail(planned, outcome, f"{planned.rel}: vanished during the run ({exc.strerror})")
         entry = FileEntry(planned.rel, st.st_size, st.st_mtime_ns // 1_000_000, "file")
@@ -644,6 +650,34 @@ def interrupted_retirements(state_dir: Path) -> list[str]:
     return found
 
 
+def _sibling_gone(planned: PlannedSource, outcome: SourceOutcome) -> SourceOutcome:
+    """An SQLite ``-wal``/``-shm``/``-journal`` the plan saw is gone: SQLite removes them when a database's last
+    connection closes, after folding the WAL into the database (a run killed while it held a legacy database open
+    leaves them; the next open folds them in). Nothing of it is lost; nothing to import or retire; no receipt."""
+    outcome.status = "gone"
+    outcome.notices.append(f"{planned.rel}: removed by SQLite after the plan (its database holds what it held)")
+    return outcome
+
+
+def end_of_run_left(state_dir: Path) -> bool:
+    """A run stopped after its last import but before its end-of-run step (the shared auth store's marker): the
+    plan sees no source left, yet the step is work (read-only check; an unreadable database is the run's to name)."""
+    from statekit.layout import agent_db_path
+    from statekit.legacy_readers.auth_profiles import SHARED_MAIN_AGENT_ID, shared_store_unsettled
+
+    global_db, main_db = global_db_path(state_dir), agent_db_path(state_dir, SHARED_MAIN_AGENT_ID)
+    if not global_db.is_file():
+        return False
+    try:
+        with read_only_view(global_db) as state:
+            if not main_db.is_file():
+                return shared_store_unsettled(state, None)
+            with read_only_view(main_db) as main:
+                return shared_store_unsettled(state, main)
+    except SQLiteError:
+        return False
+
+
 def database_failure(state_dir: Path, exc: SQLiteError) -> str:
     """One line for a database error that stopped the run: the root cause (not a failed ROLLBACK after it), named by
     what is actually there (a directory or a link at a database path, a lock, a full disk)."""
@@ -744,7 +778,7 @@ def migrate(
                 raise
             raise StatekitError(machine_failure(state_dir, exc)) from None
         ensure_not_schema_error(plan)
-        if not plan.has_work and not interrupted_retirements(state_dir):
+        if not plan.has_work and not interrupted_retirements(state_dir) and not end_of_run_left(state_dir):
             # Every source is imported, or failed before in this very version and was reported then. A
             # source still in place and still unreadable is work left undone: a warning (exit 3), every run.
             report = MigrationReport(state_dir=state_dir, run_id=None, status="nothing-to-do", started_at=now_ms())

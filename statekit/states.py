@@ -62,6 +62,7 @@ class SourceOutcome(StrEnum):
     DEFERRED = "deferred"
     RETAIN = "retain"
     ALREADY_IMPORTED = "already-imported"
+    GONE = "gone"  # an SQLite -wal/-shm/-journal SQLite itself removed after the plan (folded into its database)
 
 
 class BackupRunStatus(StrEnum):

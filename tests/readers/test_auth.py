@@ -446,3 +446,21 @@ def test_a_run_without_main_auth_files_still_marks_the_shared_store(tmp_path: Pa
     assert rows(global_db(state), "SELECT updated_at_ms FROM config_machine_state WHERE state_key = 'auth.sharedStore'") == [(0,)]
     assert rows(global_db(state), "SELECT count(*) FROM config_machine_state WHERE state_key LIKE 'authProfiles.%'") == [(0,)]
     assert set(store(state, "work")[0]["profiles"]) == set(json.loads(fixture("auth-profiles.json"))["profiles"])
+
+
+def test_a_rerun_settles_the_shared_store_a_stopped_run_left_unmarked(tmp_path: Path) -> None:
+    """A run that stopped after its last import but before its end-of-run step (the full-disk sweep found one at
+    2,944 KiB) left every source imported and the marker missing; the rerun said "nothing new" and never set it.
+
+    Fails before the fix: the second migrate is ``nothing-to-do`` and the marker stays missing."""
+    from statekit.db import connect
+
+    state = build(tmp_path, {"agents/work/agent/auth-profiles.json": fixture("auth-profiles.json")})
+    assert migrate(state, MigrateOptions(backup=False)).status == "completed"
+    conn = connect(global_db(state))
+    conn.execute("DELETE FROM config_machine_state WHERE state_key = 'auth.sharedStore'")  # as the stopped run left it
+    conn.close()
+    rerun = migrate(state, MigrateOptions(backup=False))
+    assert rerun.status == "completed", (rerun.status, rerun.warnings)
+    assert ownership(state) == [('{"location":"state-db"}',)]
+    assert migrate(state, MigrateOptions(backup=False)).status == "nothing-to-do"  # settled: no run every time after

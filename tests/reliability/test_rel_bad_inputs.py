@@ -55,6 +55,7 @@ DEPENDS = {
     "agents/main/agent/auth-profiles.json.tmp": ("agents/main/agent/auth-profiles.json",),  # compared with the live file
     "agents/main/sessions/local-cli-session-1.trajectory.jsonl": ("agents/main/sessions/local-cli-session-1.trajectory-path.json",),
     "debug-proxy/blobs/38b0e917d5f33cfc8befdb41.bin.gz": ("debug-proxy/capture.sqlite",),  # its capture's events use it
+    "debug-proxy/capture.sqlite": ("debug-proxy/blobs/38b0e917d5f33cfc8befdb41.bin.gz",),  # its events' blobs are checked first
 }
 
 

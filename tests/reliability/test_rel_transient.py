@@ -151,15 +151,21 @@ def test_a_locked_agent_database_stops_the_run_busy_and_the_rerun_imports(refere
     """
     arena = reference["arena"]
     state = arena.fresh()
-    # First import everything but the ops agent's transcripts, so its database exists; then lock it.
+    # First import everything but the ops agent's transcripts (its session index creates its database); then lock it.
     ops = state / "agents" / "ops" / "sessions"
     parked = arena.base / "parked"
     if parked.exists():
         h._force_rmtree(parked)
-    ops.rename(parked)
+    parked.mkdir()
+    transcripts = sorted(ops.glob("*.jsonl"))
+    assert transcripts
+    for transcript in transcripts:
+        transcript.rename(parked / transcript.name)
     first = h.fork_cli("migrate", "--state-dir", state, "--yes", "--no-backup")
     assert first.returncode in (0, 3) and not first.traceback, first
-    parked.rename(ops)
+    ops.mkdir(parents=True, exist_ok=True)  # the retired index's emptied folder was removed
+    for transcript in transcripts:
+        (parked / transcript.name).rename(transcript)
     db = state / "agents" / "ops" / "agent" / "openclaw-agent.sqlite"
     holder = connect(db, busy_timeout_ms=0)
     try:
