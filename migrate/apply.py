@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import time
@@ -46,7 +47,7 @@ from statekit.migrate.receipts import (
     open_run,
     write_receipt,
 )
-from statekit.migrate.retire import delete_source, retire, retired_path
+from statekit.migrate.retire import RetireBatch, retired_path
 from statekit import __version__
 from statekit.errors import ExitCode, SchemaError, SourceError, StateDirError, StatekitError
 from statekit.db import Connection, OperationalError, SQLiteError, error_name, immediate, open_rw, read_only_view, table_names
@@ -58,6 +59,7 @@ from statekit.schema import open_agent, open_global
 from statekit.states import BackupRunStatus, ReceiptStatus, RunStatus
 
 WARNING_OUTCOMES = ("failed", "unreadable", "conflict")
+IMPORT_CACHE_KIB = 32 << 10  # SQLite page cache of an agent database during the import (default: 2 MiB)
 
 
 @dataclass
@@ -158,6 +160,7 @@ class Migration:
         self.receipts: dict[str, Receipt] = {}
         self.config: dict[str, Any] = {}
         self.run_cache: dict[Any, Any] = {}  # ImportContext.run_cached: facts read once per run
+        self.retirements: RetireBatch[tuple[str, dict[str, Any]]] = RetireBatch(state_dir, self._mark_retired, self.report.warnings)
 
     # -- databases ----------------------------------------------------------
 
@@ -165,6 +168,7 @@ class Migration:
         conn = self.agent_conns.get(agent_id)
         if conn is None:
             conn, _ = open_agent(self.state_dir, agent_id, self.global_conn, self.report.warnings)
+            conn.execute(f"PRAGMA cache_size = -{IMPORT_CACHE_KIB}")  # big transcripts' identity upserts stay in cache
             self.agent_conns[agent_id] = conn
         return conn
 
@@ -200,9 +204,12 @@ class Migration:
                 if outcome.status in WARNING_OUTCOMES and outcome.message:
                     self.report.warnings.append(outcome.message)
                 self.report.notices.extend(outcome.notices)
+            self.retirements.flush()
             self._finish_shared_auth_store()
             apply_steps(plan, self.state_dir, self.run_id, self.report)
         except BaseException as exc:
+            with contextlib.suppress(Exception):  # what was retired before the failure keeps its receipt
+                self.retirements.flush()
             self.report.status = RunStatus.FAILED
             self.report.finished_at = now_ms()
             self.report.warnings.append(f"run failed: {exc}")
@@ -430,23 +437,31 @@ class Migration:
 
     def _retire(self, planned: PlannedSource, run_id: str, report: dict[str, Any], outcome: SourceOutcome) -> SourceOutcome:
         assert self.global_conn is not None
+        key = planned.source_key or ""
         try:
             if self.options.remove_sources:
-                delete_source(self.state_dir, planned.rel)
+                self.retirements.delete(planned.rel, (key, dict(report, retired_to=None)))
                 retired_to = None
             else:
-                dest = retire(self.state_dir, planned.rel, run_id, planned.sha256, self.report.warnings)
+                dest = self.retirements.retire(planned.rel, run_id, planned.sha256,
+                                               lambda d: (key, dict(report, retired_to=relative_posix(d, self.state_dir))))
                 retired_to = relative_posix(dest, self.state_dir)
         except OSError as exc:
             outcome.message = f"{planned.rel}: imported, but could not be retired ({exc.strerror or exc}); rerun to finish"
             self.report.warnings.append(outcome.message)
             return outcome
-        checkpoint("after-retire")
-        mark_removed(self.global_conn, planned.source_key or "", dict(report, retired_to=retired_to))
+        checkpoint("after-retire")  # the receipt is marked retired when the batch is durable (RetireBatch.flush)
         outcome.retired_to = retired_to
         if outcome.status not in ("imported", "dropped"):
             outcome.status = "retired"
         return outcome
+
+    def _mark_retired(self, retired: list[tuple[str, dict[str, Any]]]) -> None:
+        """The receipts of a durable batch of retirements: ``removed_source = 1``, in one transaction."""
+        assert self.global_conn is not None
+        with immediate(self.global_conn):
+            for key, report in retired:
+                mark_removed(self.global_conn, key, report)
 
     def _source_report(self, planned: PlannedSource, result: WriteResult) -> dict[str, Any]:
         return {
