@@ -35,7 +35,7 @@ from statekit.legacy_readers.base import (
     read_config,
 )
 from statekit.legacy_readers.writer import unguarded
-from statekit.migrate.plan import Plan, PlannedSource, build_plan, check_state_dir, ensure_not_schema_error, plan_source
+from statekit.migrate.plan import Plan, PlannedSource, build_plan, check_state_dir, ensure_not_schema_error, finish_glanced, plan_source
 from statekit.migrate.discover import FileEntry
 from statekit.migrate.receipts import (
     Receipt,
@@ -295,13 +295,13 @@ class Migration:
         return self._import(planned, outcome)
 
     def _import(self, planned: PlannedSource, outcome: SourceOutcome, retried: bool = False) -> SourceOutcome:
-        assert self.global_conn is not None and planned.reader is not None and planned.sha256 is not None
+        assert self.global_conn is not None and planned.reader is not None and (planned.sha256 is not None or planned.glanced)
         reader = planned.reader
         source = Source(self.state_dir, planned.rel, planned.agent_id)
         transaction = _SourceTransaction(self.global_conn)
         ctx = ImportContext(
             self.state_dir, self.run_id, now_ms(), self.global_conn, transaction.agent_opener(self.agent_conn), self.config, self.run_cache,
-            planned_hashes={**planned.reopened, planned.rel: planned.sha256},
+            planned_hashes={**planned.reopened, **({planned.rel: planned.sha256} if planned.sha256 else {})},
             receipts=self._receipt_lookup(transaction),
         )
         try:
@@ -315,14 +315,18 @@ class Migration:
                     else:
                         with ctx.writer.guarded(reader.kind, reader.target_tables):
                             result = reader.write(source, cast(BinaryIO, hashing), ctx)
-                    if hashing.finish() != planned.sha256:
+                    digest = hashing.finish()
+                    if planned.glanced:  # read, hashed and counted here, once (migrate.plan.finish_glanced)
+                        if not finish_glanced(planned, digest, hashing.size, os.fstat(raw.fileno()).st_mtime_ns // 1_000_000, result):
+                            raise _SourceChanged()
+                    elif digest != planned.sha256:
                         raise _SourceChanged()
                     write_receipt(
                         self.global_conn,
                         key=planned.source_key or "",
                         rel=planned.rel,
                         target_tables=planned.target_tables,
-                        sha256=planned.sha256,
+                        sha256=digest,
                         size=planned.size,
                         record_count=planned.record_count,
                         run_id=self.run_id,
@@ -343,6 +347,9 @@ class Migration:
         except Exception as exc:  # one source's failure never stops the run...
             if environmental(exc):  # ...but a full or failing disk is no property of the file: stop, retry it next run
                 raise
+            if planned.glanced:  # planned from its header only: plan it fully (as statekit plan does) and handle that
+                entry = FileEntry(planned.rel, planned.size, planned.mtime_ms, "file")
+                return self._handle(plan_source(self.state_dir, entry, reader, self.receipts, self.options.retry_failed))
             return self._fail(planned, outcome, _describe(planned.rel, exc))
         checkpoint("after-commit")
         outcome.records = result.records
@@ -640,7 +647,7 @@ def migrate(
         # Temp files of a killed statekit write (config, retired copy, archive receipt); we hold the lock.
         remove_orphaned_temps(state_dir)
         remove_orphaned_temps(state_dir / STATEKIT_DIR_NAME, recursive=True)
-        plan = build_plan(resolved, options.env, options.retry_failed)
+        plan = build_plan(resolved, options.env, options.retry_failed, full=False)
         ensure_not_schema_error(plan)
         if not plan.has_work and not interrupted_retirements(state_dir):
             # Every source is imported, or failed before in this very version and was reported then:

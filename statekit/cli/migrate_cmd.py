@@ -81,7 +81,7 @@ def register(app: typer.Typer) -> None:
         def body() -> ExitCode:
             resolved = resolve_state_dir(state_dir)
             if not yes:
-                plan = build_plan(resolved)
+                plan = build_plan(resolved, full=False)  # what it shows: sizes from stat; the run counts and hashes once
                 out.info(render_plan(plan))
                 confirm_or_refuse(out, "Migrate these sources now?", yes)
             options = MigrateOptions(backup=not no_backup, backup_output=backup_output, remove_sources=remove_sources, retry_failed=retry_failed)
