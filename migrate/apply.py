@@ -59,7 +59,11 @@ from statekit.schema import open_agent, open_global
 from statekit.states import BackupRunStatus, ReceiptStatus, RunStatus
 
 WARNING_OUTCOMES = ("failed", "unreadable", "conflict")
-IMPORT_CACHE_KIB = 32 << 10  # SQLite page cache of an agent database during the import (default: 2 MiB)
+# A source this big gets a bigger SQLite page cache on its agent databases while it is imported (its identity
+# upserts, keyed by random event ids, stay in cache); the default (2 MiB) comes back after, freeing the pages.
+BIG_SOURCE_BYTES = 32 << 20
+BIG_SOURCE_CACHE_KIB = 64 << 10
+DEFAULT_CACHE_KIB = 2000
 
 
 @dataclass
@@ -168,7 +172,6 @@ class Migration:
         conn = self.agent_conns.get(agent_id)
         if conn is None:
             conn, _ = open_agent(self.state_dir, agent_id, self.global_conn, self.report.warnings)
-            conn.execute(f"PRAGMA cache_size = -{IMPORT_CACHE_KIB}")  # big transcripts' identity upserts stay in cache
             self.agent_conns[agent_id] = conn
         return conn
 
@@ -298,7 +301,7 @@ class Migration:
         assert self.global_conn is not None and planned.reader is not None and (planned.sha256 is not None or planned.glanced)
         reader = planned.reader
         source = Source(self.state_dir, planned.rel, planned.agent_id)
-        transaction = _SourceTransaction(self.global_conn)
+        transaction = _SourceTransaction(self.global_conn, BIG_SOURCE_CACHE_KIB if planned.size >= BIG_SOURCE_BYTES else None)
         ctx = ImportContext(
             self.state_dir, self.run_id, now_ms(), self.global_conn, transaction.agent_opener(self.agent_conn), self.config, self.run_cache,
             planned_hashes={**planned.reopened, **({planned.rel: planned.sha256} if planned.sha256 else {})},
@@ -493,9 +496,10 @@ class _SourceTransaction:
     Agent rows commit first, then the state database with the receipt (module docstring, step 4).
     """
 
-    def __init__(self, global_conn: Connection) -> None:
+    def __init__(self, global_conn: Connection, cache_kib: int | None = None) -> None:
         self.global_conn = global_conn
         self.agents: list[Connection] = []
+        self.cache_kib = cache_kib
 
     def begin(self) -> None:
         self.global_conn.execute("BEGIN IMMEDIATE")
@@ -504,6 +508,8 @@ class _SourceTransaction:
         def opener(agent_id: str) -> Connection:
             with unguarded(self.global_conn):  # opening an agent registers it in the state database
                 conn = open_agent_conn(agent_id)
+            if self.cache_kib:
+                conn.execute(f"PRAGMA cache_size = -{self.cache_kib}")
             conn.execute("BEGIN IMMEDIATE")
             self.agents.append(conn)
             return conn
@@ -516,9 +522,17 @@ class _SourceTransaction:
 
     def commit_global(self) -> None:
         self.global_conn.execute("COMMIT")
+        self._default_cache()
 
     def rollback(self) -> None:
         _rollback(self.global_conn, *self.agents)
+        self._default_cache()
+
+    def _default_cache(self) -> None:
+        if self.cache_kib:
+            for conn in self.agents:
+                with contextlib.suppress(SQLiteError):
+                    conn.execute(f"PRAGMA cache_size = -{DEFAULT_CACHE_KIB}")
 
 
 def _rollback(*conns: Connection) -> None:
