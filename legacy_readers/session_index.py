@@ -47,6 +47,20 @@ DEFAULT_MAIN_KEY = "main"
 ID_SEP = "\u241f"
 
 
+# Parsed, an index takes about 3.6 times its size in memory (and the import keeps its rows until commit):
+# bigger ones are refused, left in place, named in one line (docs/performance.md, "Limits").
+MAX_INDEX_BYTES = 24 << 20
+
+
+def too_big_message(source: Source) -> str:
+    try:
+        size = f"{source.path.stat().st_size / (1 << 20):.0f} MiB"
+    except OSError:
+        size = "too big"
+    return (f"session index is {size}, larger than the {MAX_INDEX_BYTES >> 20} MiB statekit imports within its 200 MB memory bound;"
+            " left in place (split it or prune old sessions with OpenClaw, then migrate again)")
+
+
 def main_key(config: dict[str, Any]) -> str:
     session = config.get("session") if isinstance(config, dict) else None
     value = session.get("mainKey") if isinstance(session, dict) else None
@@ -305,7 +319,10 @@ class SessionIndexReader(Reader):
     action = "import"
 
     def _load(self, source: Source, handle: BinaryIO) -> dict[str, Any]:
-        document = parse_json5_document(handle.read(), source.rel)
+        data = handle.read(MAX_INDEX_BYTES + 1)  # bounded: a bigger index is refused before it is parsed
+        if len(data) > MAX_INDEX_BYTES:
+            raise SourceError(source.rel, too_big_message(source))
+        document = parse_json5_document(data, source.rel)
         validate(document, self.schema_name or "", source.rel)
         return document
 
