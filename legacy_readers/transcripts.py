@@ -128,11 +128,11 @@ class TranscriptRows:
         self.pending_bytes = 0
         owner = {"session_id": self.session_id}
         if self.events:
-            self.db.insert_many("transcript_events", self.EVENT_COLUMNS, self.events, owner=owner)
+            self.db.insert_many("transcript_events", self.EVENT_COLUMNS, self.events, owner=owner, plain=True)
             self.events.clear()
         if self.identities:
             self.db.insert_many(
-                "transcript_event_identities", self.IDENTITY_COLUMNS, self.identities, owner=owner,
+                "transcript_event_identities", self.IDENTITY_COLUMNS, self.identities, owner=owner, plain=True,
                 conflict="(session_id, event_id) DO UPDATE SET seq = excluded.seq, event_type = excluded.event_type,"
                 " parent_id = excluded.parent_id,"
                 " message_idempotency_key = excluded.message_idempotency_key, created_at = excluded.created_at",
