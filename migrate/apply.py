@@ -320,7 +320,7 @@ class Migration:
                             result = reader.write(source, cast(BinaryIO, hashing), ctx)
                     digest = hashing.finish()
                     if planned.glanced:  # read, hashed and counted here, once (migrate.plan.finish_glanced)
-                        if not finish_glanced(planned, digest, hashing.size, os.fstat(raw.fileno()).st_mtime_ns // 1_000_000, result):
+                        if not finish_glanced(planned, digest, hashing.size, os.fstat(raw.fileno()), result):
                             raise _SourceChanged()
                     elif digest != planned.sha256:
                         raise _SourceChanged()

@@ -314,13 +314,15 @@ def _glance(planned: PlannedSource, path: Path, source: Source, glancer: Glancin
     return True
 
 
-def finish_glanced(planned: PlannedSource, sha256: str, size: int, mtime_ms: int, result: WriteResult) -> bool:
+def finish_glanced(planned: PlannedSource, sha256: str, size: int, st: os.stat_result, result: WriteResult) -> bool:
     """After the import of a glanced source: its hash, size, record count and key, as a full plan gives them.
 
-    False when the file is not the one discovery saw (size or mtime changed): the caller plans it again.
+    ``size``: the bytes read and hashed; ``st``: the open file's stat after reading. False when the file is
+    not the one discovery saw (size, or mtime at discovery's millisecond, changed): the caller plans it again.
     """
     glancer = glancing(planned.reader)
-    if glancer is None or size != planned.size or mtime_ms != planned.mtime_ms:
+    same_ms = planned.mtime_ms * 1_000_000 <= st.st_mtime_ns < (planned.mtime_ms + 1) * 1_000_000
+    if glancer is None or size != planned.size or st.st_size != size or not same_ms:
         return False
     planned.sha256 = sha256
     planned.record_count = glancer.written_record_count(result)

@@ -159,12 +159,4 @@ def remove_empty_parents(directory: Path, state_dir: Path) -> None:
         current = current.parent
 
 
-def delete_source(state_dir: Path, rel: str) -> None:
-    """``--remove-sources``: delete an imported and validated source instead of keeping a copy."""
-    source = state_dir.joinpath(*PurePosixPath(rel).parts)
-    source.unlink()
-    fsync_dir(source.parent)
-    remove_empty_parents(source.parent, state_dir)
-
-
-__all__ = ["RetireBatch", "retire", "retired_path", "delete_source", "remove_empty_parents", "PRIVATE_DIR_MODE"]
+__all__ = ["RetireBatch", "retire", "retired_path", "remove_empty_parents", "PRIVATE_DIR_MODE"]
