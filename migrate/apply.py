@@ -559,6 +559,9 @@ class Migration:
             "agent_id": planned.agent_id,
             "size": planned.size,
             "mtime_ms": planned.mtime_ms,
+            # In the receipt from the import on: a crash before the batch of retirements is durable leaves it
+            # to the next run to mark the move, and recover still recreates the directories as they were.
+            "dir_modes": parent_modes(self.state_dir, planned.rel),
             "sha256": planned.sha256,
             "record_count": planned.record_count,
             "target_tables": list(planned.target_tables),

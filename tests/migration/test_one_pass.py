@@ -143,3 +143,22 @@ def test_an_index_still_claims_recovered_history(tmp_path: Path) -> None:
     (state / "agents/main/sessions/sessions.json").write_text(json.dumps({"agent:main:main": {"sessionId": "s0000", "updatedAt": 1767225600000}}))
     assert migrate(state, MigrateOptions(backup=False)).exit_code == 0
     assert rows(agent_db(state), "SELECT session_key FROM session_entries") == [("agent:main:main",)]
+
+
+def test_a_kill_before_the_batch_is_durable_keeps_the_directory_modes(tmp_path: Path) -> None:
+    """Batched retirements widen the window between a move and its receipt being marked: the run killed there
+    (``after-retire``, receipts not yet marked) is finished by the next run, and every receipt still records
+    the directory modes ``recover`` puts back. Fails on the merge of perf without the import-time ``dir_modes``:
+    the sources the next run finished had none."""
+    from helpers import run_cli
+
+    state = world(tmp_path, 6, events=2)
+    (state / "agents" / "main" / "sessions").chmod(0o750)
+    killed = run_cli("migrate", "--state-dir", state, "--yes", "--no-backup", env={"STATEKIT_CRASHPOINT": "after-retire:4"})
+    assert killed.returncode == -9, killed.stderr[-300:]
+    assert rows(global_db(state), "SELECT count(*) FROM migration_sources WHERE removed_source = 1") == [(0,)]  # none marked yet
+    rerun = run_cli("migrate", "--state-dir", state, "--yes", "--no-backup")
+    assert rerun.returncode == 0, rerun.stderr
+    modes = rows(global_db(state), "SELECT source_path, json_extract(report_json, '$.dir_modes') FROM migration_sources WHERE removed_source = 1")
+    assert len(modes) == 6
+    assert all(m is not None and json.loads(m).get("agents/main/sessions") == 0o750 for _rel, m in modes), modes
