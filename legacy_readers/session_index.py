@@ -352,6 +352,11 @@ class SessionIndexReader(Reader):
         # otherwise claim_recovered deletes nothing, and skipping it keeps the write linear in entries.
         recovered_prefix = recovered_key(agent_id, "")
         claims_recovered = any(key.startswith(recovered_prefix) for key in chosen) or recovered_rows_exist(db, recovered_prefix)
+        # A newer entry, or the recovered row an earlier import made for this session id, is taken over. One SQL
+        # text for every entry (the recovered key built from excluded.session_id, not spliced in per entry): one
+        # prepared statement, not one per entry.
+        prefix_sql = recovered_prefix.replace("'", "''")
+        takeover = f"excluded.updated_at {newer} sessions.updated_at OR sessions.session_key = '{prefix_sql}' || excluded.session_id"
         for key, (raw, entry) in sorted(chosen.items()):
             updated = finite_number(entry.get("updatedAt"))
             if updated is None:
@@ -370,12 +375,11 @@ class SessionIndexReader(Reader):
             row = session_row(key, normalised, updated_at, mkey, conversation)
             session_id = row["session_id"]
             recovered = recovered_key(agent_id, session_id)
-            recovered_sql = recovered.replace("'", "''")
             db.upsert(
                 "sessions",
                 row,
                 ("session_id",),
-                where=f"excluded.updated_at {newer} sessions.updated_at OR sessions.session_key = '{recovered_sql}'",
+                where=takeover,
             )
             if key != recovered and claims_recovered:
                 claim_recovered(db, agent_id, session_id)

@@ -162,3 +162,38 @@ def test_a_kill_before_the_batch_is_durable_keeps_the_directory_modes(tmp_path: 
     modes = rows(global_db(state), "SELECT source_path, json_extract(report_json, '$.dir_modes') FROM migration_sources WHERE removed_source = 1")
     assert len(modes) == 6
     assert all(m is not None and json.loads(m).get("agents/main/sessions") == 0o750 for _rel, m in modes), modes
+
+
+def test_session_index_upserts_share_one_statement(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sessions upsert of an index import is one SQL text, whatever the number of entries (one prepared statement).
+
+    Fails on 2ef7472 and perf: the recovered key was spliced into the SQL per entry, so 2,000 entries made 2,000
+    texts, each checked and prepared anew (and kept in the statement caches)."""
+    import statekit.db as db
+
+    entries = {f"agent:main:s{n}": {"sessionId": f"s{n:05d}", "updatedAt": 1767225600000 + n} for n in range(2000)}
+    state = make_state(tmp_path, {"agents/main/sessions/sessions.json": json.dumps(entries)})
+    texts: set[str] = set()
+    original = db.Cursor._execute
+
+    def seen(self: Any, statements: str, bindings: Any = None, **kwargs: Any) -> Any:
+        if statements.startswith('INSERT INTO "sessions"'):
+            texts.add(statements)
+        return original(self, statements, bindings, **kwargs)
+
+    monkeypatch.setattr(db.Cursor, "_execute", seen)
+    assert migrate(state, MigrateOptions(backup=False)).exit_code == 0
+    assert len(texts) == 1, len(texts)
+    assert rows(agent_db(state), "SELECT count(*) FROM sessions") == [(2000,)]
+
+
+def test_an_older_index_entry_still_takes_over_the_recovered_session(tmp_path: Path) -> None:
+    """The takeover clause (``sessions.session_key`` is the recovered key of this session id) holds even when the
+    index entry is older than the recovered row: the row becomes the index's key, with the index's time."""
+    state = make_state(tmp_path, {"agents/main/sessions/s0000.jsonl": transcript("s0000", 2)})
+    assert migrate(state, MigrateOptions(backup=False)).exit_code == 0
+    assert rows(agent_db(state), "SELECT session_key FROM sessions WHERE session_id = 's0000'") == [("agent:main:recovered:s0000",)]
+    (state / "agents/main/sessions").mkdir()
+    (state / "agents/main/sessions/sessions.json").write_text(json.dumps({"agent:main:main": {"sessionId": "s0000", "updatedAt": 1000}}))
+    assert migrate(state, MigrateOptions(backup=False)).exit_code == 0
+    assert rows(agent_db(state), "SELECT session_key, updated_at FROM sessions WHERE session_id = 's0000'") == [("agent:main:main", 1000)]
