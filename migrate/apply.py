@@ -335,7 +335,8 @@ class Migration:
         if planned.needs_retire:
             receipt = planned.receipt
             if receipt is not None and not receipt.removed_source:
-                self._retire(planned, receipt.last_run_id, receipt.report, outcome)
+                earlier = {k: v for k, v in receipt.report.items() if k != "dir_modes"}  # the modes as they are now
+                self._retire(planned, receipt.last_run_id, earlier, outcome)
             else:
                 outcome.status = "already-imported"
             return outcome
@@ -374,6 +375,7 @@ class Migration:
                         raise _SourceChanged()
                     if watched is not None:
                         watched.flush_progress()
+                    report = self._source_report(planned, result)  # once: the receipt's now, and the retired one's after
                     write_receipt(
                         self.global_conn,
                         key=planned.source_key or "",
@@ -386,7 +388,7 @@ class Migration:
                         status=ReceiptStatus.COMPLETED,
                         now_ms=ctx.now_ms,
                         removed_source=False,
-                        report=self._source_report(planned, result),
+                        report=report,
                     )
                     checkpoint("before-commit")
                     transaction.commit_agents()
@@ -414,7 +416,7 @@ class Migration:
         if problem:
             return self._fail(planned, outcome, problem)
         outcome.status = "dropped" if planned.action == "drop" else "imported"
-        return self._retire(planned, self.run_id, self._source_report(planned, result), outcome)
+        return self._retire(planned, self.run_id, report, outcome)
 
     def _receipt_lookup(self, transaction: _SourceTransaction) -> ReceiptLookup:
         """The receipts a reader may ask about (``ctx.dependency_pending``, ``ctx.imported_report``), read by the apply loop."""
@@ -506,7 +508,8 @@ class Migration:
         With ``--remove-sources`` the verified copy is deleted.
         """
         assert self.global_conn is not None
-        report = dict(report, dir_modes=parent_modes(self.state_dir, planned.rel))  # recover recreates them as they were
+        if "dir_modes" not in report:  # recover recreates them as they were (an import's report has them already)
+            report = dict(report, dir_modes=parent_modes(self.state_dir, planned.rel))
         key = planned.source_key or ""
         try:
             # Moved now and its bytes re-hashed (RetireBatch.retire); the receipt is marked when the batch is durable.
