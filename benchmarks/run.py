@@ -5,13 +5,15 @@
     python benchmarks/run.py                  # + 200 MB of transcripts
     python benchmarks/run.py --big            # + 2 GB, 100,000 small files, one 500 MB transcript
     python benchmarks/run.py --shapes small-20k,plan-20k --pairs 3
+    python benchmarks/run.py --quick --before /work/main/.venv/bin/python   # + another build, in the same pairs
 
 Each shape is generated once under --workdir (kept between runs). For every pair, a fresh
 hard-linked copy of the shape is made and statekit and the floor run one after the other, the
 order alternating between pairs; the table gives the median (and min-max) of the per-pair
 ratios statekit/floor, statekit's MB/s and the peak RSS of each child (``ru_maxrss`` from
 ``wait4``). CPU = user + sys of the child process tree; prefer it to wall time on a shared
-machine (the load average seen is printed).
+machine (the load average seen is printed). ``--before PYTHON`` runs a second build of statekit
+(another venv) in every pair too, the three in rotating order, and gives its ratios beside.
 
 The floor (``benchmarks/floor.py``): read each line, ``json.loads``, ``executemany`` into one WAL
 table, one transaction per file. For ``plan`` shapes the floor reads and parses every line
@@ -218,27 +220,49 @@ def floor_cmd(shape: Shape, state: Path, scratch: Path) -> list[str]:
     return [sys.executable, str(HERE / "floor.py"), mode, str(state), str(scratch / "floor.sqlite")]
 
 
-def bench(shape: Shape, workdir: Path, pairs: int, python: str) -> dict[str, Any]:
+def _spread(values: list[float]) -> list[float]:
+    return [round(statistics.median(values), 2), round(min(values), 2), round(max(values), 2)] if values else []
+
+
+def bench(shape: Shape, workdir: Path, pairs: int, python: str, before: str | None = None) -> dict[str, Any]:
     state = build_shape(shape, workdir)
     size = input_bytes(state)
     ratios_cpu: list[float] = []
     ratios_wall: list[float] = []
+    before_cpu: list[float] = []
+    before_wall: list[float] = []
     ours: list[Measure] = []
     floors: list[Measure] = []
+    befores: list[Measure] = []
+    who_all = ("statekit", "floor", "before") if before else ("statekit", "floor")
     for pair in range(pairs):
-        order = ("statekit", "floor") if pair % 2 == 0 else ("floor", "statekit")
+        shift = pair % len(who_all)
+        order = who_all[shift:] + who_all[:shift]
         got: dict[str, Measure] = {}
         for who in order:
             scratch = workdir / "scratch"
             copy = fresh_copy(state, scratch)
-            cmd = statekit_cmd(shape, copy, python) if who == "statekit" else floor_cmd(shape, copy, scratch)
+            if who == "floor":
+                cmd = floor_cmd(shape, copy, scratch)
+            else:
+                cmd = statekit_cmd(shape, copy, python if who == "statekit" else str(before))
             got[who] = run_child(cmd)
         ours.append(got["statekit"])
         floors.append(got["floor"])
         ratios_cpu.append(got["statekit"].cpu / got["floor"].cpu)
         ratios_wall.append(got["statekit"].wall / got["floor"].wall)
+        if before:
+            befores.append(got["before"])
+            before_cpu.append(got["before"].cpu / got["floor"].cpu)
+            before_wall.append(got["before"].wall / got["floor"].wall)
+        print(f"  {shape.name} pair {pair + 1}: " + ", ".join(f"{w} {got[w].cpu:.1f} s CPU {got[w].wall:.1f} s wall {got[w].rss_mb:.0f} MB"
+                                                          for w in who_all), file=sys.stderr, flush=True)
     shutil.rmtree(workdir / "scratch", ignore_errors=True)
     return {
+        "before_cpu_ratio": _spread(before_cpu),
+        "before_wall_ratio": _spread(before_wall),
+        "before_cpu_s": round(statistics.median(m.cpu for m in befores), 2) if befores else None,
+        "before_rss_mb": round(max(m.rss_mb for m in befores), 1) if befores else None,
         "shape": shape.name,
         "command": shape.command,
         "input": shape.describe,
@@ -263,11 +287,18 @@ def machine() -> dict[str, Any]:
 def table(results: list[dict[str, Any]]) -> str:
     head = ("shape", "command", "input", "MB", "CPU ratio median (min-max)", "wall ratio median (min-max)", "statekit CPU s", "floor CPU s",
             "MB/s", "peak RSS MB (statekit / floor)")
+    with_before = any(r["before_cpu_ratio"] for r in results)
+    if with_before:
+        head = head[:4] + ("before: CPU ratio median (min-max)", "before: CPU s", "before: peak RSS MB") + head[4:]
     rows = [head, tuple("---" for _ in head)]
     for r in results:
         c, w = r["cpu_ratio"], r["wall_ratio"]
-        rows.append((r["shape"], r["command"], r["input"], str(r["mb"]), f"{c[0]:.2f}x ({c[1]:.2f}-{c[2]:.2f})", f"{w[0]:.2f}x ({w[1]:.2f}-{w[2]:.2f})",
-                     str(r["statekit_cpu_s"]), str(r["floor_cpu_s"]), str(r["statekit_mb_s"]), f"{r['statekit_rss_mb']} / {r['floor_rss_mb']}"))
+        row: tuple[str, ...] = (r["shape"], r["command"], r["input"], str(r["mb"]))
+        if with_before:
+            b = r["before_cpu_ratio"]
+            row += (f"{b[0]:.2f}x ({b[1]:.2f}-{b[2]:.2f})" if b else "-", str(r["before_cpu_s"]), str(r["before_rss_mb"]))
+        rows.append(row + (f"{c[0]:.2f}x ({c[1]:.2f}-{c[2]:.2f})", f"{w[0]:.2f}x ({w[1]:.2f}-{w[2]:.2f})",
+                           str(r["statekit_cpu_s"]), str(r["floor_cpu_s"]), str(r["statekit_mb_s"]), f"{r['statekit_rss_mb']} / {r['floor_rss_mb']}"))
     return "\n".join("| " + " | ".join(row) + " |" for row in rows)
 
 
@@ -280,6 +311,7 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=3, help="interleaved statekit/floor pairs per shape (default 3)")
     parser.add_argument("--workdir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "statekit-bench")
     parser.add_argument("--python", default=sys.executable, help="the interpreter that runs statekit (a venv's python)")
+    parser.add_argument("--before", help="another build's interpreter (e.g. main's venv python), run in the same pairs")
     parser.add_argument("--json", action="store_true", help="print the results as JSON too")
     args = parser.parse_args()
     names = args.shapes.split(",") if args.shapes else QUICK if args.quick else BIG if args.big else DEFAULT
@@ -290,7 +322,7 @@ def main() -> int:
     before = machine()
     results = []
     for name in names:
-        result = bench(SHAPES[name], args.workdir, args.pairs, args.python)
+        result = bench(SHAPES[name], args.workdir, args.pairs, args.python, args.before)
         results.append(result)
         print(f"{name}: cpu {result['cpu_ratio']} wall {result['wall_ratio']} rss {result['statekit_rss_mb']} MB", file=sys.stderr, flush=True)
     after = machine()
@@ -298,7 +330,7 @@ def main() -> int:
     print(table(results))
     if args.json:
         print(json.dumps({"machine": before, "load_after": after["load"], "results": results}, indent=1))
-    return 0 if all(set(r["exit_codes"]) <= {0, 3} for r in results) else 1
+    return 0 if all(set(r["exit_codes"]) <= {0, 3} for r in results) else 1  # (the before build's codes are its own)
 
 
 if __name__ == "__main__":
