@@ -100,7 +100,7 @@ class SourceOutcome:
     kind: str
     rel: str
     agent_id: str | None
-    status: str  # imported | retired | failed | unreadable | conflict | deferred | retain | already-imported
+    status: str  # imported | retired | failed | unreadable | conflict | deferred | retain | already-imported | gone
     records: int | None = None
     message: str | None = None
     retired_to: str | None = None
@@ -402,6 +402,8 @@ class Migration:
         except Exception as exc:  # one source's failure never stops the run...
             if environmental(exc):  # ...but a full or failing disk is no property of the file: stop, retry it next run
                 raise
+            if isinstance(exc, FileNotFoundError) and planned.details.get("sibling_of") and not os.path.lexists(source.path):
+                return _gone_sibling(planned, outcome)
             if planned.glanced:  # planned from its header only: plan it fully (as statekit plan does) and handle that
                 entry = FileEntry(planned.rel, planned.size, planned.mtime_ms, "file")
                 return self._handle(plan_source(self.state_dir, entry, reader, self.receipts, self.options.retry_failed))
@@ -573,6 +575,17 @@ class Migration:
             "warnings": [redact(w) for w in result.warnings],
             **cast(dict[str, Any], redact_json(result.report)),  # a reader's report may name keys of the file
         }
+
+
+def _gone_sibling(planned: PlannedSource, outcome: SourceOutcome) -> SourceOutcome:
+    """A ``-wal``/``-shm``/``-journal`` the plan saw that SQLite removed before its import (the last connection to its
+    database closed: a WAL is deleted only once checkpointed into the database, a journal once rolled back or
+    committed). Nothing of it is lost and nothing is left to import: no receipt, a note. (A pre-migration backup
+    killed while it had the database open leaves these two files; the next run's backup closes it again.)"""
+    outcome.status = "gone"
+    outcome.notices.append(f"{planned.rel}: removed by SQLite before its import, when {planned.details['sibling_of']} was last closed"
+                           " (its rows are in that database); nothing to import")
+    return outcome
 
 
 class _SourceTransaction:

@@ -197,3 +197,34 @@ def test_an_older_index_entry_still_takes_over_the_recovered_session(tmp_path: P
     (state / "agents/main/sessions/sessions.json").write_text(json.dumps({"agent:main:main": {"sessionId": "s0000", "updatedAt": 1000}}))
     assert migrate(state, MigrateOptions(backup=False)).exit_code == 0
     assert rows(agent_db(state), "SELECT session_key, updated_at FROM sessions WHERE session_id = 's0000'") == [("agent:main:main", 1000)]
+
+
+def test_a_sqlite_sibling_removed_before_its_import_is_gone_not_failed(tmp_path: Path) -> None:
+    """``-wal``/``-shm`` beside a legacy SQLite source that SQLite removes between the plan and their import (a
+    pre-migration backup killed while it held the database open left them; the rerun's backup closed it again):
+    no ``failed`` receipt, the database imported, exit 0. Fails on 2ef7472 and the perf merge: two failed receipts
+    (the every-family crash walk's "bookkeeping differs: migration_sources" at backup kill points)."""
+    from helpers import FIXTURES
+    from statekit import seams
+
+    state = make_state(tmp_path, {})
+    (state / "tasks").mkdir()
+    (state / "tasks" / "runs.sqlite").write_bytes((FIXTURES / "every-family" / ".openclaw" / "tasks" / "runs.sqlite").read_bytes())
+    (state / "tasks" / "runs.sqlite-wal").write_bytes(b"")
+    (state / "tasks" / "runs.sqlite-shm").write_bytes(bytes(32768))
+
+    def sqlite_closes_it(name: str) -> None:
+        if name == "migrate-backup-done":
+            for suffix in ("-wal", "-shm"):
+                (state / "tasks" / f"runs.sqlite{suffix}").unlink(missing_ok=True)
+
+    previous = seams.install_checkpoint_hook(sqlite_closes_it)
+    try:
+        report = migrate(state, MigrateOptions(backup=False))
+    finally:
+        seams.install_checkpoint_hook(previous)
+    assert report.exit_code == 0, report.warnings
+    assert rows(global_db(state), "SELECT source_path, status, removed_source FROM migration_sources ORDER BY source_path") == [
+        ("tasks/runs.sqlite", "completed", 1)]
+    assert sorted(o.status for o in report.outcomes) == ["gone", "gone", "imported"]
+    assert any("runs.sqlite-wal: removed by SQLite before its import" in n for n in report.notices), report.notices
