@@ -299,6 +299,15 @@ def main_already_imported(db: DatabaseWriter, ctx: ImportContext, agent_id: str,
     return ctx.merging and db.exists("session_entries", {"session_key": f"agent:{agent_id}:{mkey}"})
 
 
+def recovered_rows_exist(db: DatabaseWriter, prefix: str) -> bool:
+    """Whether the agent database holds any recovered-history entry or route (keys starting with ``prefix``)."""
+    upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    return any(
+        next(db.query(f"SELECT 1 FROM {table} WHERE session_key >= ? AND session_key < ? LIMIT 1", (prefix, upper)), None) is not None
+        for table in ("session_entries", "session_routes")
+    )
+
+
 class SessionIndexReader(Reader):
     kind = "session-index"
     family = "sessions"
@@ -339,6 +348,15 @@ class SessionIndexReader(Reader):
         from_agent_dir = source.rel.startswith("agents/")
         newer = ">=" if from_agent_dir else ">"  # a per-agent index wins ties over the flat legacy one
         missing_transcripts = 0
+        # Recovered rows to claim exist only when an earlier import made them or this index names one itself:
+        # otherwise claim_recovered deletes nothing, and skipping it keeps the write linear in entries.
+        recovered_prefix = recovered_key(agent_id, "")
+        claims_recovered = any(key.startswith(recovered_prefix) for key in chosen) or recovered_rows_exist(db, recovered_prefix)
+        # A newer entry, or the recovered row an earlier import made for this session id, is taken over. One SQL
+        # text for every entry (the recovered key built from excluded.session_id, not spliced in per entry): one
+        # prepared statement, not one per entry.
+        prefix_sql = recovered_prefix.replace("'", "''")
+        takeover = f"excluded.updated_at {newer} sessions.updated_at OR sessions.session_key = '{prefix_sql}' || excluded.session_id"
         for key, (raw, entry) in sorted(chosen.items()):
             updated = finite_number(entry.get("updatedAt"))
             if updated is None:
@@ -357,14 +375,13 @@ class SessionIndexReader(Reader):
             row = session_row(key, normalised, updated_at, mkey, conversation)
             session_id = row["session_id"]
             recovered = recovered_key(agent_id, session_id)
-            recovered_sql = recovered.replace("'", "''")
             db.upsert(
                 "sessions",
                 row,
                 ("session_id",),
-                where=f"excluded.updated_at {newer} sessions.updated_at OR sessions.session_key = '{recovered_sql}'",
+                where=takeover,
             )
-            if key != recovered:
+            if key != recovered and claims_recovered:
                 claim_recovered(db, agent_id, session_id)
             if conversation is not None:
                 existing = next(db.query(

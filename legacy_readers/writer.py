@@ -35,7 +35,7 @@ import json
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import apsw
 
@@ -451,16 +451,18 @@ class DatabaseWriter:
         *,
         owner: Where | None = None,
         conflict: str | None = None,
+        plain: bool = False,
     ) -> int:
         """Many rows of the same columns. ``owner`` (equality columns every row shares) makes the count checkable.
 
         ``conflict`` is an ``ON CONFLICT ...`` tail (e.g. ``"(a, b) DO UPDATE SET c = excluded.c"``).
+        ``plain``: the caller's rows hold only SQL values (str, int, float, bytes, None), bound as they are.
         """
         self.require_columns(table, columns)
         sql = f"INSERT INTO {_quote(table)} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
         if conflict:
             sql += f" ON CONFLICT{conflict if conflict.startswith('(') else ' ' + conflict}"
-        batch = [[_bind(v) for v in r] for r in rows]
+        batch: list[list[Any]] = cast(list[list[Any]], list(rows)) if plain else [[_bind(v) for v in r] for r in rows]
         if not batch:
             return 0
         self._execute(table, list(columns), sql, batch)

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import time
@@ -34,8 +35,8 @@ from statekit.legacy_readers.base import (
     read_config,
 )
 from statekit.legacy_readers.writer import unguarded
-from statekit.migrate.plan import Plan, PlannedSource, build_plan, check_state_dir, ensure_not_schema_error, plan_source
-from statekit.migrate.discover import SQLITE_SIDECAR_SUFFIXES, FileEntry
+from statekit.migrate.plan import Plan, PlannedSource, build_plan, check_state_dir, ensure_not_schema_error, finish_glanced, plan_source
+from statekit.migrate.discover import FileEntry
 from statekit.migrate.receipts import (
     Receipt,
     came_back_line,
@@ -48,7 +49,7 @@ from statekit.migrate.receipts import (
     open_run,
     write_receipt,
 )
-from statekit.migrate.retire import delete_source, parent_modes, retire, retired_path
+from statekit.migrate.retire import ChangedAtRetire, RetireBatch, parent_modes, retired_path
 from statekit.migrate.undo_facts import config_rels, existing_databases, path_modes, run_facts
 from statekit import __version__
 from statekit.errors import (
@@ -69,7 +70,7 @@ from statekit.errors import (
 )
 from statekit.db import Connection, NotADatabaseFile, OperationalError, SQLiteError, error_name, immediate, open_rw, read_only_view, table_names
 from statekit.seams import checkpoint
-from statekit.fsutil import HashingReader, UnsafePathError, open_regular_file, remove_orphaned_temps, sha256_file
+from statekit.fsutil import HashingReader, UnsafePathError, fsync_dir, open_regular_file, remove_orphaned_temps, sha256_file
 from statekit.progress import ProgressReader, null_progress, start_phase
 from statekit.layout import STATEKIT_DIR_NAME, ResolvedStateDir, agent_db_path, global_db_path, lock_path, relative_posix
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
@@ -77,6 +78,11 @@ from statekit.schema import open_agent, open_global
 from statekit.states import BackupRunStatus, ReceiptStatus, RunStatus
 
 WARNING_OUTCOMES = ("failed", "unreadable", "conflict")
+# A source this big gets a bigger SQLite page cache on its agent databases while it is imported (its identity
+# upserts, keyed by random event ids, stay in cache); the default (2 MiB) comes back after, freeing the pages.
+BIG_SOURCE_BYTES = 32 << 20
+BIG_SOURCE_CACHE_KIB = 64 << 10
+DEFAULT_CACHE_KIB = 2000
 
 
 @dataclass
@@ -94,7 +100,7 @@ class SourceOutcome:
     kind: str
     rel: str
     agent_id: str | None
-    status: str  # imported | retired | failed | unreadable | conflict | deferred | retain | already-imported
+    status: str  # imported | retired | failed | unreadable | conflict | deferred | retain | already-imported | gone
     records: int | None = None
     message: str | None = None
     retired_to: str | None = None
@@ -182,6 +188,7 @@ class Migration:
         self.receipts: dict[str, Receipt] = {}
         self.config: dict[str, Any] = {}
         self.run_cache: dict[Any, Any] = {}  # ImportContext.run_cached: facts read once per run
+        self.retirements: RetireBatch[tuple[str, dict[str, Any]]] = RetireBatch(state_dir, self._mark_retired, self.report.warnings)
 
     # -- databases ----------------------------------------------------------
 
@@ -227,9 +234,12 @@ class Migration:
                 if outcome.status in WARNING_OUTCOMES and outcome.message:
                     self.report.warnings.append(outcome.message)
                 self.report.notices.extend(outcome.notices)
+            self.retirements.flush()
             self._finish_shared_auth_store()
             apply_steps(plan, self.state_dir, self.run_id, self.report)
         except BaseException as exc:
+            with contextlib.suppress(Exception):  # what was retired before the failure keeps its receipt
+                self.retirements.flush()
             self.report.status = RunStatus.FAILED
             self.report.finished_at = now_ms()
             if isinstance(exc, KeyboardInterrupt):  # SIGINT or SIGTERM (statekit.errors.Interrupted): name it
@@ -325,21 +335,23 @@ class Migration:
         if planned.needs_retire:
             receipt = planned.receipt
             if receipt is not None and not receipt.removed_source:
-                self._retire(planned, receipt.last_run_id, receipt.report, outcome)
+                earlier = {k: v for k, v in receipt.report.items() if k != "dir_modes"}  # the modes as they are now
+                self._retire(planned, receipt.last_run_id, earlier, outcome)
             else:
                 outcome.status = "already-imported"
             return outcome
         return self._import(planned, outcome)
 
     def _import(self, planned: PlannedSource, outcome: SourceOutcome, retried: bool = False) -> SourceOutcome:
-        assert self.global_conn is not None and planned.reader is not None and planned.sha256 is not None
+        assert self.global_conn is not None and planned.reader is not None and (planned.sha256 is not None or planned.glanced)
         reader = planned.reader
         source = Source(self.state_dir, planned.rel, planned.agent_id)
-        transaction = _SourceTransaction(self.global_conn)
-        earlier = earlier_version(self.receipts, planned.rel, planned.sha256)  # the file changed or came back: merge
+        transaction = _SourceTransaction(self.global_conn, BIG_SOURCE_CACHE_KIB if planned.size >= BIG_SOURCE_BYTES else None)
+        # The file changed or came back: merge. (A glanced source has no receipt for its path: build_plan plans those fully.)
+        earlier = earlier_version(self.receipts, planned.rel, planned.sha256)
         ctx = ImportContext(
             self.state_dir, self.run_id, now_ms(), self.global_conn, transaction.agent_opener(self.agent_conn), self.config, self.run_cache,
-            planned_hashes={**planned.reopened, planned.rel: planned.sha256},
+            planned_hashes={**planned.reopened, **({planned.rel: planned.sha256} if planned.sha256 else {})},
             receipts=self._receipt_lookup(transaction),
             earlier_import=earlier.report if earlier is not None else None,
         )
@@ -355,23 +367,28 @@ class Migration:
                     else:
                         with ctx.writer.guarded(reader.kind, reader.target_tables):
                             result = reader.write(source, cast(BinaryIO, hashing), ctx)
-                    if hashing.finish() != planned.sha256:
+                    digest = hashing.finish()
+                    if planned.glanced:  # read, hashed and counted here, once (migrate.plan.finish_glanced)
+                        if not finish_glanced(planned, digest, hashing.size, os.fstat(raw.fileno()), result):
+                            raise _SourceChanged()
+                    elif digest != planned.sha256:
                         raise _SourceChanged()
                     if watched is not None:
                         watched.flush_progress()
+                    report = self._source_report(planned, result)  # once: the receipt's now, and the retired one's after
                     write_receipt(
                         self.global_conn,
                         key=planned.source_key or "",
                         rel=planned.rel,
                         target_tables=planned.target_tables,
-                        sha256=planned.sha256,
+                        sha256=digest,
                         size=planned.size,
                         record_count=planned.record_count,
                         run_id=self.run_id,
                         status=ReceiptStatus.COMPLETED,
                         now_ms=ctx.now_ms,
                         removed_source=False,
-                        report=self._source_report(planned, result),
+                        report=report,
                     )
                     checkpoint("before-commit")
                     transaction.commit_agents()
@@ -383,10 +400,13 @@ class Migration:
         except (_SourceChanged, SourceChanged):
             return self._replan(planned, outcome, retried)
         except Exception as exc:  # one source's failure never stops the run...
-            if isinstance(exc, FileNotFoundError) and planned.rel.endswith(SQLITE_SIDECAR_SUFFIXES):
-                return _sibling_gone(planned, outcome)
             if environmental(exc):  # ...but a full or failing disk is no property of the file: stop, retry it next run
                 raise
+            if isinstance(exc, FileNotFoundError) and planned.details.get("sibling_of") and not os.path.lexists(source.path):
+                return _gone_sibling(planned, outcome)
+            if planned.glanced:  # planned from its header only: plan it fully (as statekit plan does) and handle that
+                entry = FileEntry(planned.rel, planned.size, planned.mtime_ms, "file")
+                return self._handle(plan_source(self.state_dir, entry, reader, self.receipts, self.options.retry_failed))
             return self._fail(planned, outcome, _describe(planned.rel, exc))
         checkpoint("after-commit")
         outcome.records = result.records
@@ -398,7 +418,7 @@ class Migration:
         if problem:
             return self._fail(planned, outcome, problem)
         outcome.status = "dropped" if planned.action == "drop" else "imported"
-        return self._retire(planned, self.run_id, self._source_report(planned, result), outcome)
+        return self._retire(planned, self.run_id, report, outcome)
 
     def _receipt_lookup(self, transaction: _SourceTransaction) -> ReceiptLookup:
         """The receipts a reader may ask about (``ctx.dependency_pending``, ``ctx.imported_report``), read by the apply loop."""
@@ -416,11 +436,9 @@ class Migration:
             return self._fail(planned, outcome, f"{planned.rel}: file keeps changing while being imported; left in place")
         try:
             st = os.lstat(self.state_dir / planned.rel)
-        except FileNotFoundError as exc:
-            if planned.rel.endswith(SQLITE_SIDECAR_SUFFIXES):
-                return _sibling_gone(planned, outcome)
-            return self._fail(planned, outcome, f"{planned.rel}: vanished during the run ({exc.strerror})")
         except OSError as exc:
+            if isinstance(exc, FileNotFoundError) and planned.details.get("sibling_of"):
+                return _gone_sibling(planned, outcome)
             return self._fail(planned, outcome, f"{planned.rel}: vanished during the run ({exc.strerror})")
         entry = FileEntry(planned.rel, st.st_size, st.st_mtime_ns // 1_000_000, "file")
         assert planned.reader is not None
@@ -494,22 +512,24 @@ class Migration:
         With ``--remove-sources`` the verified copy is deleted.
         """
         assert self.global_conn is not None
-        report = dict(report, dir_modes=parent_modes(self.state_dir, planned.rel))  # recover recreates them as they were
+        if "dir_modes" not in report:  # recover recreates them as they were (an import's report has them already)
+            report = dict(report, dir_modes=parent_modes(self.state_dir, planned.rel))
+        key = planned.source_key or ""
         try:
-            dest = retire(self.state_dir, planned.rel, run_id, planned.sha256, self.report.warnings)
-            if planned.sha256 is not None and sha256_file(dest) != planned.sha256:
-                return self._changed_at_retire(planned, dest, outcome)
-            if self.options.remove_sources:
-                delete_source(self.state_dir, relative_posix(dest, self.state_dir))
-                retired_to = None
-            else:
-                retired_to = relative_posix(dest, self.state_dir)
+            # Moved now and its bytes re-hashed (RetireBatch.retire); the receipt is marked when the batch is durable.
+            dest = self.retirements.retire(
+                planned.rel, run_id, planned.sha256,
+                lambda d: (key, dict(report, retired_to=None if d is None else relative_posix(d, self.state_dir))),
+                remove=self.options.remove_sources,
+            )
+            retired_to = None if dest is None else relative_posix(dest, self.state_dir)
+        except ChangedAtRetire as changed:
+            return self._changed_at_retire(planned, changed.moved, outcome)
         except OSError as exc:
             outcome.message = f"{planned.rel}: imported, but could not be retired ({exc.strerror or exc}); rerun to finish"
             self.report.warnings.append(outcome.message)
             return outcome
-        checkpoint("after-retire")
-        mark_removed(self.global_conn, planned.source_key or "", dict(report, retired_to=retired_to))
+        checkpoint("after-retire")  # the receipt is marked retired when the batch is durable (RetireBatch.flush)
         outcome.retired_to = retired_to
         if outcome.status not in ("imported", "dropped"):
             outcome.status = "retired"
@@ -527,7 +547,17 @@ class Migration:
             moved.unlink()
             outcome.message = f"{planned.rel}: changed after it was imported; left in place: run statekit migrate again to import the new bytes"
         self.report.warnings.append(outcome.message)
+        with contextlib.suppress(OSError):  # where the bytes now are is on disk before the run goes on
+            fsync_dir(moved.parent)
+            fsync_dir(source.parent)
         return outcome
+
+    def _mark_retired(self, retired: list[tuple[str, dict[str, Any]]]) -> None:
+        """The receipts of a durable batch of retirements: ``removed_source = 1``, in one transaction."""
+        assert self.global_conn is not None
+        with immediate(self.global_conn):
+            for key, report in retired:
+                mark_removed(self.global_conn, key, report)
 
     def _source_report(self, planned: PlannedSource, result: WriteResult) -> dict[str, Any]:
         return {
@@ -536,6 +566,9 @@ class Migration:
             "agent_id": planned.agent_id,
             "size": planned.size,
             "mtime_ms": planned.mtime_ms,
+            # In the receipt from the import on: a crash before the batch of retirements is durable leaves it
+            # to the next run to mark the move, and recover still recreates the directories as they were.
+            "dir_modes": parent_modes(self.state_dir, planned.rel),
             "sha256": planned.sha256,
             "record_count": planned.record_count,
             "target_tables": list(planned.target_tables),
@@ -546,15 +579,27 @@ class Migration:
         }
 
 
+def _gone_sibling(planned: PlannedSource, outcome: SourceOutcome) -> SourceOutcome:
+    """A ``-wal``/``-shm``/``-journal`` the plan saw that SQLite removed before its import (the last connection to its
+    database closed: a WAL is deleted only once checkpointed into the database, a journal once rolled back or
+    committed). Nothing of it is lost and nothing is left to import: no receipt, a note. (A pre-migration backup
+    killed while it had the database open leaves these two files; the next run's backup closes it again.)"""
+    outcome.status = "gone"
+    outcome.notices.append(f"{planned.rel}: removed by SQLite before its import, when {planned.details['sibling_of']} was last closed"
+                           " (its rows are in that database); nothing to import")
+    return outcome
+
+
 class _SourceTransaction:
     """One source's transaction: the state database's, and each agent database's the reader opens.
 
     Agent rows commit first, then the state database with the receipt (module docstring, step 4).
     """
 
-    def __init__(self, global_conn: Connection) -> None:
+    def __init__(self, global_conn: Connection, cache_kib: int | None = None) -> None:
         self.global_conn = global_conn
         self.agents: list[Connection] = []
+        self.cache_kib = cache_kib
 
     def begin(self) -> None:
         self.global_conn.execute("BEGIN IMMEDIATE")
@@ -563,6 +608,8 @@ class _SourceTransaction:
         def opener(agent_id: str) -> Connection:
             with unguarded(self.global_conn):  # opening an agent registers it in the state database
                 conn = open_agent_conn(agent_id)
+            if self.cache_kib:
+                conn.execute(f"PRAGMA cache_size = -{self.cache_kib}")
             conn.execute("BEGIN IMMEDIATE")
             self.agents.append(conn)
             return conn
@@ -575,9 +622,17 @@ class _SourceTransaction:
 
     def commit_global(self) -> None:
         self.global_conn.execute("COMMIT")
+        self._default_cache()
 
     def rollback(self) -> None:
         _rollback(self.global_conn, *self.agents)
+        self._default_cache()
+
+    def _default_cache(self) -> None:
+        if self.cache_kib:
+            for conn in self.agents:
+                with contextlib.suppress(SQLiteError):
+                    conn.execute(f"PRAGMA cache_size = -{DEFAULT_CACHE_KIB}")
 
 
 def _rollback(*conns: Connection) -> None:
@@ -648,15 +703,6 @@ def interrupted_retirements(state_dir: Path) -> list[str]:
         if retired_path(state_dir, receipt.last_run_id, receipt.source_path).exists():
             found.append(receipt.source_path)
     return found
-
-
-def _sibling_gone(planned: PlannedSource, outcome: SourceOutcome) -> SourceOutcome:
-    """An SQLite ``-wal``/``-shm``/``-journal`` the plan saw is gone: SQLite removes them when a database's last
-    connection closes, after folding the WAL into the database (a run killed while it held a legacy database open
-    leaves them; the next open folds them in). Nothing of it is lost; nothing to import or retire; no receipt."""
-    outcome.status = "gone"
-    outcome.notices.append(f"{planned.rel}: removed by SQLite after the plan (its database holds what it held)")
-    return outcome
 
 
 def end_of_run_left(state_dir: Path) -> bool:
@@ -772,7 +818,7 @@ def migrate(
         remove_orphaned_temps(state_dir)
         remove_orphaned_temps(state_dir / STATEKIT_DIR_NAME, recursive=True)
         try:
-            plan = build_plan(resolved, options.env, options.retry_failed, progress)
+            plan = build_plan(resolved, options.env, options.retry_failed, progress, full=False)
         except OSError as exc:  # too many open files, no memory while planning: nothing was written
             if not environmental(exc):
                 raise

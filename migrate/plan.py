@@ -14,9 +14,9 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO, Protocol, cast
 
-from statekit.legacy_readers.base import ReadContext, Reader, Source, read_config, wall_clock_ms
+from statekit.legacy_readers.base import Inspection, ReadContext, Reader, Source, WriteResult, read_config, wall_clock_ms
 from statekit.migrate.discover import Discovery, FileEntry, discover
 from statekit.migrate.receipts import Receipt, load_receipts_readonly, source_key
 from statekit.db import read_only_view
@@ -47,6 +47,9 @@ class PlannedSource:
     receipt: Receipt | None = None
     reader: Reader | None = field(default=None, repr=False, compare=False)
     reopened: dict[str, str] = field(default_factory=dict, repr=False, compare=False)  # files the reader re-read -> sha256
+    # Planned from a glance (migrate's plan, no receipt for the path yet): the import reads, hashes and counts
+    # the file once; sha256, record_count and source_key are filled in by finish_glanced.
+    glanced: bool = field(default=False, repr=False, compare=False)
 
     @property
     def needs_import(self) -> bool:
@@ -185,6 +188,22 @@ def inspect_database(state_dir: Path, entry: FileEntry) -> PlannedDatabase:
     return PlannedDatabase(entry.rel, entry.size, role, agent_id, version, status, problem)
 
 
+class Glancing(Protocol):
+    """A reader whose import can count and hash its file itself: migrate's plan only glances at it.
+
+    Only for a reader whose ``inspect`` never decides the action per file (retain/drop): the
+    glance cannot, and the import goes ahead on it.
+    """
+
+    def glance(self, source: Source, handle: BinaryIO) -> Inspection | None: ...
+
+    def written_record_count(self, result: WriteResult) -> int: ...
+
+
+def glancing(reader: Reader | None) -> Glancing | None:
+    return cast(Glancing, reader) if reader is not None and callable(getattr(reader, "glance", None)) else None
+
+
 def plan_source(
     state_dir: Path,
     entry: FileEntry,
@@ -192,10 +211,14 @@ def plan_source(
     receipts: dict[str, Receipt],
     retry_failed: bool = False,
     ctx: ReadContext | None = None,
+    *,
+    glance: bool = False,
 ) -> PlannedSource:
     """Inspect one legacy source: hash, count and decide its action (read-only).
 
     ``ctx`` is the run's reader context (config, clock); one is made when none is given.
+    ``glance``: the source has no receipt and migrate asks: a reader that can (transcripts)
+    reads only its header; the import hashes and counts the file (:func:`finish_glanced`).
     """
     agent_id = reader.agent_for(entry.rel)
     planned = PlannedSource(
@@ -218,6 +241,9 @@ def plan_source(
         planned.reason = f"{entry.rel}: {problem}"
         return planned
     source = Source(state_dir, entry.rel, agent_id)
+    glancer = glancing(reader) if glance and reader.action in ("import", "import+archive") else None
+    if glancer is not None and _glance(planned, path, source, glancer):
+        return planned
     if ctx is None:
         ctx = ReadContext.for_source(source)
     ctx = ReadContext(state_dir, ctx.now_ms, ctx.config)  # re-opens are recorded per source
@@ -276,6 +302,58 @@ def plan_source(
     return planned
 
 
+def _glance(planned: PlannedSource, path: Path, source: Source, glancer: Glancing) -> bool:
+    """Plan ``planned`` from its header only; False (nothing changed) when the full inspection must decide."""
+    try:
+        with open_regular_file(path) as raw:
+            inspection = glancer.glance(source, raw)
+    except (OSError, ValueError, RecursionError, MemoryError):
+        return False
+    if inspection is None:
+        return False
+    planned.warnings.extend(inspection.warnings)
+    planned.details.update(inspection.details)
+    planned.glanced = True
+    return True
+
+
+def finish_glanced(planned: PlannedSource, sha256: str, size: int, st: os.stat_result, result: WriteResult) -> bool:
+    """After the import of a glanced source: its hash, size, record count and key, as a full plan gives them.
+
+    ``size``: the bytes read and hashed; ``st``: the open file's stat after reading. False when the file is
+    not the one discovery saw (size, or mtime at discovery's millisecond, changed): the caller plans it again.
+    """
+    glancer = glancing(planned.reader)
+    same_ms = planned.mtime_ms * 1_000_000 <= st.st_mtime_ns < (planned.mtime_ms + 1) * 1_000_000
+    if glancer is None or size != planned.size or st.st_size != size or not same_ms:
+        return False
+    planned.sha256 = sha256
+    planned.record_count = glancer.written_record_count(result)
+    planned.source_key = source_key(planned.kind, planned.rel, planned.target_tables, sha256, size, planned.mtime_ms, planned.record_count)
+    planned.glanced = False
+    return True
+
+
+def _inspect_glanced_conflicts(
+    state_dir: Path, sources: list[PlannedSource], entries: dict[str, tuple[FileEntry, Reader]], receipts: dict[str, Receipt],
+    retry_failed: bool, ctx: ReadContext,
+) -> list[PlannedSource]:
+    """Glanced sources that share an identity with another source are inspected fully (conflicts decide on it)."""
+    groups: Counter[tuple[Any, ...]] = Counter()
+    for source in sources:
+        identity = source.details.get("identity")
+        if identity is not None and source.needs_import:
+            groups[(source.kind, source.agent_id, *identity)] += 1
+    out = []
+    for source in sources:
+        identity = source.details.get("identity")
+        if source.glanced and identity is not None and groups[(source.kind, source.agent_id, *identity)] > 1:
+            entry, reader = entries[source.rel]
+            source = plan_source(state_dir, entry, reader, receipts, retry_failed, ctx)
+        out.append(source)
+    return out
+
+
 def _resolve_conflicts(sources: list[PlannedSource]) -> None:
     """Two sources of one kind that claim the same identity: keep the preferred one, mark the rest ``conflict``."""
     groups: dict[tuple[Any, ...], list[PlannedSource]] = {}
@@ -312,11 +390,16 @@ def _agent_conflicts(sources: list[PlannedSource], databases: list[PlannedDataba
 
 
 def build_plan(
-    resolved: ResolvedStateDir | Path, env: dict[str, str] | None = None, retry_failed: bool = False, progress: ProgressFn | None = None
+    resolved: ResolvedStateDir | Path, env: dict[str, str] | None = None, retry_failed: bool = False, progress: ProgressFn | None = None,
+    *, full: bool = True,
 ) -> Plan:
     """Discover and plan. Writes nothing: not the state dir, not a database, not a lock.
 
-    ``progress`` (see :mod:`statekit.progress`) is told the bytes of each source once it is planned."""
+    ``progress`` (see :mod:`statekit.progress`) is told the bytes of each source once it is planned.
+    ``full=False`` (migrate's own plan, and the plan it shows before ``--yes``): a transcript no
+    receipt names yet is only glanced at (its header); the import then reads, hashes, parses
+    and counts it once. ``statekit plan`` and ``migrate --dry-run`` keep the full check of every line.
+    """
     if isinstance(resolved, Path):
         resolved = ResolvedStateDir(resolved, "flag")
     state_dir = resolved.path
@@ -330,11 +413,15 @@ def build_plan(
     cfg = config_path(state_dir, env)
     ctx = ReadContext(state_dir, wall_clock_ms(), read_config(cfg))  # one config, one clock for every reader
     start_phase(progress, "plan", sum(entry.size for entry, _ in found.legacy), "bytes")
+    known = {receipt.source_path for receipt in receipts.values()}
     sources = []
     for entry, reader in found.legacy:
-        sources.append(plan_source(state_dir, entry, reader, receipts, retry_failed, ctx))
+        sources.append(plan_source(state_dir, entry, reader, receipts, retry_failed, ctx, glance=not full and entry.rel not in known))
         if progress is not None:
             progress(entry.size)
+    if not full:
+        entries = {entry.rel: (entry, reader) for entry, reader in found.legacy}
+        sources = _inspect_glanced_conflicts(state_dir, sources, entries, receipts, retry_failed, ctx)
     _resolve_conflicts(sources)
     _agent_conflicts(sources, databases)
     sources.sort(key=lambda s: (s.reader.order if s.reader else 1000, s.agent_id or "", s.rel))
@@ -363,4 +450,4 @@ def ensure_not_schema_error(plan: Plan) -> None:
             raise SchemaError(f"{plan.state_dir / database.rel}: {database.problem}")
 
 
-__all__ = ["Plan", "PlannedSource", "PlannedDatabase", "build_plan", "check_state_dir", "relative_posix"]
+__all__ = ["Plan", "PlannedSource", "PlannedDatabase", "build_plan", "finish_glanced", "check_state_dir", "relative_posix"]

@@ -6,7 +6,9 @@ import errno
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
+from typing import Generic, TypeVar
 
 from statekit.seams import checkpoint
 from statekit.fsutil import (
@@ -22,6 +24,8 @@ from statekit.fsutil import (
     sha256_file,
 )
 from statekit.layout import migrated_dir
+
+T = TypeVar("T")
 
 
 def retired_path(state_dir: Path, run_id: str, rel: str) -> Path:
@@ -65,8 +69,18 @@ def retire(state_dir: Path, rel: str, run_id: str, sha256: str | None, warnings:
     """Move ``rel`` into the run's retired folder (atomic rename; copy+verify across filesystems).
 
     The retired copy is made 0600 in 0700 directories. Empty directories
-    left behind are removed up to (not including) the state dir.
+    left behind are removed up to (not including) the state dir. Durable when
+    it returns (both directories fsynced); :class:`RetireBatch` batches that.
     """
+    source, dest = _move(state_dir, rel, run_id, sha256, warnings)
+    fsync_dir(dest.parent)
+    fsync_dir(source.parent)
+    remove_empty_parents(source.parent, state_dir)
+    return dest
+
+
+def _move(state_dir: Path, rel: str, run_id: str, sha256: str | None, warnings: list[str] | None) -> tuple[Path, Path]:
+    """The rename (or verified copy) of :func:`retire`, without the directory fsyncs: (source, dest)."""
     source = state_dir.joinpath(*PurePosixPath(rel).parts)
     dest = ensure_inside(_free_destination(retired_path(state_dir, run_id, rel), sha256), state_dir)
     ensure_private_dir(dest.parent, warnings)
@@ -85,10 +99,73 @@ def retire(state_dir: Path, rel: str, run_id: str, sha256: str | None, warnings:
             source.unlink()
     checkpoint("retire-moved")
     chmod_best_effort(dest, PRIVATE_FILE_MODE, warnings)
-    fsync_dir(dest.parent)
-    fsync_dir(source.parent)
-    remove_empty_parents(source.parent, state_dir)
-    return dest
+    return source, dest
+
+
+class ChangedAtRetire(Exception):
+    """The moved bytes are not the bytes imported (a writer changed the file after the import): ``moved`` holds them.
+
+    Nothing was queued: the caller puts the file back (or names where it is kept), never deletes it.
+    """
+
+    def __init__(self, rel: str, moved: Path) -> None:
+        super().__init__(f"{rel}: changed after it was imported")
+        self.rel = rel
+        self.moved = moved
+
+
+class RetireBatch(Generic[T]):
+    """Retirements whose directory fsyncs are shared: each directory once per batch, not twice per file.
+
+    :meth:`retire` moves the file now, re-hashes the moved bytes (raising :class:`ChangedAtRetire`
+    when they are not the imported ones: nothing is queued for them), deletes the verified copy
+    with ``remove`` (``--remove-sources``) and queues ``token``. :meth:`flush` fsyncs every
+    directory the batch touched (once each), removes the directories left empty, and only then
+    hands the tokens to ``durable`` (the apply loop marks the receipts retired there: a receipt
+    never says "retired" before the rename is on disk). A crash before the flush leaves sources
+    moved but not yet marked: the next run finishes them
+    (``Migration._converge_interrupted_retirements``), as after any crash between a move and its
+    receipt. The batch flushes itself every ``limit`` files, so memory stays bounded.
+    """
+
+    def __init__(self, state_dir: Path, durable: Callable[[list[T]], None], warnings: list[str] | None = None, limit: int = 256) -> None:
+        self.state_dir = state_dir
+        self.durable = durable
+        self.warnings = warnings
+        self.limit = limit
+        self._dirs: dict[Path, None] = {}  # insertion-ordered set
+        self._emptied: dict[Path, None] = {}
+        self._tokens: list[T] = []
+
+    def retire(self, rel: str, run_id: str, sha256: str | None, token: Callable[[Path | None], T], *, remove: bool = False) -> Path | None:
+        """Move ``rel`` to the retired folder and check its bytes; the retired copy (None with ``remove``)."""
+        source, dest = _move(self.state_dir, rel, run_id, sha256, self.warnings)
+        if sha256 is not None and sha256_file(dest) != sha256:
+            raise ChangedAtRetire(rel, dest)
+        kept: Path | None = dest
+        if remove:  # the verified copy goes; its now empty directories with it
+            dest.unlink()
+            self._emptied[dest.parent] = None
+            kept = None
+        self._dirs[dest.parent] = None
+        self._dirs[source.parent] = None
+        self._emptied[source.parent] = None
+        self._tokens.append(token(kept))
+        if len(self._tokens) >= self.limit:
+            self.flush()
+        return kept
+
+    def flush(self) -> None:
+        if not self._tokens:
+            return
+        for directory in self._dirs:
+            fsync_dir(directory)
+        for directory in sorted(self._emptied, key=lambda p: len(p.parts), reverse=True):
+            remove_empty_parents(directory, self.state_dir)
+        tokens, self._tokens = self._tokens, []
+        self._dirs.clear()
+        self._emptied.clear()
+        self.durable(tokens)
 
 
 def _copy_verified(source: Path, dest: Path, sha256: str | None) -> None:
@@ -120,12 +197,4 @@ def remove_empty_parents(directory: Path, state_dir: Path) -> None:
         current = current.parent
 
 
-def delete_source(state_dir: Path, rel: str) -> None:
-    """``--remove-sources``: delete an imported and validated source instead of keeping a copy."""
-    source = state_dir.joinpath(*PurePosixPath(rel).parts)
-    source.unlink()
-    fsync_dir(source.parent)
-    remove_empty_parents(source.parent, state_dir)
-
-
-__all__ = ["parent_modes", "retire", "retired_path", "delete_source", "remove_empty_parents", "PRIVATE_DIR_MODE"]
+__all__ = ["ChangedAtRetire", "RetireBatch", "parent_modes", "retire", "retired_path", "remove_empty_parents", "PRIVATE_DIR_MODE"]

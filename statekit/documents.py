@@ -39,6 +39,16 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"non-finite number {name}")
 
 
+_STRICT = json.JSONDecoder(parse_constant=_reject_constant)  # one decoder for every call (json.loads(..., parse_constant=) builds one each time)
+
+
+def _strict_loads(text: str) -> Any:
+    """``json.loads(text, parse_constant=_reject_constant)`` without a new decoder per call (its BOM error kept)."""
+    if text.startswith("\ufeff"):
+        return json.loads(text, parse_constant=_reject_constant)
+    return _STRICT.decode(text)
+
+
 def decode_utf8(data: bytes, rel: str) -> str:
     """UTF-8 text (a leading BOM dropped); invalid bytes name the byte offset and line."""
     if data.startswith(_BOM):
@@ -57,7 +67,7 @@ def parse_json_line(raw: bytes, rel: str, line: int) -> Any:
     except UnicodeDecodeError as exc:
         raise SourceError(rel, f"invalid UTF-8 at byte {exc.start}", line=line) from None
     try:
-        return json.loads(decoded, parse_constant=_reject_constant)
+        return _strict_loads(decoded)
     except (ValueError, RecursionError) as exc:
         message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc) or "nesting too deep"
         raise SourceError(rel, f"invalid JSON: {message}", line=line) from None
@@ -69,7 +79,7 @@ def parse_json_document(data: bytes, rel: str) -> Any:
     if not decoded.strip():
         raise SourceError(rel, "file is empty")
     try:
-        return json.loads(decoded, parse_constant=_reject_constant)
+        return _strict_loads(decoded)
     except json.JSONDecodeError as exc:
         raise SourceError(rel, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
     except (ValueError, RecursionError) as exc:

@@ -98,8 +98,8 @@ def register(app: typer.Typer) -> None:
             if backup_output is not None and backup_output.exists():
                 existing_dir(backup_output, "--backup-output")
             if not yes:
-                with out.progress() as progress:
-                    plan = build_plan(resolved, retry_failed=retry_failed, progress=progress)
+                with out.progress() as progress:  # what it shows: sizes from stat; the run counts and hashes once
+                    plan = build_plan(resolved, retry_failed=retry_failed, progress=progress, full=False)
                 out.info(render_plan(plan))
                 confirm_or_refuse(out, "Migrate these sources now?", yes)
             options = MigrateOptions(backup=not no_backup, backup_output=backup_output, backup_to=backup_to, remove_sources=remove_sources, retry_failed=retry_failed)

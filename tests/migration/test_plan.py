@@ -96,6 +96,8 @@ def test_a_reader_may_retain_one_file(tmp_path: Path, monkeypatch: pytest.Monkey
 
     state = make_state(tmp_path, {"agents/main/sessions/keep.jsonl": '{"type":"session","version":3,"id":"keep","timestamp":"2026-01-01T00:00:00Z"}\n'})
     monkeypatch.setattr(TranscriptReader, "inspect", lambda self, source, handle, ctx=None: Inspection(1, action="retain", reason="kept on purpose"))
+    # A reader whose inspect decides per file does not glance (migrate.plan.Glancing): this one now decides.
+    monkeypatch.delattr(TranscriptReader, "glance")
     from statekit.migrate.plan import build_plan
 
     assert [(s.action, s.reason) for s in build_plan(state).sources] == [("retain", "kept on purpose")]
