@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,26 +25,18 @@ from typing import Any
 from pyrage import x25519
 
 REPO = Path(__file__).resolve().parents[1]
-PEAK_RSS_RUNNER = (
-    "import runpy, sys\n"
-    "sys.argv = ['statekit', *sys.argv[1:]]\n"
-    "try:\n"
-    "    runpy.run_module('statekit', run_name='__main__', alter_sys=True)\n"
-    "finally:\n"
-    "    hwm = next(l for l in open('/proc/self/status') if l.startswith('VmHWM'))\n"
-    "    sys.stderr.write('VmHWM ' + hwm.split()[1] + '\\n')\n"
-)
+sys.path.insert(0, str(REPO / "tests"))
+from helpers import run_cli_peak_rss  # noqa: E402  (the tests' own peak-RSS runner: a child's VmHWM)
 
 
 def measured(*args: object) -> tuple[float, float]:
     """``statekit ARGS`` in a new interpreter: (peak RSS in MB, seconds); a failure stops the benchmark."""
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-c", PEAK_RSS_RUNNER, *map(str, args)], capture_output=True, text=True)
+    proc, peak_mb = run_cli_peak_rss(*args, timeout=24 * 3600)
     seconds = time.monotonic() - start
-    head, _sep, tail = proc.stderr.rpartition("VmHWM ")
     if proc.returncode != 0:
-        raise SystemExit(f"statekit {' '.join(map(str, args))} failed ({proc.returncode}): {head.strip()[-500:]}")
-    return int(tail.split()[0]) / 1024, seconds
+        raise SystemExit(f"statekit {' '.join(map(str, args))} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    return peak_mb, seconds
 
 
 def make_state(work: Path, size_mb: int) -> Path:
