@@ -100,7 +100,7 @@ class SourceOutcome:
     kind: str
     rel: str
     agent_id: str | None
-    status: str  # imported | retired | failed | unreadable | conflict | deferred | retain | already-imported | gone
+    status: str  # a statekit.states.SourceOutcome value
     records: int | None = None
     message: str | None = None
     retired_to: str | None = None

@@ -55,6 +55,7 @@ class SourceOutcome(StrEnum):
     """What happened to one planned source in a migrate run (the report's per-source ``status``)."""
 
     IMPORTED = "imported"
+    DROPPED = "dropped"  # moved byte-exact into the retired folder, not imported (regenerable state)
     RETIRED = "retired"
     FAILED = "failed"
     UNREADABLE = "unreadable"
@@ -62,6 +63,7 @@ class SourceOutcome(StrEnum):
     DEFERRED = "deferred"
     RETAIN = "retain"
     ALREADY_IMPORTED = "already-imported"
+    LEFT_IN_PLACE = "left-in-place"  # unreadable or conflicting before, still so: a warning every run
     GONE = "gone"  # an SQLite -wal/-shm/-journal SQLite itself removed after the plan (folded into its database)
 
 
