@@ -49,7 +49,9 @@ from typing import Any
 
 from statekit.errors import BusyError, StatekitError
 from statekit.seams import checkpoint
-from statekit.fsutil import PRIVATE_DIR_MODE, atomic_write_bytes, ensure_private_dir, fsync_dir, make_dir, read_regular_file
+from statekit.fsutil import (
+    PRIVATE_DIR_MODE, atomic_write_bytes, ensure_private_dir, fsync_dir, make_dir, read_regular_file, remove_orphaned_temps,
+)
 from statekit.layout import lock_path, statekit_dir
 from statekit.locking import exclusive_lock, is_locked
 from statekit.states import RestoreStepAction
@@ -426,6 +428,7 @@ def settle(state_dir: Path, direction: str = "auto") -> Recovery | None:
 
     The caller holds the state-dir lock. Returns None when nothing is pending.
     """
+    remove_orphaned_temps(statekit_dir(state_dir))  # a journal write killed before its rename leaves its temp file
     journal = pending(state_dir)
     if journal is None:
         return None

@@ -149,3 +149,22 @@ def test_kill_after_the_last_move_leaves_nothing_to_redo(capsys, state_tree, kil
     code, out, _err = run(capsys, "backup", "restore", "--resume", "--state-dir", state_tree.root, "--yes", "--json")
     assert code == 0 and json.loads(out)["recovered"]["placed"] == 0
     assert rows_digest(state_tree.work_db) == k["a_work"]
+
+
+def test_a_journal_temp_file_of_a_killed_restore_is_removed_by_the_next_restore(capsys, state_tree, tmp_path):
+    """A restore killed between writing its journal's temp file and renaming it left ``.restore-journal.json.statekit-
+    tmp-<pid>-<hex>`` in ``.statekit/`` for good (the crash suite's random-delay kills caught it under load).
+
+    Fails before the fix: the temp file of the dead writer is still there after the next restore."""
+    from statekit.fsutil import TEMP_MARKER
+
+    archive = create_backup(state_tree.root, tmp_path / "out", record=False).archive_path
+    writer = subprocess.Popen(["true"])
+    writer.wait()  # a writer that is gone
+    leftover = journal_path(state_tree.root).with_name(f".{journal_path(state_tree.root).name}{TEMP_MARKER}{writer.pid}-0badc0de")
+    leftover.parent.mkdir(parents=True, exist_ok=True)
+    leftover.write_text("{")
+    code, _out, err = run(capsys, "backup", "restore", archive, "--state-dir", state_tree.root, "--yes")
+    assert code == 0, err
+    assert not leftover.exists()
+    assert pending(state_tree.root) is None
