@@ -32,6 +32,7 @@ from statekit.fsutil import atomic_write_bytes, create_file, open_regular_file, 
 
 AGE_MAGIC = b"age-encryption.org/v1\n"
 AGE_SUFFIX = ".age"
+DECRYPT_SCRATCH_PREFIX = ".statekit-decrypt-"  # the private dir holding a decrypted copy while it is verified and restored
 RECIPIENT_PREFIX = "age1"
 IDENTITY_PREFIX = "AGE-SECRET-KEY-1"
 KEY_FILE_LIMIT = 1 << 20
@@ -217,7 +218,7 @@ def decrypted_copy(source: Path, identities: Identities | None, parent: Path | N
 
     The copy keeps the name without ``.age`` so every reader sees a plain ``.tar.zst``."""
     keys = require_identities(str(source), identities)
-    scratch = Path(tempfile.mkdtemp(prefix=".statekit-decrypt-", dir=parent))
+    scratch = Path(tempfile.mkdtemp(prefix=DECRYPT_SCRATCH_PREFIX, dir=parent))
     try:
         plain = scratch / (source.name[: -len(AGE_SUFFIX)] if source.name.endswith(AGE_SUFFIX) else source.name + ".plain")
         decrypt_file(source, plain, keys)

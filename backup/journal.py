@@ -154,6 +154,7 @@ class RestoreJournal:
     created_dirs: list[str] = field(default_factory=list)  # parents first
     dir_modes: list[list[Any]] = field(default_factory=list)  # [path, mode before, mode after]
     pre_restore_existed: bool = True
+    origin: str = ""  # the archive as the operator named it when ``archive`` is a scratch copy (.age, s3://)
 
     # ----------------------------------------------------------------- persistence
 
@@ -174,6 +175,7 @@ class RestoreJournal:
             "dir_swaps": self.dir_swaps,
             "created_dirs": self.created_dirs,
             "dir_modes": self.dir_modes,
+            "origin": self.origin,
         }
 
     def save(self) -> None:
@@ -211,6 +213,7 @@ class RestoreJournal:
                 created_dirs=[str(d) for d in data.get("created_dirs") or []],
                 dir_modes=[[str(p), int(old), int(new)] for p, old, new in data.get("dir_modes") or []],
                 pre_restore_existed=bool(data.get("pre_restore_existed", True)),
+                origin=str(data.get("origin") or ""),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise JournalError(f"{path}: restore journal is malformed ({exc}); move it away after checking the state dir") from None

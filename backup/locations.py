@@ -19,6 +19,9 @@ _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
 _INSTALL_ID = re.compile(r"^[0-9a-f]{32}$")
 
 
+FETCH_SCRATCH_PREFIX = ".statekit-fetch-"  # the private dir holding an object fetched to be restored
+
+
 def is_remote(text: object) -> bool:
     return isinstance(text, str) and text.startswith(S3_SCHEME)
 

@@ -43,7 +43,7 @@ from statekit.backup import manifest as mf
 from statekit.backup.create import BackupResult, create_backup
 from statekit.backup.decrypt_reader import decrypting_reader
 from statekit.backup.encryption import AGE_SUFFIX, Identities, Recipients, decrypt_stream, require_identities
-from statekit.backup.locations import ArchiveKey, S3Location, parse_archive_key
+from statekit.backup.locations import FETCH_SCRATCH_PREFIX, ArchiveKey, S3Location, parse_archive_key
 from statekit.backup.passphrase import KEY_SUFFIX, WRAPPED_KEY_LIMIT, is_key_name, key_path
 from statekit.backup.restore import RestoreResult, restore_archive
 from statekit.backup.runs import mark_interrupted, record_in_state_dir
@@ -518,7 +518,7 @@ def fetched(url: str, identities: Identities | None, *, client: Any = None, pare
     encrypted = key.endswith(AGE_SUFFIX)
     keys = require_identities(url, identities) if encrypted else None
     client = client or make_client()
-    scratch = Path(tempfile.mkdtemp(prefix=".statekit-fetch-", dir=parent))
+    scratch = Path(tempfile.mkdtemp(prefix=FETCH_SCRATCH_PREFIX, dir=parent))
     try:
         name = key.rpartition("/")[2]
         plain = scratch / (name.removesuffix(AGE_SUFFIX) if encrypted else name)
@@ -592,7 +592,7 @@ def restore_remote(url: str, identities: Identities | None, *, client: Any = Non
     """Restore an offsite archive from its scratch copy; ``result.archive`` is the copy's path (callers show ``url``)."""
     with fetched(url, identities, client=client) as plain:
         try:
-            return restore_archive(plain, **options)
+            return restore_archive(plain, origin=url, **options)
         except StatekitError as exc:
             exc.message = exc.message.replace(str(plain), url)
             raise

@@ -53,7 +53,8 @@ from statekit.backup.assets import credentials_dir as assets_credentials_dir
 from statekit.backup.manifest import display_path
 from statekit.backup.restore_steps import RestoreStep
 from statekit.backup.journal import STAGE_MARKER, JournalStep, Recovery, RestoreJournal, now_iso, pending, settle
-from statekit.backup.encryption import Identities, decrypted_copy, is_encrypted
+from statekit.backup.encryption import AGE_SUFFIX, DECRYPT_SCRATCH_PREFIX, Identities, IdentityNeeded, decrypted_copy, is_encrypted
+from statekit.backup.locations import FETCH_SCRATCH_PREFIX, is_remote
 from statekit.backup.verify import ABSOLUTE_CAP, OPENCLAW, VerifyReport, verify_archive
 from statekit.errors import StatekitError, UsageError, VerificationError
 from statekit.progress import start_phase
@@ -386,7 +387,7 @@ def _missing_parents(directory: Path) -> list[Path]:
     return missing
 
 
-def _plan_journal(steps: list[RestoreStep], state_dir: Path, archive: Path, fmt: str, stamp: str) -> RestoreJournal:
+def _plan_journal(steps: list[RestoreStep], state_dir: Path, archive: Path, fmt: str, stamp: str, origin: str = "") -> RestoreJournal:
     token = secrets.token_hex(4)
     pre_restore = statekit_dir(state_dir) / "pre-restore"
     aside_root = _fresh_aside_root(pre_restore, stamp)
@@ -425,7 +426,7 @@ def _plan_journal(steps: list[RestoreStep], state_dir: Path, archive: Path, fmt:
         path=statekit_dir(state_dir) / "restore-journal.json", state_dir=str(state_dir), archive=str(archive),
         archive_format=fmt, token=token, aside_root=str(aside_root), started_at=now_iso(), pid=os.getpid(),
         steps=journal_steps, dir_swaps=planner.swaps, created_dirs=ordered, dir_modes=dir_modes,
-        pre_restore_existed=os.path.lexists(pre_restore),
+        pre_restore_existed=os.path.lexists(pre_restore), origin=origin,
     )
 
 
@@ -463,8 +464,8 @@ def _stage(archive: Path, compression: str, steps: list[RestoreStep], journal: R
 
 
 def _restore_in_place(archive: Path, compression: str, fmt: str, steps: list[RestoreStep], state_dir: Path, stamp: str,
-                      progress: Progress, report: VerifyReport | None = None) -> RestoreJournal:
-    journal = _plan_journal(steps, state_dir, archive, fmt, stamp)
+                      progress: Progress, report: VerifyReport | None = None, origin: str = "") -> RestoreJournal:
+    journal = _plan_journal(steps, state_dir, archive, fmt, stamp, origin)
     journal.save()
     try:
         journal.make_dirs()
@@ -496,7 +497,7 @@ def _settle_first(state_dir: Path, result_notes: list[str]) -> Recovery | None:
 
 
 def _in_place(path: Path, report: VerifyReport, steps: list[RestoreStep], live_state: Path, result: RestoreResult,
-              progress: Progress) -> None:
+              progress: Progress, origin: str = "") -> None:
     compression = "gzip" if report.format == OPENCLAW else "zstd"
     with exclusive_lock(lock_path(live_state), f"state dir {live_state}"):
         refuse_if_gateway_running(live_state)
@@ -509,7 +510,7 @@ def _in_place(path: Path, report: VerifyReport, steps: list[RestoreStep], live_s
             step.action = _current_action(step)
         created = archive_time(report)
         later_runs = runs_after(live_state, created) if created is not None else []
-        journal = _restore_in_place(path, compression, report.format, steps, live_state, stamp, progress, report)
+        journal = _restore_in_place(path, compression, report.format, steps, live_state, stamp, progress, report, origin)
         global_db = str(global_db_path(live_state))
         replaced = next((Path(s.aside) for s in journal.steps if s.dest == global_db and s.aside), None)
         if later_runs and replaced is not None:
@@ -540,6 +541,7 @@ def restore_archive(
     config_path: Path | None = None,
     credentials_dir: Path | None = None,
     env: Mapping[str, str] | None = None,
+    origin: str = "",
 ) -> RestoreResult:
     """Verify ``path`` and restore it into ``target`` (fresh) or in place (see module doc).
 
@@ -550,14 +552,16 @@ def restore_archive(
     ``credentials_dir`` (else the active credentials dir), agent dirs and workspaces to where the current config
     puts them (else below ``<state>/.statekit/external/<id>/``); without it they are listed, not written.
 
-    An age-encrypted archive is decrypted (authenticated) into a private scratch copy first, and that is restored."""
+    An age-encrypted archive is decrypted (authenticated) into a private scratch copy first, and that is restored.
+    ``origin``: the archive as the operator named it when ``path`` is such a copy (an ``.age`` file, an ``s3://`` URL);
+    the journal keeps it, so ``--resume`` of a restore killed while staging can open it again."""
     path = Path(path)
     if is_encrypted(path):
         with decrypted_copy(path, identities) as plain:
             try:
                 result = restore_archive(plain, target=target, state_dir=state_dir, dry_run=dry_run, progress=progress,
                                          restore_external=restore_external, config_path=config_path,
-                                         credentials_dir=credentials_dir, env=env)
+                                         credentials_dir=credentials_dir, env=env, origin=origin or str(path))
             except StatekitError as exc:  # name the archive, not its scratch copy
                 exc.message = exc.message.replace(str(plain), str(path))
                 raise
@@ -605,7 +609,7 @@ def restore_archive(
     if not live_state.is_dir():
         raise UsageError(f"{live_state}: state dir does not exist; restore into a fresh directory with --target")
     start_phase(progress, "restore", sum(s.size for s in steps if s.action != RestoreStepAction.UNCHANGED), "bytes")
-    _in_place(path, report, steps, live_state, result, progress)
+    _in_place(path, report, steps, live_state, result, progress, origin)
     return result
 
 
@@ -705,12 +709,14 @@ def abort_restore(state_dir: Path) -> Recovery | None:
         return settle(state_dir, "back")
 
 
-def resume_restore(state_dir: Path, progress: Progress | None = None) -> tuple[Recovery | None, RestoreResult | None]:
+def resume_restore(state_dir: Path, progress: Progress | None = None, identities: Identities | None = None,
+                   ) -> tuple[Recovery | None, RestoreResult | None]:
     """Finish the interrupted in-place restore of ``state_dir``.
 
     Interrupted while swapping: the remaining moves are made. Interrupted while
     staging (nothing of the old state moved yet): undone, then the restore is
-    run again from its archive, verified first.
+    run again from its archive, verified first -- from the archive the operator named (``origin``: an ``.age`` file
+    or an ``s3://`` object, opened again with ``identities``) when the journal's archive was a scratch copy.
     """
     with exclusive_lock(lock_path(state_dir), f"state dir {state_dir}"):
         journal = pending(state_dir)
@@ -718,8 +724,25 @@ def resume_restore(state_dir: Path, progress: Progress | None = None) -> tuple[R
             return None, None
         if journal.phase == "swapping":
             return settle(state_dir, "forward"), None
+        archive, origin = Path(journal.archive), journal.origin
+        if origin and needs_keys(origin) and identities is None:
+            raise IdentityNeeded(f"the interrupted restore was of the encrypted archive {origin}: give --identity or "
+                                 "--passphrase-file with --resume (nothing was changed)")
         recovery = settle(state_dir, "back")
-        archive = Path(journal.archive)
-    if not archive.is_file():
-        raise StatekitError(f"{archive}: the archive of the interrupted restore is gone; the restore was undone instead")
-    return recovery, restore_archive(archive, state_dir=state_dir, progress=progress)
+    if origin:  # the journal's archive was a scratch copy: open what the operator named again, drop the copy
+        if archive.parent.name.startswith((FETCH_SCRATCH_PREFIX, DECRYPT_SCRATCH_PREFIX)) and not archive.parent.is_symlink():
+            shutil.rmtree(archive.parent, ignore_errors=True)
+    elif archive.is_file():
+        return recovery, restore_archive(archive, state_dir=state_dir, progress=progress)
+    if origin and is_remote(origin):
+        from statekit.backup.remote import restore_remote
+
+        return recovery, restore_remote(origin, identities, state_dir=state_dir, progress=progress)
+    if origin and Path(origin).is_file():
+        return recovery, restore_archive(Path(origin), state_dir=state_dir, progress=progress, identities=identities)
+    raise StatekitError(f"{origin or archive}: the archive of the interrupted restore is gone; the restore was undone instead")
+
+
+def needs_keys(origin: str) -> bool:
+    """Whether the archive the operator named (a path or an ``s3://`` URL) is age-encrypted: it needs keys to open."""
+    return origin.endswith(AGE_SUFFIX) if is_remote(origin) else is_encrypted(Path(origin))

@@ -54,6 +54,10 @@ def killed(state_tree, tmp_path):
     return kill
 
 
+def _without_lock(state: dict) -> dict:
+    return {k: v for k, v in state.items() if k != ".statekit/lock"}  # the lock file records its last holder
+
+
 def _without_statekit(state: dict) -> dict:
     return {k: v for k, v in state.items() if not k.startswith(".statekit")}
 
@@ -168,3 +172,43 @@ def test_a_journal_temp_file_of_a_killed_restore_is_removed_by_the_next_restore(
     assert code == 0, err
     assert not leftover.exists()
     assert pending(state_tree.root) is None
+
+
+def test_resume_of_a_killed_restore_of_an_encrypted_archive_opens_it_again(capsys, state_tree, tmp_path):
+    """The journal of a restore from an ``.age`` archive named its plaintext scratch copy, which is gone after the kill:
+    ``--resume`` could only undo ("the archive of the interrupted restore is gone"). It now keeps the archive the
+    operator named and opens it again with ``--identity`` (asked for before anything changes).
+
+    Fails before the fix: exit 1 and state B back instead of the archive's state A."""
+    from pyrage import x25519
+
+    from statekit.backup.encryption import load_recipients
+
+    identity = x25519.Identity.generate()
+    key = tmp_path / "key.txt"
+    key.write_text(f"{identity}\n")
+    os.chmod(key, 0o600)
+    archive = create_backup(state_tree.root, tmp_path / "out", record=False,
+                            recipients=load_recipients([str(identity.to_public())])).archive_path
+    digest_a, config_a = rows_digest(state_tree.work_db), state_tree.config.read_bytes()
+    state_tree.work_db.unlink()
+    state_tree.config.write_text('{"b": true}')
+    r = cli("backup", "restore", archive, "--identity", key, "--state-dir", state_tree.root, "--yes",
+            env={"STATEKIT_CRASHPOINT": "restore-member-written:2", "TMPDIR": str(tmp_path)})
+    assert r.returncode == -9, r
+    journal = json.loads(journal_path(state_tree.root).read_text())
+    assert journal["phase"] == "staging" and journal["origin"] == str(archive)
+    assert not Path(journal["archive"]).is_relative_to(state_tree.root)
+    scratch = Path(journal["archive"]).parent
+    assert scratch.name.startswith(".statekit-decrypt-") and scratch.is_dir()  # the plaintext copy the kill left
+    before = _without_lock(tree_state(state_tree.root))
+    code, _out, err = run(capsys, "backup", "restore", "--resume", "--state-dir", state_tree.root, "--yes")
+    assert code == 2 and "--identity" in err, err
+    assert _without_lock(tree_state(state_tree.root)) == before and pending(state_tree.root) is not None
+    code, out, err = run(capsys, "backup", "restore", "--resume", "--identity", key, "--state-dir", state_tree.root, "--yes", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["recovered"]["direction"] == "back" and data["restore"]["mode"] == "in-place"
+    assert rows_digest(state_tree.work_db) == digest_a and state_tree.config.read_bytes() == config_a
+    assert pending(state_tree.root) is None
+    assert not scratch.exists(), "the resume opened the archive again and removed the dead run's plaintext copy"

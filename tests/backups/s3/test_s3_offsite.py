@@ -257,3 +257,30 @@ def test_an_existing_object_is_never_overwritten_and_the_run_is_recorded_failed(
     assert code == 1 and "refusing to overwrite existing backup archive" in err and out == ""
     assert all(s3_env.client().get_object(Bucket=bucket, Key=k)["Body"].read() == b"someone else's" for k in taken)  # type: ignore[attr-defined]
     assert [status for (status,) in rows(state_tree.global_db, "SELECT status FROM backup_runs")] == ["failed"]
+
+
+@pytest.mark.parametrize("encrypted", [False, True], ids=["plain", "age"])
+def test_resume_of_a_killed_in_place_restore_fetches_the_object_again(state_tree, bucket, s3_env, keypair, capsys, encrypted):
+    """An in-place restore from ``s3://`` killed while staging: its journal named the scratch copy, gone with the run,
+    so ``--resume`` could only undo. The journal now keeps the URL and ``--resume`` fetches (and decrypts) it again.
+
+    Fails before the fix: exit 1 ("the archive of the interrupted restore is gone") and the state dir's newer config."""
+    identity, public = keypair
+    url = _create(capsys, state_tree.root, f"s3://{bucket}/fleet", *(("--recipient", public) if encrypted else ()))["archive"]
+    config_a = state_tree.config.read_bytes()
+    state_tree.config.write_text('{"b": true}')
+    ident = ("--identity", str(identity)) if encrypted else ()
+    env = {**os.environ, **s3_env.env(), "STATEKIT_CRASHPOINT": "restore-member-written:2"}
+    killed = subprocess.run([sys.executable, str(RUNNER), "backup", "restore", url, "--state-dir", str(state_tree.root), "--yes", *ident],
+                            env=env, capture_output=True, timeout=300, cwd=REPO)
+    assert killed.returncode == -9
+    journal = json.loads((state_tree.root / ".statekit" / "restore-journal.json").read_text())
+    assert journal["origin"] == url and journal["phase"] == "staging"
+    scratch = Path(journal["archive"]).parent
+    assert scratch.name.startswith(".statekit-fetch-") and scratch.is_dir()  # the killed run's copy (plaintext)
+    code, out, err = run(capsys, "backup", "restore", "--resume", "--state-dir", state_tree.root, "--yes", "--json", *ident)
+    assert code == 0, err
+    assert json.loads(out)["restore"]["mode"] == "in-place"
+    assert state_tree.config.read_bytes() == config_a
+    assert not (state_tree.root / ".statekit" / "restore-journal.json").exists()
+    assert not scratch.exists(), "the resume fetched the object again and removed the dead run's copy"
