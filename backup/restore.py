@@ -561,7 +561,7 @@ def restore_archive(
             try:
                 result = restore_archive(plain, target=target, state_dir=state_dir, dry_run=dry_run, progress=progress,
                                          restore_external=restore_external, config_path=config_path,
-                                         credentials_dir=credentials_dir, env=env, origin=origin or str(path))
+                                         credentials_dir=credentials_dir, env=env, origin=origin or os.path.abspath(path))
             except StatekitError as exc:  # name the archive, not its scratch copy
                 exc.message = exc.message.replace(str(plain), str(path))
                 raise
