@@ -709,14 +709,14 @@ def abort_restore(state_dir: Path) -> Recovery | None:
         return settle(state_dir, "back")
 
 
-def resume_restore(state_dir: Path, progress: Progress | None = None, identities: Identities | None = None,
-                   ) -> tuple[Recovery | None, RestoreResult | None]:
+def resume_restore(state_dir: Path, progress: Progress | None = None,
+                   keys_for: Callable[[str], Identities | None] | None = None) -> tuple[Recovery | None, RestoreResult | None]:
     """Finish the interrupted in-place restore of ``state_dir``.
 
     Interrupted while swapping: the remaining moves are made. Interrupted while
     staging (nothing of the old state moved yet): undone, then the restore is
     run again from its archive, verified first -- from the archive the operator named (``origin``: an ``.age`` file
-    or an ``s3://`` object, opened again with ``identities``) when the journal's archive was a scratch copy.
+    or an ``s3://`` object, opened again with ``keys_for(origin)``) when the journal's archive was a scratch copy.
     """
     with exclusive_lock(lock_path(state_dir), f"state dir {state_dir}"):
         journal = pending(state_dir)
@@ -725,6 +725,7 @@ def resume_restore(state_dir: Path, progress: Progress | None = None, identities
         if journal.phase == "swapping":
             return settle(state_dir, "forward"), None
         archive, origin = Path(journal.archive), journal.origin
+        identities = keys_for(origin) if origin and keys_for is not None else None
         if origin and needs_keys(origin) and identities is None:
             raise IdentityNeeded(f"the interrupted restore was of the encrypted archive {origin}: give --identity or "
                                  "--passphrase-file with --resume (nothing was changed)")

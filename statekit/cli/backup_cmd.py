@@ -226,16 +226,6 @@ def _open_keys(archive: str, identity: Path | None, passphrase_flag: Path | None
     return local_identities(Path(archive), read_passphrase_file(path)) if is_encrypted(Path(archive)) else None
 
 
-def _resume_keys(state: Path, identity: Path | None, passphrase_flag: Path | None) -> Identities | None:
-    """What opens the archive an interrupted restore was of, when it was encrypted (the journal names it)."""
-    from statekit.backup.journal import pending
-
-    journal = pending(state)
-    if journal is None or not journal.origin:
-        return None
-    return _open_keys(journal.origin, identity, passphrase_flag)
-
-
 def _is_remote(location: str | None) -> bool:
     from statekit.backup.locations import is_remote
 
@@ -595,9 +585,9 @@ def register(app: typer.Typer) -> None:
                 confirm_or_refuse(out, f"{'Finish' if resume else 'Undo'} the interrupted restore in {state}?", yes)
             restored = None
             if resume:
-                keys = _resume_keys(state, identity, passphrase_file)
                 with out.progress() as progress:
-                    recovery, restored = resume_restore(state, progress=progress, identities=keys)
+                    recovery, restored = resume_restore(state, progress=progress,
+                                                        keys_for=lambda origin: _open_keys(origin, identity, passphrase_file))
             else:
                 recovery = abort_restore(state)
             data = {"ok": True, "state_dir": str(state), "pending": recovery is not None,
