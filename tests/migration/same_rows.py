@@ -36,6 +36,9 @@ from helpers import FIXTURES, corpus_tree_names, db_dump, extract_corpus_tree  #
 GOLDEN = HERE / "data" / "same-rows.json"
 ROOT = Path(tempfile.gettempdir()) / "statekit-same-rows"
 FIXED_MTIME = 1_767_225_600  # 2026-01-01T00:00:00Z
+# The clock a dump runs at (ticking from here): far from every time the worlds hold, so masking
+# "now" can never hide one of them (an at-job due an hour after the real clock once was).
+RUN_AT = "2030-01-01T00:00:00Z"
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 MS_RE = re.compile(r"(?<![0-9])1[0-9]{12}(?![0-9])")
 # The run report's undo facts digest each database after the run: the bytes hold import times, so
@@ -109,9 +112,12 @@ def migrated_dump(name: str) -> dict[str, Any]:
     from statekit.migrate import migrate
     from statekit.migrate.apply import MigrateOptions
 
+    from freezegun import freeze_time
+
     state = build_world(name)
-    since = int(time.time() * 1000) - 1000
-    report = migrate(ResolvedStateDir(state, "flag"), MigrateOptions(backup=False, env={}))
+    with freeze_time(RUN_AT, tick=True):
+        since = int(time.time() * 1000) - 1000
+        report = migrate(ResolvedStateDir(state, "flag"), MigrateOptions(backup=False, env={}))
     outcome: dict[str, Any] = {
         "status": report.status,
         "sources": sorted(_mask(json.dumps([o.status, o.rel, o.records, o.message, o.notices]), state, since) for o in report.outcomes),
