@@ -358,3 +358,26 @@ class Statekit:
                if not k.endswith("_API_KEY") and not k.startswith(("OPENCLAW_", "STATEKIT_"))}  # no fault injection
         env["HOME"] = str(home)
         return self.log.run(name, [sys.executable, "-m", "statekit", *args], env=env, cwd=home, timeout=timeout)
+
+
+def main() -> int:
+    """``python tests/interop/interop_setup.py``: find or install OpenClaw now, one line saying which.
+
+    scripts/check.sh runs it before the two halves of the suite start side by side, so that neither
+    half sees the cache appear in the middle of its run. Unavailable is not a failure (the tests skip);
+    a broken install is (exit 1, the tests would error on it too).
+    """
+    try:
+        install = find_or_install()
+    except InteropUnavailable as exc:
+        print(f"interop: OpenClaw {OPENCLAW_VERSION} unavailable, tests/interop will skip: {exc}")
+        return 0
+    except InteropSetupError as exc:
+        print(f"interop: OpenClaw {OPENCLAW_VERSION} install is broken: {exc}", file=sys.stderr)
+        return 1
+    print(f"interop: {install.version} from {install.source}: {install.openclaw}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
