@@ -25,7 +25,7 @@ from functools import lru_cache
 from types import ModuleType
 
 from statekit.documents import schema_path
-from statekit.legacy_readers.base import ACTIONS, Reader
+from statekit.legacy_readers.base import ACTIONS, Reader, pattern_regex
 
 _SKIP = {"base"}
 _KIND = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -148,9 +148,28 @@ def all_readers() -> tuple[Reader, ...]:
     return load_readers(_reader_modules(__path__, f"{__name__}."))
 
 
+@lru_cache(maxsize=1)
+def _claim_index() -> tuple[re.Pattern[str], tuple[Reader, ...]]:
+    """Every reader's patterns in one expression, one named group per reader in plan order.
+
+    An alternation tries its branches in order, so the group that matches is the first reader (in
+    plan order) with a pattern matching the whole path: what trying each reader in turn finds.
+    """
+    readers = all_readers()
+    branches = [f"(?P<r{index}>{'|'.join(pattern_regex(p) for p in reader.patterns)})" for index, reader in enumerate(readers)]
+    return re.compile("^(?:" + "|".join(branches) + ")$"), readers
+
+
 def reader_for(rel: str) -> Reader | None:
-    """The reader that claims ``rel`` (first in plan order), or None."""
-    for reader in all_readers():
+    """The reader that claims ``rel`` (first in plan order), or None: one match of every pattern at once."""
+    index, readers = _claim_index()
+    found = index.match(rel)
+    if found is None:
+        return None
+    first = int((found.lastgroup or "r0")[1:])
+    if not readers[first].exclude or readers[first].claims(rel):
+        return readers[first]
+    for reader in readers[first + 1:]:  # the first match excludes this path: the readers after it, one by one
         if reader.claims(rel):
             return reader
     return None

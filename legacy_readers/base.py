@@ -301,6 +301,11 @@ def match_patterns(rel: str, patterns: Sequence[str]) -> bool:
 
 @lru_cache(maxsize=None)
 def _compile_pattern(pattern: str) -> re.Pattern[str]:
+    return re.compile("^" + pattern_regex(pattern) + "$")
+
+
+def pattern_regex(pattern: str) -> str:
+    """The regular expression (unanchored) of one glob of :func:`match_patterns`."""
     out = []
     i = 0
     while i < len(pattern):
@@ -319,7 +324,7 @@ def _compile_pattern(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(pattern[i]))
             i += 1
-    return re.compile("^" + "".join(out) + "$")
+    return "".join(out)
 
 
 class Reader:
