@@ -188,6 +188,7 @@ class Migration:
         self.receipts: dict[str, Receipt] = {}
         self.config: dict[str, Any] = {}
         self.run_cache: dict[Any, Any] = {}  # ImportContext.run_cached: facts read once per run
+        self._dir_modes: dict[str, dict[str, int]] = {}  # parent directory -> its modes and its parents' (parent_modes)
         self.retirements: RetireBatch[tuple[str, dict[str, Any]]] = RetireBatch(state_dir, self._mark_retired, self.report.warnings)
 
     # -- databases ----------------------------------------------------------
@@ -513,7 +514,7 @@ class Migration:
         """
         assert self.global_conn is not None
         if "dir_modes" not in report:  # recover recreates them as they were (an import's report has them already)
-            report = dict(report, dir_modes=parent_modes(self.state_dir, planned.rel))
+            report = dict(report, dir_modes=self._parent_modes(planned.rel))
         key = planned.source_key or ""
         try:
             # Moved now and its bytes re-hashed (RetireBatch.retire); the receipt is marked when the batch is durable.
@@ -552,6 +553,14 @@ class Migration:
             fsync_dir(source.parent)
         return outcome
 
+    def _parent_modes(self, rel: str) -> dict[str, int]:
+        """``retire.parent_modes``, read once per directory and run (the sources of one directory share them)."""
+        parent = rel.rpartition("/")[0]
+        modes = self._dir_modes.get(parent)
+        if modes is None:
+            modes = self._dir_modes[parent] = parent_modes(self.state_dir, rel)
+        return dict(modes)
+
     def _mark_retired(self, retired: list[tuple[str, dict[str, Any]]]) -> None:
         """The receipts of a durable batch of retirements: ``removed_source = 1``, in one transaction."""
         assert self.global_conn is not None
@@ -568,7 +577,7 @@ class Migration:
             "mtime_ms": planned.mtime_ms,
             # In the receipt from the import on: a crash before the batch of retirements is durable leaves it
             # to the next run to mark the move, and recover still recreates the directories as they were.
-            "dir_modes": parent_modes(self.state_dir, planned.rel),
+            "dir_modes": self._parent_modes(planned.rel),
             "sha256": planned.sha256,
             "record_count": planned.record_count,
             "target_tables": list(planned.target_tables),
