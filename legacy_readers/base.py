@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, ClassVar, cast
 
@@ -51,7 +51,7 @@ class Source:
     rel: str  # POSIX path relative to the state dir
     agent_id: str | None = None
 
-    @property
+    @cached_property
     def path(self) -> Path:
         return self.state_dir.joinpath(*PurePosixPath(self.rel).parts)
 

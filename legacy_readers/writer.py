@@ -35,6 +35,7 @@ import json
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, cast
 
 import apsw
@@ -317,6 +318,25 @@ def unguarded(conn: Connection) -> Iterator[None]:
 # --- one database ----------------------------------------------------------------------
 
 
+@lru_cache(maxsize=1024)
+def _upsert_sql(table: str, columns: tuple[str, ...], key: tuple[str, ...], update: bool | tuple[str, ...], where: str | None) -> str:
+    """The text of :meth:`DatabaseWriter.upsert` (built once per shape: one prepared statement per shape too)."""
+    sql = f"INSERT INTO {_quote(table)} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
+    if update is False:
+        return sql + f" ON CONFLICT({', '.join(key)}) DO NOTHING"
+    names = [c for c in (columns if update is True else [u for u in update if u in columns]) if c not in key]
+    if not names:
+        return sql + f" ON CONFLICT({', '.join(key)}) DO NOTHING"
+    sql += f" ON CONFLICT({', '.join(key)}) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in names)
+    return sql + f" WHERE {where}" if where else sql
+
+
+@lru_cache(maxsize=None)
+def _later_columns(table: str) -> frozenset[str]:
+    return frozenset(name for (t, name) in LATER_COLUMNS if t == table)
+
+
+
 class DatabaseWriter:
     """Writes and look-ups in one database, for one source. Owns the facts of its connection."""
 
@@ -387,8 +407,8 @@ class DatabaseWriter:
 
     def fit_later(self, table: str, row: Mapping[str, Any]) -> dict[str, Any]:
         """Only the later-column part of :meth:`fit`: such a column with a value is added, one without is left out."""
-        later = {name for (t, name) in LATER_COLUMNS if t == table}
-        if not later.intersection(row):
+        later = _later_columns(table)
+        if not later or later.isdisjoint(row):
             return dict(row)
         fitted: dict[str, Any] = {}
         for name, value in row.items():
@@ -451,17 +471,7 @@ class DatabaseWriter:
         """
         fitted = self.fit(table, row, optional=optional, extra=extra)
         columns = list(fitted)
-        sql = f"INSERT INTO {_quote(table)} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
-        if update is False:
-            sql += f" ON CONFLICT({', '.join(key)}) DO NOTHING"
-        else:
-            names = [c for c in (columns if update is True else [u for u in update if u in fitted]) if c not in key]
-            if names:
-                sql += f" ON CONFLICT({', '.join(key)}) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in names)
-                if where:
-                    sql += f" WHERE {where}"
-            else:
-                sql += f" ON CONFLICT({', '.join(key)}) DO NOTHING"
+        sql = _upsert_sql(table, tuple(columns), tuple(key), update if isinstance(update, bool) else tuple(update), where)
         self._execute(table, columns, sql, [[_bind(fitted[c]) for c in columns]])
         self._tracker.row(table, key, fitted)
         return int(self.conn.changes())
