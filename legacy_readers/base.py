@@ -285,6 +285,18 @@ def fingerprint(value: str) -> str:
 
 def agent_id_from_rel(rel: str) -> str | None:
     """``agents/<id>/...`` -> normalised id; flat ``sessions/`` -> the default agent; else None."""
+    directory, slash, _name = rel.rpartition("/")
+    if slash and directory and _name not in ("", ".") and not directory.startswith("/"):  # the directory decides: once per directory
+        return _agent_of_directory(directory)
+    return _agent_id(rel)
+
+
+@lru_cache(maxsize=4096)
+def _agent_of_directory(directory: str) -> str | None:
+    return _agent_id(directory + "/file")
+
+
+def _agent_id(rel: str) -> str | None:
     parts = PurePosixPath(rel).parts
     if len(parts) >= 3 and parts[0] == "agents":
         agent = normalize_agent_id(parts[1])

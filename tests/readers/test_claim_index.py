@@ -33,6 +33,8 @@ def from_patterns(rng: random.Random) -> list[str]:
 def test_reader_for_matches_the_linear_scan_on_fixture_and_pattern_paths() -> None:
     rels = [p.relative_to(root).as_posix() for root in FIXTURES.glob("*") for p in root.rglob("*") if p.is_file()]
     rels += from_patterns(random.Random(16))
+    rels += ["agents//main/sessions/x.jsonl", "sessions/x.jsonl\n", "media", "media/", "matrix/a/b/c/sync-store.json", "",
+             "agents/main/sessions/", "/agents/main/sessions/x.jsonl", "agents/main/sessions/skills-prompts/sha256/a/b.txt"]
     claimed = 0
     for rel in rels:
         expected = linear(rel)
@@ -47,3 +49,13 @@ def test_an_excluded_path_falls_to_the_next_reader_or_none() -> None:
             rel = pattern.replace("**", "agents/main/sessions/x").replace("*", "1")
             assert reader_for(rel) is linear(rel)
             assert reader_for(rel) is not reader
+
+
+def test_the_agent_of_a_path_is_the_one_its_parts_name() -> None:
+    from statekit.legacy_readers.base import _agent_id, agent_id_from_rel
+
+    rels = ["agents/main/sessions/x.jsonl", "agents/Main/x", "agents/main/.", "agents/main/", "agents/main", "agents/./main/x",
+            "agents//main/x", "sessions/x.jsonl", "sessions", "agent/x", "/agents/main/x", "agents/../main/x", "agents/bad id!/x",
+            "agents/main/..", "x", "", "agents/main/sub/deeper/file.json"]
+    for rel in rels * 2:  # the second round from the cache
+        assert agent_id_from_rel(rel) == _agent_id(rel), rel
