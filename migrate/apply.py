@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, cast
@@ -95,7 +96,7 @@ class MigrateOptions:
     env: dict[str, str] | None = None
 
 
-@dataclass
+@dataclass(slots=True)  # one per file: no __dict__ each
 class SourceOutcome:
     kind: str
     rel: str
@@ -146,7 +147,19 @@ class MigrationReport:
             counts[outcome.status] = counts.get(outcome.status, 0) + 1
         return dict(sorted(counts.items()))
 
-    def to_json(self) -> dict[str, Any]:
+    def json_text(self) -> str:
+        """``json.dumps(self.to_json(), ensure_ascii=False, sort_keys=True)``, one source's entry at a time: the text of
+        100,000 sources is made without holding 100,000 dicts (and the encoder's pieces of all of them) at once."""
+        whole = self.to_json(sources=False)
+        whole["sources"] = _SOURCES_PLACEHOLDER
+        text, marker = json.dumps(whole, ensure_ascii=False, sort_keys=True), json.dumps(_SOURCES_PLACEHOLDER)
+        if text.count(marker) != 1:  # a message quoting the marker: the whole report at once, as before
+            return json.dumps(self.to_json(), ensure_ascii=False, sort_keys=True)
+        head, _, tail = text.partition(marker)
+        parts = [json.dumps(o.to_json(), ensure_ascii=False, sort_keys=True) for o in self.outcomes]
+        return "".join((head, "[", ", ".join(parts), "]", tail))
+
+    def to_json(self, *, sources: bool = True) -> dict[str, Any]:
         return {
             "kind": "legacy-state",
             "statekit_version": __version__,
@@ -157,13 +170,24 @@ class MigrationReport:
             "started_at": self.started_at,
             "finished_at": self.finished_at,
             "counts": self.counts(),
-            "sources": [o.to_json() for o in self.outcomes],
+            "sources": [o.to_json() for o in self.outcomes] if sources else [],
             "changes": self.changes,
             "warnings": self.warnings,
             "notices": self.notices,
             **({"interrupted": True, "interrupted_by": self.interrupted} if self.interrupted else {}),
             **({"undo": self.undo} if self.undo is not None else {}),
         }
+
+
+_SOURCES_PLACEHOLDER = "\x00statekit: the sources of the run\x00"  # no path or message holds it: \x00 is never in one
+
+
+def _handing_out(plan: Plan) -> Iterator[PlannedSource]:
+    """``plan.sources`` in order, each let go of once handled (the plan of 100,000 files is not held to the end)."""
+    pending = plan.sources[::-1]
+    plan.sources = []
+    while pending:
+        yield pending.pop()
 
 
 def now_ms() -> int:
@@ -229,7 +253,7 @@ class Migration:
         start_phase(self.progress, "migrate", sum(p.size or 0 for p in plan.sources if p.needs_import), "bytes")
         try:
             self._converge_interrupted_retirements()
-            for planned in plan.sources:
+            for planned in _handing_out(plan):
                 outcome = self._handle(planned)
                 self.report.outcomes.append(outcome)
                 if outcome.status in WARNING_OUTCOMES and outcome.message:
@@ -249,7 +273,7 @@ class Migration:
             else:
                 self.report.warnings.append(f"run failed: {exc}")
             try:
-                close_run(self.global_conn, self.run_id, self.report.finished_at, RunStatus.FAILED, self.report.to_json())
+                close_run(self.global_conn, self.run_id, self.report.finished_at, RunStatus.FAILED, self.report.json_text())
             except SQLiteError:
                 pass
             raise
@@ -258,7 +282,7 @@ class Migration:
         self.report.status = status
         self.report.finished_at = now_ms()
         checkpoint("before-close-run")
-        close_run(self.global_conn, self.run_id, self.report.finished_at, status, self.report.to_json())
+        close_run(self.global_conn, self.run_id, self.report.finished_at, status, self.report.json_text())
         return self.report
 
     def _written_databases(self) -> dict[Path, Connection]:

@@ -62,7 +62,7 @@ STATE_DIRS_NOT_WORKSPACES = frozenset({"workspace-attestations"})
 SQLITE_SIDECAR_SUFFIXES = ("-wal", "-shm", "-journal")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per file: no __dict__ each
 class FileEntry:
     rel: str
     size: int

@@ -29,7 +29,7 @@ from statekit.schema import SCHEMA_VERSION
 ACTIVE_ACTIONS = ("import", "import+archive", "drop")
 
 
-@dataclass
+@dataclass(slots=True)  # one per file: no __dict__ each
 class PlannedSource:
     kind: str
     rel: str

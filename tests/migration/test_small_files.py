@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import statekit.db as db
-from helpers import agent_db, make_state, rows
+from helpers import agent_db, global_db, make_state, rows
 from statekit.migrate.apply import MigrateOptions, migrate
 
 
@@ -89,3 +89,20 @@ def test_plan_validates_a_well_typed_index_without_jsonschema(tmp_path: Path, mo
     assert migrate(state, MigrateOptions(backup=False)).exit_code == 0
     assert "session-index" not in calls
     assert rows(agent_db(state), "SELECT count(*) FROM session_entries") == [(5,)]
+
+
+def test_the_run_report_text_is_the_one_json_dumps_gives(tmp_path: Path) -> None:
+    """MigrationReport.json_text (one source at a time) writes the bytes json.dumps of the whole report wrote."""
+    from statekit.migrate.apply import MigrationReport, SourceOutcome
+
+    state = install(tmp_path, 3)
+    report = migrate(state, MigrateOptions(backup=False))
+    stored = rows(global_db(state), "SELECT report_json FROM migration_runs")
+    assert stored == [(json.dumps(report.to_json(), ensure_ascii=False, sort_keys=True),)]
+    odd = MigrationReport(state_dir=tmp_path / "ünï", run_id="r", status="warning", warnings=["a \"quoted\" ✓ line", "\x00x"])
+    odd.outcomes = [SourceOutcome("k", f"agents/main/sessions/é{n}.jsonl", "main", "imported", n, notices=["n\n"]) for n in range(3)]
+    for outcomes in (odd.outcomes, []):
+        odd.outcomes = outcomes
+        assert odd.json_text() == json.dumps(odd.to_json(), ensure_ascii=False, sort_keys=True)
+    odd.warnings.append(json.loads(json.dumps("\x00statekit: the sources of the run\x00")))  # the marker itself, quoted
+    assert odd.json_text() == json.dumps(odd.to_json(), ensure_ascii=False, sort_keys=True)
