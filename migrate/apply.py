@@ -147,7 +147,7 @@ class MigrationReport:
             counts[outcome.status] = counts.get(outcome.status, 0) + 1
         return dict(sorted(counts.items()))
 
-    def json_text(self) -> str:
+    def report_text(self) -> str:
         """``json.dumps(self.to_json(), ensure_ascii=False, sort_keys=True)``, one source's entry at a time: the text of
         100,000 sources is made without holding 100,000 dicts (and the encoder's pieces of all of them) at once."""
         whole = self.to_json(sources=False)
@@ -273,7 +273,7 @@ class Migration:
             else:
                 self.report.warnings.append(f"run failed: {exc}")
             try:
-                close_run(self.global_conn, self.run_id, self.report.finished_at, RunStatus.FAILED, self.report.json_text())
+                close_run(self.global_conn, self.run_id, self.report.finished_at, RunStatus.FAILED, self.report.report_text())
             except SQLiteError:
                 pass
             raise
@@ -282,7 +282,7 @@ class Migration:
         self.report.status = status
         self.report.finished_at = now_ms()
         checkpoint("before-close-run")
-        close_run(self.global_conn, self.run_id, self.report.finished_at, status, self.report.json_text())
+        close_run(self.global_conn, self.run_id, self.report.finished_at, status, self.report.report_text())
         return self.report
 
     def _written_databases(self) -> dict[Path, Connection]:

@@ -92,7 +92,7 @@ def test_plan_validates_a_well_typed_index_without_jsonschema(tmp_path: Path, mo
 
 
 def test_the_run_report_text_is_the_one_json_dumps_gives(tmp_path: Path) -> None:
-    """MigrationReport.json_text (one source at a time) writes the bytes json.dumps of the whole report wrote."""
+    """MigrationReport.report_text (one source at a time) writes the bytes json.dumps of the whole report wrote."""
     from statekit.migrate.apply import MigrationReport, SourceOutcome
 
     state = install(tmp_path, 3)
@@ -103,6 +103,6 @@ def test_the_run_report_text_is_the_one_json_dumps_gives(tmp_path: Path) -> None
     odd.outcomes = [SourceOutcome("k", f"agents/main/sessions/é{n}.jsonl", "main", "imported", n, notices=["n\n"]) for n in range(3)]
     for outcomes in (odd.outcomes, []):
         odd.outcomes = outcomes
-        assert odd.json_text() == json.dumps(odd.to_json(), ensure_ascii=False, sort_keys=True)
+        assert odd.report_text() == json.dumps(odd.to_json(), ensure_ascii=False, sort_keys=True)
     odd.warnings.append(json.loads(json.dumps("\x00statekit: the sources of the run\x00")))  # the marker itself, quoted
-    assert odd.json_text() == json.dumps(odd.to_json(), ensure_ascii=False, sort_keys=True)
+    assert odd.report_text() == json.dumps(odd.to_json(), ensure_ascii=False, sort_keys=True)
