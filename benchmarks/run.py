@@ -12,7 +12,9 @@ hard-linked copy of the shape is made and statekit and the floor run one after t
 order alternating between pairs; the table gives the median (and min-max) of the per-pair
 ratios statekit/floor, statekit's MB/s and the peak RSS of each child (``ru_maxrss`` from
 ``wait4``). CPU = user + sys of the child process tree; prefer it to wall time on a shared
-machine (the load average seen is printed). ``--before PYTHON`` runs a second build of statekit
+machine (the load average seen is printed). Children run with their bytecode cached under
+``--workdir/pycache`` (each build runs once on a tiny install first), as an installed statekit has it.
+``--before PYTHON`` runs a second build of statekit
 (another venv) in every pair too, the three in rotating order, and gives its ratios beside.
 
 The floor (``benchmarks/floor.py``): read each line, ``json.loads``, ``executemany`` into one WAL
@@ -201,6 +203,28 @@ def run_child(cmd: list[str], env: dict[str, str] | None = None) -> Measure:
     return Measure(usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024, proc.returncode)
 
 
+def child_env(workdir: Path) -> dict[str, str]:
+    """The children's environment: bytecode cached (as an installed statekit has it) under the workdir, never in a source tree."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(workdir / "pycache")
+    return env
+
+
+def warm_up(pythons: list[str], workdir: Path) -> None:
+    """Run each build once on a one-transcript install so that no measured run compiles bytecode."""
+    tiny = workdir / "warm-up" / ".openclaw"
+    for python in pythons:
+        if tiny.parent.exists():
+            shutil.rmtree(tiny.parent)
+        sessions = tiny / "agents" / "main" / "sessions"
+        sessions.mkdir(parents=True)
+        (sessions / "s-1.jsonl").write_text(TranscriptWriter(1).lines("s-1", 2000)[0] + "\n", encoding="utf-8")
+        (sessions / "sessions.json").write_text(json.dumps({"agent:main:main": {"sessionId": "s-1", "updatedAt": 1}}), encoding="utf-8")
+        for command in ("plan", "migrate"):
+            run_child(statekit_cmd(Shape("warm", command, 1, 0), tiny, python), child_env(workdir))
+    shutil.rmtree(tiny.parent, ignore_errors=True)
+
+
 def fresh_copy(state: Path, scratch: Path) -> Path:
     if scratch.exists():
         shutil.rmtree(scratch)
@@ -246,7 +270,7 @@ def bench(shape: Shape, workdir: Path, pairs: int, python: str, before: str | No
                 cmd = floor_cmd(shape, copy, scratch)
             else:
                 cmd = statekit_cmd(shape, copy, python if who == "statekit" else str(before))
-            got[who] = run_child(cmd)
+            got[who] = run_child(cmd, child_env(workdir))
         ours.append(got["statekit"])
         floors.append(got["floor"])
         ratios_cpu.append(got["statekit"].cpu / got["floor"].cpu)
@@ -319,6 +343,7 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown shape(s): {', '.join(unknown)}")
     args.workdir.mkdir(parents=True, exist_ok=True)
+    warm_up([args.python] + ([args.before] if args.before else []), args.workdir)
     before = machine()
     results = []
     for name in names:

@@ -25,7 +25,7 @@ from functools import lru_cache
 from types import ModuleType
 
 from statekit.documents import schema_path
-from statekit.legacy_readers.base import ACTIONS, Reader
+from statekit.legacy_readers.base import ACTIONS, Reader, pattern_regex
 
 _SKIP = {"base"}
 _KIND = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -148,9 +148,58 @@ def all_readers() -> tuple[Reader, ...]:
     return load_readers(_reader_modules(__path__, f"{__name__}."))
 
 
+def _segment_matches(glob: str, segment: str) -> bool:
+    return re.fullmatch(pattern_regex(glob), segment) is not None
+
+
+def could_match_in(pattern: str, directory: tuple[str, ...]) -> bool:
+    """Whether ``pattern`` can match some file directly in ``directory`` (its path segments).
+
+    Before a segment holding ``**`` every segment of a pattern matches exactly one path segment
+    (``*`` and ``?`` never cross a ``/``), so those must match the directory's segments one by one,
+    and a pattern without ``**`` must have exactly one segment more than the directory.
+    """
+    segments = pattern.split("/")
+    deep = next((i for i, segment in enumerate(segments) if "**" in segment), None)
+    if deep is None and len(segments) != len(directory) + 1:
+        return False
+    fixed = segments[: deep if deep is not None else len(segments) - 1]
+    return all(_segment_matches(glob, part) for glob, part in zip(fixed, directory))
+
+
+@lru_cache(maxsize=4096)
+def _claim_index(directory: str) -> tuple[re.Pattern[str], tuple[Reader, ...]] | None:
+    """The patterns that can match a file in ``directory`` in one expression, one named group per reader (plan order).
+
+    An alternation tries its branches in order, so the group that matches is the first reader (in
+    plan order) with a pattern matching the whole path: what trying each reader in turn finds. None
+    when no pattern can match there.
+    """
+    parts = tuple(directory.split("/")) if directory else ()
+    readers = all_readers()
+    branches = []
+    for index, reader in enumerate(readers):
+        fitting = [pattern_regex(p) for p in reader.patterns if could_match_in(p, parts)]
+        if fitting:
+            branches.append(f"(?P<r{index}>{'|'.join(fitting)})")
+    if not branches:
+        return None
+    return re.compile("^(?:" + "|".join(branches) + ")$"), readers
+
+
 def reader_for(rel: str) -> Reader | None:
-    """The reader that claims ``rel`` (first in plan order), or None."""
-    for reader in all_readers():
+    """The reader that claims ``rel`` (first in plan order), or None: one match of the patterns that fit its directory."""
+    known = _claim_index(rel.rpartition("/")[0])
+    if known is None:
+        return None
+    index, readers = known
+    found = index.match(rel)
+    if found is None:
+        return None
+    first = int((found.lastgroup or "r0")[1:])
+    if not readers[first].exclude or readers[first].claims(rel):
+        return readers[first]
+    for reader in readers[first + 1:]:  # the first match excludes this path: the readers after it, one by one
         if reader.claims(rel):
             return reader
     return None

@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, ClassVar, cast
 
@@ -51,7 +51,7 @@ class Source:
     rel: str  # POSIX path relative to the state dir
     agent_id: str | None = None
 
-    @property
+    @cached_property
     def path(self) -> Path:
         return self.state_dir.joinpath(*PurePosixPath(self.rel).parts)
 
@@ -285,6 +285,18 @@ def fingerprint(value: str) -> str:
 
 def agent_id_from_rel(rel: str) -> str | None:
     """``agents/<id>/...`` -> normalised id; flat ``sessions/`` -> the default agent; else None."""
+    directory, slash, _name = rel.rpartition("/")
+    if slash and directory and _name not in ("", ".") and not directory.startswith("/"):  # the directory decides: once per directory
+        return _agent_of_directory(directory)
+    return _agent_id(rel)
+
+
+@lru_cache(maxsize=4096)
+def _agent_of_directory(directory: str) -> str | None:
+    return _agent_id(directory + "/file")
+
+
+def _agent_id(rel: str) -> str | None:
     parts = PurePosixPath(rel).parts
     if len(parts) >= 3 and parts[0] == "agents":
         agent = normalize_agent_id(parts[1])
@@ -301,6 +313,11 @@ def match_patterns(rel: str, patterns: Sequence[str]) -> bool:
 
 @lru_cache(maxsize=None)
 def _compile_pattern(pattern: str) -> re.Pattern[str]:
+    return re.compile("^" + pattern_regex(pattern) + "$")
+
+
+def pattern_regex(pattern: str) -> str:
+    """The regular expression (unanchored) of one glob of :func:`match_patterns`."""
     out = []
     i = 0
     while i < len(pattern):
@@ -319,7 +336,7 @@ def _compile_pattern(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(pattern[i]))
             i += 1
-    return re.compile("^" + "".join(out) + "$")
+    return "".join(out)
 
 
 class Reader:

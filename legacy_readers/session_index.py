@@ -29,11 +29,14 @@ from __future__ import annotations
 import copy
 import hashlib
 import math
-from pathlib import PurePosixPath, PureWindowsPath
+import os
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, BinaryIO
 
 from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
-from statekit.documents import parse_json5_document, validate
+from statekit.documents import parse_json5_document
+from statekit.legacy_readers._fast_schema import validate_fast
 from statekit.values import finite_number, integer
 from statekit.legacy_readers.session_family import recovered_key
 from statekit.legacy_readers.transcripts import claim_recovered
@@ -308,6 +311,17 @@ def recovered_rows_exist(db: DatabaseWriter, prefix: str) -> bool:
     )
 
 
+def names_present(directory: Path) -> Callable[[str], bool]:
+    """``lambda name: (directory / name).exists()``, with the directory listed once: a name listed as no symlink
+    exists; a symlink (exists only when its target does) or a name not listed is looked at on its own."""
+    try:
+        with os.scandir(directory) as entries:
+            plain = frozenset(entry.name for entry in entries if not entry.is_symlink())
+    except OSError:
+        plain = frozenset()
+    return lambda name: name in plain or (directory / name).exists()
+
+
 class SessionIndexReader(Reader):
     kind = "session-index"
     family = "sessions"
@@ -328,7 +342,7 @@ class SessionIndexReader(Reader):
         if len(data) > MAX_INDEX_BYTES:
             raise SourceError(source.rel, too_big_message(source))
         document = parse_json5_document(data, source.rel)
-        validate(document, self.schema_name or "", source.rel)
+        validate_fast(document, self.schema_name or "", source.rel)
         return document
 
     def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
@@ -344,6 +358,7 @@ class SessionIndexReader(Reader):
         db = ctx.writer.agent(agent_id)
         chosen, notices, warnings = select_entries(store, agent_id, mkey, promote_main=not main_already_imported(db, ctx, agent_id, mkey))
         sessions_dir = source.path.parent
+        present = names_present(sessions_dir)
         file_mtime = file_mtime_ms(source, ctx.now_ms)
         from_agent_dir = source.rel.startswith("agents/")
         newer = ">=" if from_agent_dir else ">"  # a per-agent index wins ties over the flat legacy one
@@ -364,7 +379,7 @@ class SessionIndexReader(Reader):
                 if "updatedAt" in entry:
                     notices.append(f"entry {raw!r}: updatedAt is not a finite number; used the file's mtime")
             updated_at = int(updated) if not math.isnan(updated) else file_mtime
-            if not (sessions_dir / transcript_name(entry)).exists():
+            if not present(transcript_name(entry)):
                 missing_transcripts += 1
             normalised = normalise_entry(entry)
             normalised["updatedAt"] = updated_at

@@ -35,6 +35,7 @@ import json
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, cast
 
 import apsw
@@ -192,25 +193,53 @@ _TABLE_DDL_P2 = {apsw.SQLITE_ALTER_TABLE, apsw.SQLITE_CREATE_INDEX, apsw.SQLITE_
 _REFUSED = {apsw.SQLITE_ATTACH, apsw.SQLITE_DETACH, apsw.SQLITE_CREATE_VTABLE, apsw.SQLITE_DROP_VTABLE}
 
 
-def _cascade_edges(conn: Connection) -> dict[str, set[str]]:
+@dataclass
+class SchemaFacts:
+    """What statekit read of one connection's schema at one ``PRAGMA schema_version``: table columns, cascade edges."""
+
+    version: int
+    columns: dict[str, dict[str, Column]] = field(default_factory=dict)
+    cascades: dict[str, set[str]] | None = None
+
+
+def schema_facts(conn: Connection) -> SchemaFacts:
+    """The connection's schema facts, read again only when its schema version moved (one PRAGMA per call).
+
+    The DDL a reader runs through the writer (``DatabaseWriter.add_later_column``) and the rollback of a savepoint
+    forget them (:func:`forget_schema_facts`), as every transaction rollback does (``statekit.db.Connection``'s
+    rollback hook): a rolled-back ALTER brings the version number back, so the number alone cannot tell two
+    schemas apart.
+    """
+    version = int(conn.execute("PRAGMA schema_version").fetchone()[0])
+    cached = conn.schema_cache
+    if not isinstance(cached, SchemaFacts) or cached.version != version:
+        cached = SchemaFacts(version)
+        conn.schema_cache = cached
+    return cached
+
+
+def forget_schema_facts(conn: Connection) -> None:
+    conn.schema_cache = None
+
+
+def _cascade_edges(conn: Connection, facts: SchemaFacts | None = None) -> dict[str, set[str]]:
     """parent table -> tables whose foreign keys cascade from it; read once per connection and schema version."""
-    version = conn.execute("PRAGMA schema_version").fetchone()[0]
-    cached: tuple[int, dict[str, set[str]]] | None = getattr(conn, "_statekit_cascade_edges", None)
-    if cached is not None and cached[0] == version:
-        return cached[1]
+    facts = facts or schema_facts(conn)
+    if facts.cascades is not None:
+        return facts.cascades
     edges: dict[str, set[str]] = {}
     for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
         for fk in conn.execute(f"PRAGMA foreign_key_list({_quote(name)})"):
             on_update, on_delete = str(fk[5]).upper(), str(fk[6]).upper()
             if on_update != "NO ACTION" or on_delete != "NO ACTION":
                 edges.setdefault(fk[2], set()).add(name)
-    conn._statekit_cascade_edges = (version, edges)  # type: ignore[attr-defined]
+    facts.cascades = edges
     return edges
 
 
-def cascade_children(conn: Connection, parents: Iterable[str]) -> frozenset[str]:
+def cascade_children(conn: Connection, parents: Iterable[str], facts: SchemaFacts | None = None) -> frozenset[str]:
     """Tables whose rows a delete/update of ``parents`` changes through ``ON DELETE/UPDATE CASCADE/SET NULL`` (transitively)."""
-    edges = _cascade_edges(conn)
+    edges = _cascade_edges(conn, facts)
     found: set[str] = set()
     todo = [p for p in parents]
     while todo:
@@ -289,6 +318,25 @@ def unguarded(conn: Connection) -> Iterator[None]:
 # --- one database ----------------------------------------------------------------------
 
 
+@lru_cache(maxsize=1024)
+def _upsert_sql(table: str, columns: tuple[str, ...], key: tuple[str, ...], update: bool | tuple[str, ...], where: str | None) -> str:
+    """The text of :meth:`DatabaseWriter.upsert` (built once per shape: one prepared statement per shape too)."""
+    sql = f"INSERT INTO {_quote(table)} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
+    if update is False:
+        return sql + f" ON CONFLICT({', '.join(key)}) DO NOTHING"
+    names = [c for c in (columns if update is True else [u for u in update if u in columns]) if c not in key]
+    if not names:
+        return sql + f" ON CONFLICT({', '.join(key)}) DO NOTHING"
+    sql += f" ON CONFLICT({', '.join(key)}) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in names)
+    return sql + f" WHERE {where}" if where else sql
+
+
+@lru_cache(maxsize=None)
+def _later_columns(table: str) -> frozenset[str]:
+    return frozenset(name for (t, name) in LATER_COLUMNS if t == table)
+
+
+
 class DatabaseWriter:
     """Writes and look-ups in one database, for one source. Owns the facts of its connection."""
 
@@ -296,19 +344,30 @@ class DatabaseWriter:
         self.conn = conn
         self.label = label  # "global" or "agent:<id>"
         self._tracker = tracker if tracker is not None else _Tracker()
-        self._columns: dict[str, dict[str, Column]] = {}
+        self._facts: SchemaFacts | None = None  # the schema as this source first saw it (one PRAGMA schema_version)
 
     # -- connection facts -------------------------------------------------------------
 
+    def schema(self) -> SchemaFacts:
+        if self._facts is None:
+            self._facts = schema_facts(self.conn)
+        return self._facts
+
+    def forget_schema(self) -> None:
+        """After DDL or a rollback: the next look-up reads the schema again."""
+        self._facts = None
+        forget_schema_facts(self.conn)
+
     def columns(self, table: str) -> dict[str, Column]:
-        """The table's columns (empty when it does not exist); read once per table per source."""
-        found = self._columns.get(table)
+        """The table's columns (empty when it does not exist); read once per table and schema version of the connection."""
+        known = self.schema().columns
+        found = known.get(table)
         if found is None:
             found = {
                 row[1]: Column(row[1], str(row[2] or "").upper(), bool(row[3]), int(row[5]))
                 for row in self.conn.execute(f"PRAGMA table_info({_quote(table)})")
             }
-            self._columns[table] = found
+            known[table] = found
         return found
 
     def has_table(self, table: str) -> bool:
@@ -343,13 +402,13 @@ class DatabaseWriter:
         if column in self.columns(table):
             return False
         self.conn.execute(f"ALTER TABLE {_quote(table)} ADD COLUMN {column} {declared}")
-        self._columns.pop(table, None)
+        self.forget_schema()
         return True
 
     def fit_later(self, table: str, row: Mapping[str, Any]) -> dict[str, Any]:
         """Only the later-column part of :meth:`fit`: such a column with a value is added, one without is left out."""
-        later = {name for (t, name) in LATER_COLUMNS if t == table}
-        if not later.intersection(row):
+        later = _later_columns(table)
+        if not later or later.isdisjoint(row):
             return dict(row)
         fitted: dict[str, Any] = {}
         for name, value in row.items():
@@ -412,17 +471,7 @@ class DatabaseWriter:
         """
         fitted = self.fit(table, row, optional=optional, extra=extra)
         columns = list(fitted)
-        sql = f"INSERT INTO {_quote(table)} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
-        if update is False:
-            sql += f" ON CONFLICT({', '.join(key)}) DO NOTHING"
-        else:
-            names = [c for c in (columns if update is True else [u for u in update if u in fitted]) if c not in key]
-            if names:
-                sql += f" ON CONFLICT({', '.join(key)}) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in names)
-                if where:
-                    sql += f" WHERE {where}"
-            else:
-                sql += f" ON CONFLICT({', '.join(key)}) DO NOTHING"
+        sql = _upsert_sql(table, tuple(columns), tuple(key), update if isinstance(update, bool) else tuple(update), where)
         self._execute(table, columns, sql, [[_bind(fitted[c]) for c in columns]])
         self._tracker.row(table, key, fitted)
         return int(self.conn.changes())
@@ -560,6 +609,7 @@ class DatabaseWriter:
         try:
             yield
         except BaseException:
+            self.forget_schema()  # an ALTER inside it is undone
             self.conn.execute(f"ROLLBACK TO {name}")
             self.conn.execute(f"RELEASE {name}")
             raise
@@ -597,7 +647,7 @@ class Writer:
             found = DatabaseWriter(conn, f"agent:{agent_id}")
             self._agents[agent_id] = found
             if self._guard is not None:
-                self._install(conn, self._guard, "agent")
+                self._install(found, self._guard, "agent")
         return found
 
     def db(self, name: str) -> DatabaseWriter:
@@ -615,18 +665,18 @@ class Writer:
         return found
 
     @staticmethod
-    def _install(conn: Connection, guard: Guard, level: str) -> None:
+    def _install(db: DatabaseWriter, guard: Guard, level: str) -> None:
         tables = tables_of(guard.targets, level)
-        conn.authorizer = Guard(guard.reader, tables, cascade_children(conn, tables), declared=guard.declared)
+        db.conn.authorizer = Guard(guard.reader, tables, cascade_children(db.conn, tables, db.schema()), declared=guard.declared)
 
     @contextmanager
     def guarded(self, reader: str, targets: Iterable[str]) -> Iterator[None]:
         """Install the authorizer on every connection of this source while the reader writes."""
         guard = Guard(reader, targets)
         self._guard = guard
-        self._install(self.state.conn, guard, "global")
+        self._install(self.state, guard, "global")
         for w in self._agents.values():
-            self._install(w.conn, guard, "agent")
+            self._install(w, guard, "agent")
         try:
             yield
         finally:

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, cast
@@ -95,7 +96,7 @@ class MigrateOptions:
     env: dict[str, str] | None = None
 
 
-@dataclass
+@dataclass(slots=True)  # one per file: no __dict__ each
 class SourceOutcome:
     kind: str
     rel: str
@@ -146,7 +147,19 @@ class MigrationReport:
             counts[outcome.status] = counts.get(outcome.status, 0) + 1
         return dict(sorted(counts.items()))
 
-    def to_json(self) -> dict[str, Any]:
+    def report_text(self) -> str:
+        """``json.dumps(self.to_json(), ensure_ascii=False, sort_keys=True)``, one source's entry at a time: the text of
+        100,000 sources is made without holding 100,000 dicts (and the encoder's pieces of all of them) at once."""
+        whole = self.to_json(sources=False)
+        whole["sources"] = _SOURCES_PLACEHOLDER
+        text, marker = json.dumps(whole, ensure_ascii=False, sort_keys=True), json.dumps(_SOURCES_PLACEHOLDER)
+        if text.count(marker) != 1:  # a message quoting the marker: the whole report at once, as before
+            return json.dumps(self.to_json(), ensure_ascii=False, sort_keys=True)
+        head, _, tail = text.partition(marker)
+        parts = [json.dumps(o.to_json(), ensure_ascii=False, sort_keys=True) for o in self.outcomes]
+        return "".join((head, "[", ", ".join(parts), "]", tail))
+
+    def to_json(self, *, sources: bool = True) -> dict[str, Any]:
         return {
             "kind": "legacy-state",
             "statekit_version": __version__,
@@ -157,13 +170,24 @@ class MigrationReport:
             "started_at": self.started_at,
             "finished_at": self.finished_at,
             "counts": self.counts(),
-            "sources": [o.to_json() for o in self.outcomes],
+            "sources": [o.to_json() for o in self.outcomes] if sources else [],
             "changes": self.changes,
             "warnings": self.warnings,
             "notices": self.notices,
             **({"interrupted": True, "interrupted_by": self.interrupted} if self.interrupted else {}),
             **({"undo": self.undo} if self.undo is not None else {}),
         }
+
+
+_SOURCES_PLACEHOLDER = "\x00statekit: the sources of the run\x00"  # no path or message holds it: \x00 is never in one
+
+
+def _handing_out(plan: Plan) -> Iterator[PlannedSource]:
+    """``plan.sources`` in order, each let go of once handled (the plan of 100,000 files is not held to the end)."""
+    pending = plan.sources[::-1]
+    plan.sources = []
+    while pending:
+        yield pending.pop()
 
 
 def now_ms() -> int:
@@ -188,6 +212,7 @@ class Migration:
         self.receipts: dict[str, Receipt] = {}
         self.config: dict[str, Any] = {}
         self.run_cache: dict[Any, Any] = {}  # ImportContext.run_cached: facts read once per run
+        self._dir_modes: dict[str, dict[str, int]] = {}  # parent directory -> its modes and its parents' (parent_modes)
         self.retirements: RetireBatch[tuple[str, dict[str, Any]]] = RetireBatch(state_dir, self._mark_retired, self.report.warnings)
 
     # -- databases ----------------------------------------------------------
@@ -228,7 +253,7 @@ class Migration:
         start_phase(self.progress, "migrate", sum(p.size or 0 for p in plan.sources if p.needs_import), "bytes")
         try:
             self._converge_interrupted_retirements()
-            for planned in plan.sources:
+            for planned in _handing_out(plan):
                 outcome = self._handle(planned)
                 self.report.outcomes.append(outcome)
                 if outcome.status in WARNING_OUTCOMES and outcome.message:
@@ -248,7 +273,7 @@ class Migration:
             else:
                 self.report.warnings.append(f"run failed: {exc}")
             try:
-                close_run(self.global_conn, self.run_id, self.report.finished_at, RunStatus.FAILED, self.report.to_json())
+                close_run(self.global_conn, self.run_id, self.report.finished_at, RunStatus.FAILED, self.report.report_text())
             except SQLiteError:
                 pass
             raise
@@ -257,7 +282,7 @@ class Migration:
         self.report.status = status
         self.report.finished_at = now_ms()
         checkpoint("before-close-run")
-        close_run(self.global_conn, self.run_id, self.report.finished_at, status, self.report.to_json())
+        close_run(self.global_conn, self.run_id, self.report.finished_at, status, self.report.report_text())
         return self.report
 
     def _written_databases(self) -> dict[Path, Connection]:
@@ -513,7 +538,7 @@ class Migration:
         """
         assert self.global_conn is not None
         if "dir_modes" not in report:  # recover recreates them as they were (an import's report has them already)
-            report = dict(report, dir_modes=parent_modes(self.state_dir, planned.rel))
+            report = dict(report, dir_modes=self._parent_modes(planned.rel))
         key = planned.source_key or ""
         try:
             # Moved now and its bytes re-hashed (RetireBatch.retire); the receipt is marked when the batch is durable.
@@ -552,6 +577,14 @@ class Migration:
             fsync_dir(source.parent)
         return outcome
 
+    def _parent_modes(self, rel: str) -> dict[str, int]:
+        """``retire.parent_modes``, read once per directory and run (the sources of one directory share them)."""
+        parent = rel.rpartition("/")[0]
+        modes = self._dir_modes.get(parent)
+        if modes is None:
+            modes = self._dir_modes[parent] = parent_modes(self.state_dir, rel)
+        return dict(modes)
+
     def _mark_retired(self, retired: list[tuple[str, dict[str, Any]]]) -> None:
         """The receipts of a durable batch of retirements: ``removed_source = 1``, in one transaction."""
         assert self.global_conn is not None
@@ -568,7 +601,7 @@ class Migration:
             "mtime_ms": planned.mtime_ms,
             # In the receipt from the import on: a crash before the batch of retirements is durable leaves it
             # to the next run to mark the move, and recover still recreates the directories as they were.
-            "dir_modes": parent_modes(self.state_dir, planned.rel),
+            "dir_modes": self._parent_modes(planned.rel),
             "sha256": planned.sha256,
             "record_count": planned.record_count,
             "target_tables": list(planned.target_tables),

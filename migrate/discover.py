@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from statekit.legacy_readers import all_readers
+from statekit.legacy_readers import all_readers, reader_for
 from statekit.legacy_readers.base import Reader, match_patterns
 from statekit.db import SQLITE_HEADER
 from statekit.fsutil import temp_writer_pid
@@ -62,7 +62,7 @@ STATE_DIRS_NOT_WORKSPACES = frozenset({"workspace-attestations"})
 SQLITE_SIDECAR_SUFFIXES = ("-wal", "-shm", "-journal")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per file: no __dict__ each
 class FileEntry:
     rel: str
     size: int
@@ -187,7 +187,7 @@ def discover(state_dir: Path) -> Discovery:
         except OSError:
             continue
         item = FileEntry(rel, st.st_size, st.st_mtime_ns // 1_000_000, _file_type(st.st_mode))
-        claimed = next((r for r in all_readers() if r.claims(rel)), None)  # loaded on the first file (cached)
+        claimed = reader_for(rel)  # the registry loads on the first file (cached)
         if claimed is not None:
             found.legacy.append((item, claimed))
             continue

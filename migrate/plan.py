@@ -29,7 +29,7 @@ from statekit.schema import SCHEMA_VERSION
 ACTIVE_ACTIONS = ("import", "import+archive", "drop")
 
 
-@dataclass
+@dataclass(slots=True)  # one per file: no __dict__ each
 class PlannedSource:
     kind: str
     rel: str
@@ -334,20 +334,31 @@ def finish_glanced(planned: PlannedSource, sha256: str, size: int, st: os.stat_r
     return True
 
 
-def _inspect_glanced_conflicts(
-    state_dir: Path, sources: list[PlannedSource], entries: dict[str, tuple[FileEntry, Reader]], receipts: dict[str, Receipt],
-    retry_failed: bool, ctx: ReadContext,
-) -> list[PlannedSource]:
-    """Glanced sources that share an identity with another source are inspected fully (conflicts decide on it)."""
-    groups: Counter[tuple[Any, ...]] = Counter()
+def _identity_counts(sources: list[PlannedSource]) -> Counter[tuple[Any, ...]]:
+    """How many sources to import claim each identity (kind, agent, identity)."""
+    counts: Counter[tuple[Any, ...]] = Counter()
     for source in sources:
         identity = source.details.get("identity")
         if identity is not None and source.needs_import:
-            groups[(source.kind, source.agent_id, *identity)] += 1
+            counts[(source.kind, source.agent_id, *identity)] += 1
+    return counts
+
+
+def _inspect_glanced_conflicts(
+    state_dir: Path, sources: list[PlannedSource], legacy: list[tuple[FileEntry, Reader]], receipts: dict[str, Receipt],
+    retry_failed: bool, ctx: ReadContext,
+) -> list[PlannedSource]:
+    """Glanced sources that share an identity with another source are inspected fully (conflicts decide on it)."""
+    groups = _identity_counts(sources)
+    shared = [s.rel for s in sources if s.glanced and s.details.get("identity") is not None
+              and groups[(s.kind, s.agent_id, *s.details["identity"])] > 1]
+    if not shared:  # the common case: no map of every file is made
+        return sources
+    wanted = set(shared)
+    entries = {entry.rel: (entry, reader) for entry, reader in legacy if entry.rel in wanted}
     out = []
     for source in sources:
-        identity = source.details.get("identity")
-        if source.glanced and identity is not None and groups[(source.kind, source.agent_id, *identity)] > 1:
+        if source.rel in wanted and source.glanced:
             entry, reader = entries[source.rel]
             source = plan_source(state_dir, entry, reader, receipts, retry_failed, ctx)
         out.append(source)
@@ -356,11 +367,14 @@ def _inspect_glanced_conflicts(
 
 def _resolve_conflicts(sources: list[PlannedSource]) -> None:
     """Two sources of one kind that claim the same identity: keep the preferred one, mark the rest ``conflict``."""
+    counts = _identity_counts(sources)
     groups: dict[tuple[Any, ...], list[PlannedSource]] = {}
     for source in sources:
         identity = source.details.get("identity")
         if identity is not None and source.needs_import:
-            groups.setdefault((source.kind, source.agent_id, *identity), []).append(source)
+            key = (source.kind, source.agent_id, *identity)
+            if counts[key] > 1:  # only identities two sources claim get a group
+                groups.setdefault(key, []).append(source)
     for members in groups.values():
         if len(members) < 2:
             continue
@@ -420,8 +434,7 @@ def build_plan(
         if progress is not None:
             progress(entry.size)
     if not full:
-        entries = {entry.rel: (entry, reader) for entry, reader in found.legacy}
-        sources = _inspect_glanced_conflicts(state_dir, sources, entries, receipts, retry_failed, ctx)
+        sources = _inspect_glanced_conflicts(state_dir, sources, found.legacy, receipts, retry_failed, ctx)
     _resolve_conflicts(sources)
     _agent_conflicts(sources, databases)
     sources.sort(key=lambda s: (s.reader.order if s.reader else 1000, s.agent_id or "", s.rel))

@@ -157,8 +157,7 @@ def open_run(conn: Connection, run_id: str, now_ms: int, report: dict[str, Any])
     )
 
 
-def close_run(conn: Connection, run_id: str, now_ms: int, status: RunStatus, report: dict[str, Any]) -> None:
-    conn.execute(
-        "UPDATE migration_runs SET finished_at = ?, status = ?, report_json = ? WHERE id = ?",
-        (now_ms, status, json.dumps(report, ensure_ascii=False, sort_keys=True), run_id),
-    )
+def close_run(conn: Connection, run_id: str, now_ms: int, status: RunStatus, report: dict[str, Any] | str) -> None:
+    """``report``: the run report, or its JSON text as ``json.dumps(report, ensure_ascii=False, sort_keys=True)`` makes it."""
+    text = report if isinstance(report, str) else json.dumps(report, ensure_ascii=False, sort_keys=True)
+    conn.execute("UPDATE migration_runs SET finished_at = ?, status = ?, report_json = ? WHERE id = ?", (now_ms, status, text, run_id))

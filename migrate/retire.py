@@ -79,11 +79,28 @@ def retire(state_dir: Path, rel: str, run_id: str, sha256: str | None, warnings:
     return dest
 
 
-def _move(state_dir: Path, rel: str, run_id: str, sha256: str | None, warnings: list[str] | None) -> tuple[Path, Path]:
-    """The rename (or verified copy) of :func:`retire`, without the directory fsyncs: (source, dest)."""
+def _inside(dest: Path, state_dir: Path, checked: dict[Path, None] | None) -> Path:
+    """``ensure_inside(dest, state_dir)``; with ``checked`` (the batch's directories already made and found inside),
+    only a symlink at ``dest`` itself sends it through the full check again."""
+    if checked is not None and dest.parent in checked and not os.path.islink(dest):
+        return dest
+    return ensure_inside(dest, state_dir)
+
+
+def _move(
+    state_dir: Path, rel: str, run_id: str, sha256: str | None, warnings: list[str] | None, checked: dict[Path, None] | None = None,
+) -> tuple[Path, Path]:
+    """The rename (or verified copy) of :func:`retire`, without the directory fsyncs: (source, dest).
+
+    ``checked``: retired directories this batch already made and checked (``RetireBatch``), not looked at again.
+    """
     source = state_dir.joinpath(*PurePosixPath(rel).parts)
-    dest = ensure_inside(_free_destination(retired_path(state_dir, run_id, rel), sha256), state_dir)
-    ensure_private_dir(dest.parent, warnings)
+    dest = _inside(_free_destination(retired_path(state_dir, run_id, rel), sha256), state_dir, checked)
+    if checked is None or dest.parent not in checked:
+        ensure_private_dir(dest.parent, warnings)
+        ensure_inside(dest.parent, state_dir)
+        if checked is not None:
+            checked[dest.parent] = None
     if dest.exists():
         # A previous attempt already placed an identical copy: only the original remains to go (if it is still that file).
         if sha256 and sha256_file(source) != sha256:
@@ -135,11 +152,12 @@ class RetireBatch(Generic[T]):
         self.limit = limit
         self._dirs: dict[Path, None] = {}  # insertion-ordered set
         self._emptied: dict[Path, None] = {}
+        self._checked: dict[Path, None] = {}  # retired directories made and found inside the state dir (this batch)
         self._tokens: list[T] = []
 
     def retire(self, rel: str, run_id: str, sha256: str | None, token: Callable[[Path | None], T], *, remove: bool = False) -> Path | None:
         """Move ``rel`` to the retired folder and check its bytes; the retired copy (None with ``remove``)."""
-        source, dest = _move(self.state_dir, rel, run_id, sha256, self.warnings)
+        source, dest = _move(self.state_dir, rel, run_id, sha256, self.warnings, self._checked)
         if sha256 is not None and sha256_file(dest) != sha256:
             raise ChangedAtRetire(rel, dest)
         kept: Path | None = dest
@@ -165,6 +183,7 @@ class RetireBatch(Generic[T]):
         tokens, self._tokens = self._tokens, []
         self._dirs.clear()
         self._emptied.clear()
+        self._checked.clear()
         self.durable(tokens)
 
 

@@ -328,6 +328,10 @@ class Connection(apsw.Connection):
         self, filename: str, flags: int, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, *, untrusted: bool = False
     ) -> None:
         super().__init__(filename, flags=flags)
+        # What a caller read of the schema (the writer's columns, cascade edges), keyed by its own version check.
+        # A rollback can bring back an earlier schema under the same ``schema_version`` number: it empties the slot.
+        self.schema_cache: Any = None
+        self.set_rollback_hook(self._forget_schema_cache)
         self.step_budget = FOREIGN_STEP_BUDGET if untrusted else STATEMENT_STEP_BUDGET
         self._steps_left = self.step_budget
         self._harden(untrusted)
@@ -348,6 +352,9 @@ class Connection(apsw.Connection):
         for limit, value in LIMITS.items():
             self.limit(limit, value)
         self.set_progress_handler(self._progress, PROGRESS_INTERVAL)
+
+    def _forget_schema_cache(self) -> None:
+        self.schema_cache = None
 
     def _progress(self) -> bool:
         self._steps_left -= PROGRESS_INTERVAL

@@ -1,0 +1,108 @@
+"""What migrate and plan do per small file: SQLite statements, table_info reads, schema validation of the index."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import statekit.db as db
+from helpers import agent_db, global_db, make_state, rows
+from statekit.migrate.apply import MigrateOptions, migrate
+
+
+def transcript(session_id: str, events: int = 4) -> str:
+    lines = [json.dumps({"type": "session", "version": 3, "id": session_id, "timestamp": "2026-01-01T00:00:00Z"})]
+    lines += [json.dumps({"type": "message", "id": f"{session_id}-{n}", "timestamp": "2026-01-01T00:00:01Z",
+                          "message": {"role": "user", "content": [{"type": "text", "text": f"hello {n}"}]}}) for n in range(events)]
+    return "\n".join(lines) + "\n"
+
+
+def install(tmp_path: Path, files: int) -> Path:
+    """``files`` transcripts, every one listed by the agent's session index (the benchmark's small-20k shape, smaller)."""
+    sessions = {f"agents/main/sessions/s{n:04d}.jsonl": transcript(f"s{n:04d}") for n in range(files)}
+    index = {f"agent:main:s{n}": {"sessionId": f"s{n:04d}", "updatedAt": 1767225600000 + n} for n in range(files)}
+    return make_state(tmp_path, {**sessions, "agents/main/sessions/sessions.json": json.dumps(index)})
+
+
+def statements(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Every statement statekit runs (an executemany counted once), by its first words."""
+    seen: Counter[str] = Counter()
+    execute, executemany = db.Cursor._execute, db.Cursor.executemany
+
+    def counted(self: Any, sql: str, bindings: Any = None, **kwargs: Any) -> Any:
+        if not getattr(self, "_in_many", False):
+            seen[" ".join(sql.split()[:3])] += 1
+        return execute(self, sql, bindings, **kwargs)
+
+    def counted_many(self: Any, sql: str, bindings: Any, **kwargs: Any) -> Any:
+        seen[" ".join(sql.split()[:3])] += 1
+        self._in_many = True
+        try:
+            return executemany(self, sql, bindings, **kwargs)
+        finally:
+            self._in_many = False
+
+    monkeypatch.setattr(db.Cursor, "_execute", counted)
+    monkeypatch.setattr(db.Cursor, "executemany", counted_many)
+    return seen
+
+
+def per_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[float, Counter[str]]:
+    """Statements per transcript: the difference between installs of 40 and 10 files, over the 30 files between."""
+    counts = []
+    for files in (10, 40):
+        seen = statements(monkeypatch)
+        state = install(tmp_path / str(files), files)
+        assert migrate(state, MigrateOptions(backup=False)).exit_code == 0
+        assert rows(agent_db(state), "SELECT count(*) FROM transcript_events") == [(files * 5,)]
+        counts.append(Counter(seen))
+        seen.clear()
+        monkeypatch.undo()
+    small, big = counts
+    extra = Counter({k: big[k] - small[k] for k in big if big[k] != small[k]})
+    return sum(extra.values()) / 30, extra
+
+
+def test_a_small_transcript_costs_at_most_17_statements(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A transcript with its index entry: 19 statements on 62c0aae (a PRAGMA table_info of each table it inserts
+    into among them), 17 now: the two transactions (4), the guard's schema check of each database (2), the session
+    look-up, the two deletes of what the session owned, the two inserts, the receipt, its retired mark, the
+    post-commit count, and the index entry's three upserts (sessions, session_entries, session_routes)."""
+    each, extra = per_file(tmp_path, monkeypatch)
+    assert each <= 17, extra
+    assert not any("table_info" in k for k in extra), extra
+
+
+def test_plan_validates_a_well_typed_index_without_jsonschema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled check accepts the index: jsonschema is not run on it (62c0aae ran it on every entry, twice per migrate)."""
+    import statekit.documents as documents
+    import statekit.legacy_readers._fast_schema as fast
+
+    calls: list[str] = []
+    original = documents.validate
+    monkeypatch.setattr(fast, "validate", lambda document, name, rel, **kw: (calls.append(name), original(document, name, rel, **kw)))
+    state = install(tmp_path, 5)
+    assert migrate(state, MigrateOptions(backup=False)).exit_code == 0
+    assert "session-index" not in calls
+    assert rows(agent_db(state), "SELECT count(*) FROM session_entries") == [(5,)]
+
+
+def test_the_run_report_text_is_the_one_json_dumps_gives(tmp_path: Path) -> None:
+    """MigrationReport.report_text (one source at a time) writes the bytes json.dumps of the whole report wrote."""
+    from statekit.migrate.apply import MigrationReport, SourceOutcome
+
+    state = install(tmp_path, 3)
+    report = migrate(state, MigrateOptions(backup=False))
+    stored = rows(global_db(state), "SELECT report_json FROM migration_runs")
+    assert stored == [(json.dumps(report.to_json(), ensure_ascii=False, sort_keys=True),)]
+    odd = MigrationReport(state_dir=tmp_path / "ünï", run_id="r", status="warning", warnings=["a \"quoted\" ✓ line", "\x00x"])
+    odd.outcomes = [SourceOutcome("k", f"agents/main/sessions/é{n}.jsonl", "main", "imported", n, notices=["n\n"]) for n in range(3)]
+    for outcomes in (odd.outcomes, []):
+        odd.outcomes = outcomes
+        assert odd.report_text() == json.dumps(odd.to_json(), ensure_ascii=False, sort_keys=True)
+    odd.warnings.append(json.loads(json.dumps("\x00statekit: the sources of the run\x00")))  # the marker itself, quoted
+    assert odd.report_text() == json.dumps(odd.to_json(), ensure_ascii=False, sort_keys=True)
