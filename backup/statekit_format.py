@@ -136,8 +136,22 @@ def _db_problem(asset: mf.Asset, facts: DbFacts) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Written:
+    """What ``backup create`` established about a member's bytes as it wrote them: their SHA-256 (taken over exactly
+    the bytes handed to the tar writer) and, for a database, the facts of the ``integrity_check`` its snapshot
+    (those same bytes) passed. Create's own verify pass is given these and does not hash the member or check the
+    database again: the pass still decompresses every byte (zstd content checksums: the payload decodes to what the
+    compressor was fed), walks every tar header against the manifest and checks the digest trailer over every
+    compressed byte on disk."""
+
+    sha256: str
+    facts: DbFacts | None = None
+
+
 def _check_asset_member(
-    member: tarfile.TarInfo, asset: mf.Asset, tar: tarfile.TarFile, root: str, scratch: Scratch
+    member: tarfile.TarInfo, asset: mf.Asset, tar: tarfile.TarFile, root: str, scratch: Scratch,
+    written: Mapping[str, Written] | None = None,
 ) -> str | None:
     """Check one declared member against its manifest record; returns a problem or None."""
     kind, name = asset.kind, member.name
@@ -156,6 +170,11 @@ def _check_asset_member(
         return f"member {name} should be a regular file (manifest kind {kind})"
     if member.size != asset.size:
         return f"member {name}: size {member.size}, manifest records {asset.size}"
+    known = (written or {}).get(name)
+    if known is not None and known.sha256 == asset.sha256 and (kind != "sqlite" or known.facts is not None):
+        # Hashed (and, a database, integrity-checked) by create as it was written: the data is decompressed (tarfile
+        # reads past it), not hashed again; the size was checked above, the database facts against the manifest here.
+        return _db_problem(asset, known.facts) if kind == "sqlite" and known.facts is not None else None
     sink = MemberSink(scratch, spill=kind == "sqlite")
     try:
         handle = tar.extractfile(member)
@@ -175,13 +194,14 @@ def _check_asset_member(
         sink.discard()
 
 
-def verify_statekit(report: VerifyReport, scratch: Scratch, max_bytes: int, progress: ProgressFn | None = None) -> None:
+def verify_statekit(report: VerifyReport, scratch: Scratch, max_bytes: int, progress: ProgressFn | None = None,
+                    written: Mapping[str, Written] | None = None) -> None:
     """Verify the local archive ``report.path``: one forward pass over its bytes (:func:`verify_statekit_stream`)."""
     path = report.path
     start_phase(progress, "verify", os.path.getsize(path), "bytes")
     with open(path, "rb") as opened:
         raw: BinaryIO = opened if progress is None else ProgressReader(opened, progress)  # type: ignore[assignment]
-        verify_statekit_stream(report, raw, scratch, max_bytes)
+        verify_statekit_stream(report, raw, scratch, max_bytes, written)
 
 
 @dataclass
@@ -193,7 +213,8 @@ class _TarPass:
     seen: set[str] = field(default_factory=set)
 
 
-def verify_statekit_stream(report: VerifyReport, source: Readable, scratch: Scratch, max_bytes: int) -> None:
+def verify_statekit_stream(report: VerifyReport, source: Readable, scratch: Scratch, max_bytes: int,
+                           written: Mapping[str, Written] | None = None) -> None:
     """Verify a statekit archive read once, front to back, from ``source`` (any binary stream: nothing is seeked).
 
     The decompressor reads through a :class:`ForwardPass`, which walks the zstd structure and hashes every
@@ -204,7 +225,7 @@ def verify_statekit_stream(report: VerifyReport, source: Readable, scratch: Scra
     forward = ForwardPass(source)
     tar_pass = _TarPass()
     try:
-        _read_members(report, forward, scratch, max_bytes, tar_pass)
+        _read_members(report, forward, scratch, max_bytes, tar_pass, written)
     except BaseException:
         if forward.error is not None:
             raise forward.error from None
@@ -229,7 +250,8 @@ def verify_statekit_stream(report: VerifyReport, source: Readable, scratch: Scra
                 report.problems.append(f"asset {asset.id} ({path}) is missing from the payload")
 
 
-def _read_members(report: VerifyReport, forward: ForwardPass, scratch: Scratch, max_bytes: int, state: _TarPass) -> None:
+def _read_members(report: VerifyReport, forward: ForwardPass, scratch: Scratch, max_bytes: int, state: _TarPass,
+                  written: Mapping[str, Written] | None = None) -> None:
     """The tar pass: manifest first, then every member against it (records what it saw in ``state``)."""
     links: set[str] = set()
     try:
@@ -253,7 +275,7 @@ def _read_members(report: VerifyReport, forward: ForwardPass, scratch: Scratch, 
                     if report.problems[-1] != stop:
                         report.problems.append(stop)
                     return
-                _check_member(report, tar, member, state.root, state.declared, state.seen, links, scratch)
+                _check_member(report, tar, member, state.root, state.declared, state.seen, links, scratch, written)
             # Drain to the end so every zstd content checksum is checked.
             while counter.read(CHUNK):
                 pass
@@ -302,6 +324,7 @@ def _check_member(
     seen: set[str],
     links: set[str],
     scratch: Scratch,
+    written: Mapping[str, Written] | None = None,
 ) -> None:
     name = member.name
     problem = member_path_problem(name, root) or member_type_problem(member)
@@ -330,7 +353,7 @@ def _check_member(
     if asset is None:
         report.problems.append(f"member {name} is not declared in the manifest")
         return
-    problem = _check_asset_member(member, asset, tar, root, scratch)
+    problem = _check_asset_member(member, asset, tar, root, scratch, written)
     if problem:
         report.problems.append(problem)
     else:
