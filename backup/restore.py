@@ -283,7 +283,7 @@ def _refused(archive: Path, report: VerifyReport) -> VerificationError:
     return VerificationError(f"{archive}: archive failed verification, nothing was restored: {report.problems[0]}{more}")
 
 
-def _verify_writing(archive: Path, peeked: skf.Peeked, destinations: Mapping[str, Path], progress: Progress) -> VerifyReport:
+def _write_verified(archive: Path, peeked: skf.Peeked, destinations: Mapping[str, Path], progress: Progress) -> VerifyReport:
     """One pass over the archive: every check of ``backup verify`` while the members in ``destinations`` are written
     (hash-checked, fsynced). Raises :class:`VerificationError` when any check failed (the caller then removes what
     was written: nothing is published) and the OSError of a failed write."""
@@ -316,7 +316,7 @@ def _restore_to_target_verifying(archive: Path, peeked: skf.Peeked, steps: list[
         for directory in sorted({staged(s.destination.parent) for s in steps if s.destination != target}
                                 | {staged(s.destination) for s in steps if s.kind == "dir"}, key=lambda d: len(d.parts)):
             _make_dirs(directory, created)
-        _verify_writing(archive, peeked, {s.archive_path: staged(s.destination) for s in files}, progress)
+        _write_verified(archive, peeked, {s.archive_path: staged(s.destination) for s in files}, progress)
         for step in files:
             _finish_file(staged(step.destination), step.mode, step.mtime)
         for step in (s for s in steps if s.kind == "symlink"):  # links last, so nothing is ever written through one
@@ -515,7 +515,7 @@ def _stage(archive: Path, compression: str, steps: list[RestoreStep], journal: R
     everything = {s.archive_path: s for s in steps}
     if peeked is not None:
         files = [s for s in todo.values() if s.kind in ("file", "sqlite") and s.copy_from is None]
-        _verify_writing(archive, peeked, {s.archive_path: staged[s.destination] for s in files}, progress)
+        _write_verified(archive, peeked, {s.archive_path: staged[s.destination] for s in files}, progress)
         for done in todo.values():
             if done.kind == "symlink":
                 os.symlink(done.link_target or "", staged[done.destination])
