@@ -445,6 +445,8 @@ def peek_manifest(path: Path) -> Peeked | None:
     (the checks verify makes before reading any payload), decompressing only that far; else None (the caller then
     verifies the whole archive first, which reports why)."""
     try:
+        if not path.is_file():  # missing, a directory, a FIFO (never opened): verify words it
+            return None
         with open(path, "rb") as fh:
             if fh.read(len(ZSTD_MAGIC)) != ZSTD_MAGIC:
                 return None

@@ -126,3 +126,12 @@ def test_a_late_mismatch_in_place_changes_nothing(state_tree, tmp_path) -> None:
     after = tree_state(state_tree.root)
     assert {k: v for k, v in after.items() if k != ".statekit/lock"} == {k: v for k, v in before.items() if k != ".statekit/lock"}
     assert not (state_tree.root / ".statekit" / "restore-journal.json").exists()
+
+
+def test_a_fifo_named_as_the_archive_is_refused_unopened(tmp_path) -> None:
+    """The manifest is read before anything else: a FIFO must not be opened (it would block), verify refuses it."""
+    fifo = tmp_path / "archive.tar.zst"
+    os.mkfifo(fifo)
+    with pytest.raises(VerificationError, match="not a regular file"):
+        restore_archive(fifo, target=tmp_path / "t")
+    assert not (tmp_path / "t").exists()
