@@ -1,6 +1,9 @@
 """``backup restore``: verify, plan, then rebuild into a fresh target or swap in place.
 
-* Always verifies first; a failing archive restores nothing.
+* Every byte is verified before anything is published; a failing archive restores nothing. A statekit
+  ``.tar.zst`` is planned from its manifest (first frame only) and verified in the one pass that writes it into
+  staging (``statekit_format.verify_while_writing``): published only when every check passed. A dry run, an
+  OpenClaw archive, or one whose manifest does not read as sound is verified in full first.
 * ``dry_run`` returns the plan (archive path → destination, create / replace /
   unchanged) and writes nothing, not even the target dir.
 * ``target``: rebuild the state dir in a missing or empty directory. statekit
@@ -21,8 +24,8 @@
   restore is finished or undone by the next statekit command (or
   ``--resume`` / ``--abort``). OpenClaw archives go to ``--state-dir`` (else
   the resolved state dir), never to the paths their manifest records.
-Restored databases and credentials are 0600; member bytes are hashed again
-while they are written, so an archive swapped after verification is caught.
+Restored databases and credentials are 0600. When verify ran first (OpenClaw archives), member bytes are hashed
+again while they are written, so an archive swapped after verification is caught.
 """
 
 from __future__ import annotations
