@@ -57,6 +57,7 @@ class VerifyReport:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     manifest: mf.Manifest | None = None  # statekit archives: the typed manifest (read through Manifest.parse)
+    manifest_sha256: str | None = None  # statekit archives: SHA-256 of the manifest member's bytes
     openclaw_manifest: dict[str, Any] | None = None  # OpenClaw archives: OpenClaw's manifest.json document
     entries: int = 0
     assets_verified: int = 0

@@ -47,7 +47,8 @@ from statekit.backup.assets import AssetPlan, Entry, completeness_problems, note
 from statekit.backup.lock import backup_lock
 from statekit.backup.manifest import Asset, Manifest, Skipped, display_path
 from statekit.backup.runs import mark_interrupted, record_in_state_dir
-from statekit.backup.snapshot import snapshot_db
+from statekit.backup.snapshot import DbFacts, snapshot_db
+from statekit.backup.statekit_format import Written
 from statekit.backup.verify import VerifyReport, verify_archive
 from statekit.errors import BusyError, ExitCode, StateDirError, StatekitError, UsageError, VerificationError
 from statekit.progress import start_phase
@@ -114,6 +115,7 @@ class _Item:
     entry: Entry
     asset: Asset
     staged: Path | None = None  # a private copy or a snapshot to archive instead of the original
+    facts: DbFacts | None = None  # a snapshot's integrity_check and identity, taken on the bytes archived
 
 
 class _SourceChanged(Exception):
@@ -148,6 +150,7 @@ class _Context:
     env: Mapping[str, str] | None = None
     openclaw_manifest: dict[str, Any] | None = None
     registry: list[tuple[str, str]] = field(default_factory=list)  # agent databases the global one registers
+    written: dict[str, Written] = field(default_factory=dict)  # archive path -> what was established as it was written
 
     def scratch_name(self, prefix: str) -> Path:
         return self.staging / f"{prefix}-{next(self.counter)}"  # next() on a count is atomic under the GIL
@@ -187,23 +190,21 @@ def _signature(st: os.stat_result) -> tuple[int, ...]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _read_hash(path: Path, copy_to: Path) -> tuple[str, int, os.stat_result, bool]:
-    """Copy ``path`` to a new private file, hashing; True when the source changed meanwhile."""
-    digest = hashlib.sha256()
+def _copy_private(path: Path, copy_to: Path) -> tuple[int, os.stat_result, bool]:
+    """Copy ``path`` to a new private file (hashed later, as it is archived); True when the source changed meanwhile."""
     size = 0
     with open_regular_file(path) as handle:
         before = os.fstat(handle.fileno())
         out = create_file(copy_to, PRIVATE_FILE_MODE)
         try:
             for block in iter(lambda: handle.read(CHUNK), b""):
-                digest.update(block)
                 size += len(block)
                 write_all(out, block)
         finally:
             os.close(out)
         after = os.fstat(handle.fileno())
     changed = _signature(before) != _signature(after) or size != after.st_size
-    return digest.hexdigest(), size, after, changed
+    return size, after, changed
 
 
 def _base_asset(entry: Entry, layout: _Layout) -> Asset:
@@ -224,10 +225,10 @@ def _base_asset(entry: Entry, layout: _Layout) -> Asset:
 def _stage_copy(item: _Item, ctx: _Context) -> None:
     """Re-read a file as a private copy (the copy is what gets archived); report if it still moved."""
     dest = ctx.scratch_name("file")
-    sha, size, st, changed = _read_hash(item.entry.path, dest)
+    size, st, changed = _copy_private(item.entry.path, dest)
     if changed:
         ctx.warnings.append(f"{item.entry.path}: changed while being copied (read twice); archived the bytes of the second read")
-    item.asset.sha256, item.asset.size = sha, size
+    item.asset.size = size
     item.asset.mode, item.asset.mtime = st.st_mode & 0o7777, st.st_mtime
     item.staged = dest
 
@@ -241,8 +242,9 @@ def _stage_sqlite(item: _Item, ctx: _Context) -> None:
         asset.role = "sqlite"
     asset.agent_id = facts.meta_agent_id or (asset.agent_id if asset.role == "agent" else None)
     asset.schema_version = facts.user_version
-    asset.size, asset.sha256 = snap.size, snap.sha256
+    asset.size = snap.size  # its SHA-256 is taken as it streams into the archive (_add_file): one hash per byte
     item.staged = snap.path
+    item.facts = facts
     ctx.registry.extend(facts.registry)
 
 
@@ -254,9 +256,9 @@ def _start_snapshots(items: list[_Item], ctx: _Context, pool: ThreadPoolExecutor
 def _add_file(writer: ArchiveWriter, item: _Item) -> None:
     """Stream one file, hashing exactly the bytes archived; a file that moves meanwhile raises _SourceChanged."""
     asset = item.asset
-    if item.staged is not None:  # private and stable: its hash was taken when it was made
+    if item.staged is not None:  # private and stable (a snapshot or a copy): hashed as it is archived
         with open(item.staged, "rb") as handle:
-            writer.add_stream(asset.archive_path, handle, asset.size, mode=asset.mode, mtime=asset.mtime)
+            asset.sha256 = writer.add_stream(asset.archive_path, handle, asset.size, mode=asset.mode, mtime=asset.mtime)
         return
     with open_regular_file(item.entry.path) as handle:
         before = os.fstat(handle.fileno())
@@ -359,6 +361,8 @@ def _write_archive(
                 future.cancel()
     kept = [i for i in items if i not in ctx.gone]
     manifest.assets = [i.asset for i in kept]
+    ctx.written = {i.asset.archive_path: Written(i.asset.sha256, i.facts) for i in kept
+                   if i.asset.kind in ("file", "sqlite") and i.asset.sha256 is not None and (i.asset.kind != "sqlite" or i.facts is not None)}
     manifest.skipped = ctx.skipped + [Skipped(str(i.entry.path), "vanished or changed type during the backup") for i in ctx.gone]
     data = manifest.to_json()
     try:
@@ -669,7 +673,7 @@ def _create_locked(
         checkpoint("backup-partial-written")
         report = None
         if verify:
-            report = verify_archive(written, scratch_dir=staging, progress=progress)
+            report = verify_archive(written, scratch_dir=staging, progress=progress, written=ctx.written)
             result.verify_report = report
             if not report.ok:
                 raise VerificationError(f"the new archive failed verification, nothing was published: {report.problems[0]}")

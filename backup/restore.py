@@ -1,6 +1,9 @@
 """``backup restore``: verify, plan, then rebuild into a fresh target or swap in place.
 
-* Always verifies first; a failing archive restores nothing.
+* Every byte is verified before anything is published; a failing archive restores nothing. A statekit
+  ``.tar.zst`` is planned from its manifest (first frame only) and verified in the one pass that writes it into
+  staging (``statekit_format.verify_while_writing``): published only when every check passed. A dry run, an
+  OpenClaw archive, or one whose manifest does not read as sound is verified in full first.
 * ``dry_run`` returns the plan (archive path → destination, create / replace /
   unchanged) and writes nothing, not even the target dir.
 * ``target``: rebuild the state dir in a missing or empty directory. statekit
@@ -21,8 +24,8 @@
   restore is finished or undone by the next statekit command (or
   ``--resume`` / ``--abort``). OpenClaw archives go to ``--state-dir`` (else
   the resolved state dir), never to the paths their manifest records.
-Restored databases and credentials are 0600; member bytes are hashed again
-while they are written, so an archive swapped after verification is caught.
+Restored databases and credentials are 0600. When verify ran first (OpenClaw archives), member bytes are hashed
+again while they are written, so an archive swapped after verification is caught.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import secrets
 import shutil
 import stat
 import tarfile
+import tempfile
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -55,7 +59,7 @@ from statekit.backup.restore_steps import RestoreStep
 from statekit.backup.journal import STAGE_MARKER, JournalStep, Recovery, RestoreJournal, now_iso, pending, settle
 from statekit.backup.encryption import AGE_SUFFIX, DECRYPT_SCRATCH_PREFIX, Identities, IdentityNeeded, decrypted_copy, is_encrypted
 from statekit.backup.locations import FETCH_SCRATCH_PREFIX, is_remote
-from statekit.backup.verify import ABSOLUTE_CAP, OPENCLAW, VerifyReport, verify_archive
+from statekit.backup.verify import ABSOLUTE_CAP, OPENCLAW, STATEKIT, VerifyReport, verify_archive
 from statekit.errors import StatekitError, UsageError, VerificationError
 from statekit.progress import start_phase
 from statekit.seams import checkpoint
@@ -67,6 +71,7 @@ from statekit.layout import config_path as layout_config_path
 from statekit.locking import exclusive_lock, refuse_if_gateway_running
 from statekit.states import RestoreStepAction
 
+TARGET_STAGING_PREFIX = ".statekit-restore-staging-"  # inside a --target while its one pass writes and verifies
 STALE_STAGE = re.compile(r"^\.statekit-restore-[0-9a-f]{8}-")  # a staged copy (never an ``-aside-`` one: that is user data)
 SIDECARS = ("-wal", "-shm", "-journal")
 Progress = Callable[[int], None]
@@ -276,6 +281,75 @@ def _force_rmtree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def _refused(archive: Path, report: VerifyReport) -> VerificationError:
+    more = f" (+{len(report.problems) - 1} more)" if len(report.problems) > 1 else ""
+    return VerificationError(f"{archive}: archive failed verification, nothing was restored: {report.problems[0]}{more}")
+
+
+def _write_verified(archive: Path, peeked: skf.Peeked, destinations: Mapping[str, Path], progress: Progress) -> VerifyReport:
+    """One pass over the archive: every check of ``backup verify`` while the members in ``destinations`` are written
+    (hash-checked, fsynced). Raises :class:`VerificationError` when any check failed (the caller then removes what
+    was written: nothing is published) and the OSError of a failed write."""
+    extract = skf.Extract(peeked.manifest, peeked.sha256, destinations, on_written=lambda: checkpoint("restore-member-written"))
+    try:
+        report = skf.verify_while_writing(archive, extract, progress)
+    except skf.WriteFailed as failed:
+        raise failed.error from None
+    if not report.ok:
+        raise _refused(archive, report)
+    return report
+
+
+def _restore_to_target_verifying(archive: Path, peeked: skf.Peeked, steps: list[RestoreStep], target: Path,
+                                 progress: Progress) -> None:
+    """Restore into a fresh ``target`` in one pass: every member is written into a private staging dir inside the
+    target while the pass verifies it; only when every check passed (every digest, the trailer, every database's
+    integrity) are the staged entries renamed into the target. Otherwise the staging dir (and a target this run
+    made) is removed: nothing is published."""
+    created_target = not target.exists()
+    created: list[Path] = []
+    try:
+        _make_dirs(target, created)
+        staging = Path(tempfile.mkdtemp(prefix=TARGET_STAGING_PREFIX, dir=target))
+
+        def staged(dest: Path) -> Path:
+            return staging.joinpath(dest.relative_to(target))
+
+        files = [s for s in steps if s.kind in ("file", "sqlite") and s.copy_from is None]
+        for directory in sorted({staged(s.destination.parent) for s in steps if s.destination != target}
+                                | {staged(s.destination) for s in steps if s.kind == "dir"}, key=lambda d: len(d.parts)):
+            _make_dirs(directory, created)
+        _write_verified(archive, peeked, {s.archive_path: staged(s.destination) for s in files}, progress)
+        for step in files:
+            _finish_file(staged(step.destination), step.mode, step.mtime)
+        for step in (s for s in steps if s.kind == "symlink"):  # links last, so nothing is ever written through one
+            os.symlink(step.link_target or "", staged(step.destination))
+            os.utime(staged(step.destination), (step.mtime, step.mtime), follow_symlinks=False)
+        dirs = sorted((s for s in steps if s.kind == "dir"), key=lambda s: len(s.destination.parts), reverse=True)
+        for step in dirs:
+            if step.destination != target:
+                os.chmod(staged(step.destination), step.mode & 0o7777)
+                os.utime(staged(step.destination), (step.mtime, step.mtime))
+        for directory in {staged(s.destination.parent) for s in steps if s.destination != target}:
+            fsync_dir(directory)
+        for name in sorted(os.listdir(staging)):  # publish: every digest matched
+            os.rename(staging / name, target / name)
+        os.rmdir(staging)
+        for step in dirs:
+            if step.destination == target:
+                os.chmod(target, step.mode & 0o7777)
+                os.utime(target, (step.mtime, step.mtime))
+        fsync_dir(target)
+        checkpoint("restore-target-written")
+    except BaseException:
+        if created_target:
+            _force_rmtree(target)
+        elif target.is_dir():
+            for child in list(target.iterdir()):
+                _force_rmtree(child)
+        raise
+
+
 # --------------------------------------------------------------------------- restore in place
 
 
@@ -436,12 +510,21 @@ def _place(journal: RestoreJournal, step: JournalStep) -> bool:
 
 
 def _stage(archive: Path, compression: str, steps: list[RestoreStep], journal: RestoreJournal, progress: Progress,
-           report: VerifyReport | None = None) -> None:
-    """Write every changed file and link as its staged copy (hash-checked, fsynced)."""
+           report: VerifyReport | None = None, peeked: skf.Peeked | None = None) -> None:
+    """Write every changed file and link as its staged copy (hash-checked, fsynced). With ``peeked`` (a statekit
+    archive planned from its manifest) this is the one pass that also verifies the whole archive."""
     staged = {Path(s.dest): Path(s.staged) for s in journal.steps}
     todo = {s.archive_path: s for s in steps if s.action != RestoreStepAction.UNCHANGED and s.kind != "dir"}
     everything = {s.archive_path: s for s in steps}
-    for tar, member in _iter_payload(archive, compression, report, everything):
+    if peeked is not None:
+        files = [s for s in todo.values() if s.kind in ("file", "sqlite") and s.copy_from is None]
+        _write_verified(archive, peeked, {s.archive_path: staged[s.destination] for s in files}, progress)
+        for done in todo.values():
+            if done.kind == "symlink":
+                os.symlink(done.link_target or "", staged[done.destination])
+            else:
+                _finish_file(staged[done.destination], done.mode, done.mtime)
+    for tar, member in () if peeked is not None else _iter_payload(archive, compression, report, everything):
         step = todo.get(_member_key(member))
         if step is None:
             continue
@@ -464,12 +547,13 @@ def _stage(archive: Path, compression: str, steps: list[RestoreStep], journal: R
 
 
 def _restore_in_place(archive: Path, compression: str, fmt: str, steps: list[RestoreStep], state_dir: Path, stamp: str,
-                      progress: Progress, report: VerifyReport | None = None, origin: str = "") -> RestoreJournal:
+                      progress: Progress, report: VerifyReport | None = None, origin: str = "",
+                      peeked: skf.Peeked | None = None) -> RestoreJournal:
     journal = _plan_journal(steps, state_dir, archive, fmt, stamp, origin)
     journal.save()
     try:
         journal.make_dirs()
-        _stage(archive, compression, steps, journal, progress, report)
+        _stage(archive, compression, steps, journal, progress, report, peeked)
         checkpoint("restore-staged")
         journal.set_phase("swapping")
         journal.roll_forward(place=lambda s: _place(journal, s))
@@ -497,7 +581,7 @@ def _settle_first(state_dir: Path, result_notes: list[str]) -> Recovery | None:
 
 
 def _in_place(path: Path, report: VerifyReport, steps: list[RestoreStep], live_state: Path, result: RestoreResult,
-              progress: Progress, origin: str = "") -> None:
+              progress: Progress, origin: str = "", peeked: skf.Peeked | None = None) -> None:
     compression = "gzip" if report.format == OPENCLAW else "zstd"
     with exclusive_lock(lock_path(live_state), f"state dir {live_state}"):
         refuse_if_gateway_running(live_state)
@@ -510,7 +594,7 @@ def _in_place(path: Path, report: VerifyReport, steps: list[RestoreStep], live_s
             step.action = _current_action(step)
         created = archive_time(report)
         later_runs = runs_after(live_state, created) if created is not None else []
-        journal = _restore_in_place(path, compression, report.format, steps, live_state, stamp, progress, report, origin)
+        journal = _restore_in_place(path, compression, report.format, steps, live_state, stamp, progress, report, origin, peeked)
         global_db = str(global_db_path(live_state))
         replaced = next((Path(s.aside) for s in journal.steps if s.dest == global_db and s.aside), None)
         if later_runs and replaced is not None:
@@ -569,10 +653,16 @@ def restore_archive(
         return result
     progress = progress or (lambda _n: None)
     env = os.environ if env is None else env
-    report = verify_archive(path, progress=progress)
-    if not report.ok:
-        more = f" (+{len(report.problems) - 1} more)" if len(report.problems) > 1 else ""
-        raise VerificationError(f"{path}: archive failed verification, nothing was restored: {report.problems[0]}{more}")
+    # A statekit archive is planned from its manifest (read from the first frame only), then verified in the one
+    # pass that writes it (into staging, published only when every check passed). Anything else, and a dry run,
+    # is verified in full first; so is an archive whose manifest does not read as sound (verify says why).
+    peeked = None if dry_run else skf.peek_manifest(path)
+    if peeked is not None:
+        report = VerifyReport(path=path, format=STATEKIT, manifest=peeked.manifest, manifest_sha256=peeked.sha256)
+    else:
+        report = verify_archive(path, progress=progress)
+        if not report.ok:
+            raise _refused(path, report)
     target = Path(os.path.abspath(target)) if target is not None else None
     live_state = _live_state_dir(report, state_dir)
     if target is not None:
@@ -588,7 +678,9 @@ def restore_archive(
             ensure_inside(step.destination if step.destination == step.base else step.destination.parent, step.base)
     if target is not None:
         result = RestoreResult(path, report.format, "target", target, steps, dry_run, notes=notes, relocated=relocated)
-        if not dry_run:
+        if not dry_run and peeked is not None:
+            _restore_to_target_verifying(path, peeked, steps, target, progress)
+        elif not dry_run:
             start_phase(progress, "restore", sum(s.size for s in steps), "bytes")
             _restore_to_target(path, report, steps, target, progress)
         return result
@@ -609,7 +701,7 @@ def restore_archive(
     if not live_state.is_dir():
         raise UsageError(f"{live_state}: state dir does not exist; restore into a fresh directory with --target")
     start_phase(progress, "restore", sum(s.size for s in steps if s.action != RestoreStepAction.UNCHANGED), "bytes")
-    _in_place(path, report, steps, live_state, result, progress, origin)
+    _in_place(path, report, steps, live_state, result, progress, origin, peeked)
     return result
 
 

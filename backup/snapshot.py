@@ -1,5 +1,7 @@
 """Consistent SQLite snapshots: ``VACUUM INTO`` a private file, fsync, check, describe.
 
+The snapshot is not hashed here: ``backup create`` hashes its bytes once, as they stream into the archive.
+
 Never interprets table contents: a snapshot of a database with 75 tables and a
 schema far newer than statekit's is taken and checked exactly like our own.
 Only ``PRAGMA integrity_check``, ``PRAGMA user_version`` and the ``schema_meta``
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from statekit.db import BUSY_TIMEOUT_MS, Connection, CorruptError, OperationalError, SQLiteError, connect, error_name
 from statekit.errors import StatekitError, VerificationError
-from statekit.fsutil import PRIVATE_FILE_MODE, chmod_best_effort, fsync_file, sha256_file
+from statekit.fsutil import PRIVATE_FILE_MODE, chmod_best_effort, fsync_file
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,6 @@ class DbFacts:
 class Snapshot:
     path: Path
     size: int
-    sha256: str
     facts: DbFacts
 
 
@@ -145,7 +146,7 @@ def _corrupt(source: Path, detail: str) -> VerificationError:
 
 
 def snapshot_db(source: Path, dest: Path) -> Snapshot:
-    """``VACUUM INTO`` ``dest`` (0600), fsync it, check it, hash it.
+    """``VACUUM INTO`` ``dest`` (0600), fsync it, check it (its SHA-256 is taken as it is archived).
 
     Raises :class:`VerificationError` (exit 5, naming the database) when the database is damaged
     (SQLite says so, or the snapshot fails ``integrity_check``), and :class:`StatekitError` (exit 1)
@@ -176,4 +177,4 @@ def snapshot_db(source: Path, dest: Path) -> Snapshot:
     facts = inspect_db(dest)
     if not facts.ok:
         raise _corrupt(source, facts.integrity)
-    return Snapshot(dest, os.stat(dest).st_size, sha256_file(dest), facts)
+    return Snapshot(dest, os.stat(dest).st_size, facts)

@@ -16,7 +16,7 @@ import hashlib
 import os
 import tarfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
@@ -24,7 +24,7 @@ from typing import BinaryIO
 import zstandard
 
 from statekit.backup import manifest as mf
-from statekit.backup.archive import BombError, copy_member, tar_over_stream
+from statekit.backup.archive import ZSTD_MAGIC, BombError, copy_member, open_tar_stream, tar_over_stream, write_all
 from statekit.backup.checks import (
     ABSOLUTE_CAP, BLOCK, BOUND_SLACK, MANIFEST_MAX, MemberSink, Scratch, VerifyReport, beneath_symlink, link_escapes,
     member_path_problem, member_type_problem, oversized_problem, padded, tar_archive_size, tar_member_size,
@@ -33,7 +33,7 @@ from statekit.backup.restore_steps import RestoreStep, file_mode
 from statekit.backup.snapshot import DbFacts, inspect_db
 from statekit.backup.stream_verify import NO_TRAILER_NOTE, ForwardPass, Readable, forward_verdict
 from statekit.errors import VerificationError
-from statekit.fsutil import CHUNK
+from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE, create_file
 from statekit.progress import ProgressFn, ProgressReader, start_phase
 from statekit.states import RestoreStepAction
 
@@ -136,8 +136,80 @@ def _db_problem(asset: mf.Asset, facts: DbFacts) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Written:
+    """What ``backup create`` established about a member's bytes as it wrote them: their SHA-256 (taken over exactly
+    the bytes handed to the tar writer) and, for a database, the facts of the ``integrity_check`` its snapshot
+    (those same bytes) passed. Create's own verify pass is given these and does not hash the member or check the
+    database again: the pass still decompresses every byte (zstd content checksums: the payload decodes to what the
+    compressor was fed), walks every tar header against the manifest and checks the digest trailer over every
+    compressed byte on disk."""
+
+    sha256: str
+    facts: DbFacts | None = None
+
+
+class WriteFailed(Exception):
+    """Writing a restored member failed (a full or failing disk): says nothing about the archive; ``error`` is raised."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+@dataclass
+class Extract:
+    """A restore that verifies while it writes: the verify pass writes each member listed in ``destinations`` (a new
+    0600 file, fsynced) as it hashes it, and checks a database member on that file itself (no scratch copy).
+
+    The restore was planned from the manifest it read first (``manifest``, whose raw bytes hash to
+    ``manifest_sha256``): the pass must meet the same manifest (else it stops: "the archive changed"), and does not
+    parse it again. Whatever the pass finds, the caller publishes only when the report is ok."""
+
+    manifest: mf.Manifest
+    manifest_sha256: str
+    destinations: Mapping[str, Path]
+    on_written: Callable[[], None] = lambda: None
+
+
+class _FileSink:
+    """Hash a member's bytes and write them to a new private file (restore's staging)."""
+
+    def __init__(self, path: Path) -> None:
+        self.digest = hashlib.sha256()
+        self.spilled: Path | None = path  # the file a database member is checked on
+        try:
+            self._fd = create_file(path, PRIVATE_FILE_MODE)
+        except OSError as exc:
+            raise WriteFailed(exc) from None
+
+    def __call__(self, block: bytes) -> None:
+        self.digest.update(block)
+        try:
+            write_all(self._fd, block)
+        except OSError as exc:
+            raise WriteFailed(exc) from None
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                raise WriteFailed(exc) from None
+            finally:
+                os.close(fd)
+
+    def discard(self) -> None:
+        """The file stays (the restore removes its staging as a whole when the archive fails)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
 def _check_asset_member(
-    member: tarfile.TarInfo, asset: mf.Asset, tar: tarfile.TarFile, root: str, scratch: Scratch
+    member: tarfile.TarInfo, asset: mf.Asset, tar: tarfile.TarFile, root: str, scratch: Scratch,
+    written: Mapping[str, Written] | None = None, extract: Extract | None = None,
 ) -> str | None:
     """Check one declared member against its manifest record; returns a problem or None."""
     kind, name = asset.kind, member.name
@@ -156,11 +228,19 @@ def _check_asset_member(
         return f"member {name} should be a regular file (manifest kind {kind})"
     if member.size != asset.size:
         return f"member {name}: size {member.size}, manifest records {asset.size}"
-    sink = MemberSink(scratch, spill=kind == "sqlite")
+    known = (written or {}).get(name)
+    if known is not None and known.sha256 == asset.sha256 and (kind != "sqlite" or known.facts is not None):
+        # Hashed (and, a database, integrity-checked) by create as it was written: the data is decompressed (tarfile
+        # reads past it), not hashed again; the size was checked above, the database facts against the manifest here.
+        return _db_problem(asset, known.facts) if kind == "sqlite" and known.facts is not None else None
+    dest = extract.destinations.get(name) if extract is not None else None
+    sink: MemberSink | _FileSink = MemberSink(scratch, spill=kind == "sqlite") if dest is None else _FileSink(dest)
     try:
         handle = tar.extractfile(member)
         got = copy_member(handle, sink, member.size) if handle is not None else 0
         sink.close()
+        if dest is not None and extract is not None:
+            extract.on_written()
         if got != member.size:
             return f"member {name} is truncated ({got} of {member.size} bytes)"
         if sink.digest.hexdigest() != asset.sha256:
@@ -175,13 +255,14 @@ def _check_asset_member(
         sink.discard()
 
 
-def verify_statekit(report: VerifyReport, scratch: Scratch, max_bytes: int, progress: ProgressFn | None = None) -> None:
+def verify_statekit(report: VerifyReport, scratch: Scratch, max_bytes: int, progress: ProgressFn | None = None,
+                    written: Mapping[str, Written] | None = None) -> None:
     """Verify the local archive ``report.path``: one forward pass over its bytes (:func:`verify_statekit_stream`)."""
     path = report.path
     start_phase(progress, "verify", os.path.getsize(path), "bytes")
     with open(path, "rb") as opened:
         raw: BinaryIO = opened if progress is None else ProgressReader(opened, progress)  # type: ignore[assignment]
-        verify_statekit_stream(report, raw, scratch, max_bytes)
+        verify_statekit_stream(report, raw, scratch, max_bytes, written)
 
 
 @dataclass
@@ -193,7 +274,8 @@ class _TarPass:
     seen: set[str] = field(default_factory=set)
 
 
-def verify_statekit_stream(report: VerifyReport, source: Readable, scratch: Scratch, max_bytes: int) -> None:
+def verify_statekit_stream(report: VerifyReport, source: Readable, scratch: Scratch, max_bytes: int,
+                           written: Mapping[str, Written] | None = None, extract: Extract | None = None) -> None:
     """Verify a statekit archive read once, front to back, from ``source`` (any binary stream: nothing is seeked).
 
     The decompressor reads through a :class:`ForwardPass`, which walks the zstd structure and hashes every
@@ -204,7 +286,7 @@ def verify_statekit_stream(report: VerifyReport, source: Readable, scratch: Scra
     forward = ForwardPass(source)
     tar_pass = _TarPass()
     try:
-        _read_members(report, forward, scratch, max_bytes, tar_pass)
+        _read_members(report, forward, scratch, max_bytes, tar_pass, written, extract)
     except BaseException:
         if forward.error is not None:
             raise forward.error from None
@@ -229,7 +311,8 @@ def verify_statekit_stream(report: VerifyReport, source: Readable, scratch: Scra
                 report.problems.append(f"asset {asset.id} ({path}) is missing from the payload")
 
 
-def _read_members(report: VerifyReport, forward: ForwardPass, scratch: Scratch, max_bytes: int, state: _TarPass) -> None:
+def _read_members(report: VerifyReport, forward: ForwardPass, scratch: Scratch, max_bytes: int, state: _TarPass,
+                  written: Mapping[str, Written] | None = None, extract: Extract | None = None) -> None:
     """The tar pass: manifest first, then every member against it (records what it saw in ``state``)."""
     links: set[str] = set()
     try:
@@ -237,7 +320,7 @@ def _read_members(report: VerifyReport, forward: ForwardPass, scratch: Scratch, 
             for member in tar:
                 report.entries += 1
                 if state.root is None:
-                    state.root = _read_manifest(report, tar, member)
+                    state.root = _read_manifest(report, tar, member, extract)
                     if state.root is None:
                         return
                     assert report.manifest is not None  # _read_manifest returns a root only with the manifest read
@@ -253,7 +336,7 @@ def _read_members(report: VerifyReport, forward: ForwardPass, scratch: Scratch, 
                     if report.problems[-1] != stop:
                         report.problems.append(stop)
                     return
-                _check_member(report, tar, member, state.root, state.declared, state.seen, links, scratch)
+                _check_member(report, tar, member, state.root, state.declared, state.seen, links, scratch, written, extract)
             # Drain to the end so every zstd content checksum is checked.
             while counter.read(CHUNK):
                 pass
@@ -268,7 +351,7 @@ def _read_members(report: VerifyReport, forward: ForwardPass, scratch: Scratch, 
     state.complete = True
 
 
-def _read_manifest(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.TarInfo) -> str | None:
+def _read_manifest(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.TarInfo, extract: Extract | None = None) -> str | None:
     parts = member.name.split("/")
     if len(parts) != 2 or parts[1] != mf.MANIFEST_NAME or not member.isreg():
         report.problems.append(f"first member is {member.name!r}, expected <root>/{mf.MANIFEST_NAME}")
@@ -282,8 +365,15 @@ def _read_manifest(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.T
         return None
     handle = tar.extractfile(member)
     raw = handle.read() if handle is not None else b""
+    if extract is not None:
+        if hashlib.sha256(raw).hexdigest() != extract.manifest_sha256:
+            report.problems.append("the archive changed after its manifest was read for the restore plan (its manifest differs now)")
+            return None
+        report.manifest = extract.manifest  # the same bytes, parsed and schema-checked when the restore was planned
+        return parts[0]
     try:
         report.manifest = mf.Manifest.parse(raw)
+        report.manifest_sha256 = hashlib.sha256(raw).hexdigest()
     except mf.ManifestError as exc:
         report.problems.extend(exc.problems)
         return None
@@ -302,6 +392,8 @@ def _check_member(
     seen: set[str],
     links: set[str],
     scratch: Scratch,
+    written: Mapping[str, Written] | None = None,
+    extract: Extract | None = None,
 ) -> None:
     name = member.name
     problem = member_path_problem(name, root) or member_type_problem(member)
@@ -330,7 +422,7 @@ def _check_member(
     if asset is None:
         report.problems.append(f"member {name} is not declared in the manifest")
         return
-    problem = _check_asset_member(member, asset, tar, root, scratch)
+    problem = _check_asset_member(member, asset, tar, root, scratch, written, extract)
     if problem:
         report.problems.append(problem)
     else:
@@ -338,6 +430,54 @@ def _check_member(
 
 
 # --------------------------------------------------------------------------- restore
+
+
+@dataclass(frozen=True)
+class Peeked:
+    """The manifest of a local statekit archive, read from its first frame only (a restore plans from it)."""
+
+    manifest: mf.Manifest
+    sha256: str  # of the manifest member's raw bytes
+
+
+def peek_manifest(path: Path) -> Peeked | None:
+    """The manifest member of the statekit ``.tar.zst`` at ``path`` when it is first, schema-valid and consistent
+    (the checks verify makes before reading any payload), decompressing only that far; else None (the caller then
+    verifies the whole archive first, which reports why)."""
+    try:
+        if not path.is_file():  # missing, a directory, a FIFO (never opened): verify words it
+            return None
+        with open(path, "rb") as fh:
+            if fh.read(len(ZSTD_MAGIC)) != ZSTD_MAGIC:
+                return None
+        with open_tar_stream(path, "zstd", MANIFEST_MAX + (64 << 10)) as (tar, _counter):
+            member = tar.next()
+            report = VerifyReport(path=path, format="statekit")
+            if member is None or _read_manifest(report, tar, member) is None or report.manifest is None:
+                return None
+    except (OSError, EOFError, BombError, tarfile.TarError, zstandard.ZstdError, zlib.error):
+        return None
+    root = member.name.split("/")[0]
+    problems, _declared = _manifest_consistency(report.manifest, root)
+    if problems or report.problems:
+        return None
+    return Peeked(report.manifest, report.manifest_sha256 or "")
+
+
+def verify_while_writing(path: Path, extract: Extract, progress: ProgressFn | None = None) -> VerifyReport:
+    """The one pass of a restore: verify the local archive ``path`` (every check ``backup verify`` makes) while
+    writing the members ``extract`` names. Raises :class:`WriteFailed` when writing fails."""
+    report = VerifyReport(path=path, format="statekit")
+    scratch = Scratch(None)  # only for a database member that is checked but not written (an unchanged one, in place)
+    try:
+        start_phase(progress, "restore", os.path.getsize(path), "bytes")
+        with open(path, "rb") as opened:
+            raw: BinaryIO = opened if progress is None else ProgressReader(opened, progress)  # type: ignore[assignment]
+            verify_statekit_stream(report, raw, scratch, ABSOLUTE_CAP, extract=extract)
+    finally:
+        scratch.cleanup()
+    report.ok = not report.problems
+    return report
 
 
 def restore_steps(

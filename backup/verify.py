@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO
 
@@ -31,7 +32,9 @@ from statekit.backup.checks import (
     ABSOLUTE_CAP, OPENCLAW, STATEKIT, Scratch, ScratchError, VerifyReport, link_escapes, member_path_problem,
 )
 from statekit.backup.openclaw_format import OcMember, encode_openclaw_path, gzip_digest_problem, verify_openclaw
-from statekit.backup.statekit_format import archive_digest_problem, verify_statekit, verify_statekit_stream, zstd_structure_problem
+from statekit.backup.statekit_format import (
+    Written, archive_digest_problem, verify_statekit, verify_statekit_stream, zstd_structure_problem,
+)
 from statekit.backup.stream_verify import Readable
 from statekit.errors import StatekitError, VerificationError
 from statekit.fsutil import CHUNK, create_file, open_regular_file
@@ -46,11 +49,13 @@ __all__ = [
 
 def verify_archive(
     path: Path | str, *, scratch_dir: Path | None = None, max_bytes: int = ABSOLUTE_CAP, progress: ProgressFn | None = None,
-    identities: Identities | None = None,
+    identities: Identities | None = None, written: Mapping[str, Written] | None = None,
 ) -> VerifyReport:
     """Verify ``path`` (statekit ``.tar.zst`` or OpenClaw ``.tar.gz``, or either age-encrypted) in one streaming pass.
 
-    ``progress`` (see :mod:`statekit.progress`) is told the compressed bytes read."""
+    ``progress`` (see :mod:`statekit.progress`) is told the compressed bytes read. ``written``: only ``backup create``
+    verifying the archive it has just written passes what it established while writing each member (its SHA-256,
+    a database's integrity check): those members are not hashed or checked again (see ``statekit_format.Written``)."""
     path = Path(path)
     report = VerifyReport(path=path, format="unknown")
     if not path.exists():
@@ -66,7 +71,7 @@ def verify_archive(
     try:
         if kind == "zstd":
             report.format = STATEKIT
-            verify_statekit(report, scratch, max_bytes, progress)
+            verify_statekit(report, scratch, max_bytes, progress, written)
         elif kind == "gzip":
             report.format = OPENCLAW
             verify_openclaw(report, scratch, max_bytes, progress)

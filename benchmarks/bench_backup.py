@@ -18,6 +18,16 @@ against ``tar | gzip -6`` and the peak RSS of the statekit processes (``os.wait4
 
 Usage:  .venv/bin/python benchmarks/bench_backup.py [--size-mb 300] [--rounds 3] [--baseline DIR]
             [--state-dir DIR ...] [--generate] [--json FILE] [--workdir DIR] [--keep]
+
+CPU mode (``--before PYTHON``): CPU seconds (user+sys of the whole process tree, ``os.wait4``) instead of the best
+wall time. Each round runs, rotated: the floors (create = ``sqlite3 .backup`` + ``tar | zstd -T0 -3``; verify =
+``zstd -dc | tar -t``; restore = ``zstd -dc | tar -x`` + an fsync of every file and directory), then ``backup create``
+(with its verify), ``backup verify``, ``backup restore --target`` and an in-place ``backup restore`` with the
+``--before`` interpreter (e.g. ``/work/main/.venv/bin/python``: main's code) and the ``--after`` one (default: this
+one), all on the same tree and the same archive. Prints the median (min-max) CPU and wall per row and the ratios
+to the floor and to before:
+
+        .venv/bin/python benchmarks/bench_backup.py --before /work/main/.venv/bin/python --rounds 3 [--size-mb 300]
 """
 
 from __future__ import annotations
@@ -26,7 +36,9 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -259,6 +271,128 @@ def report(label: str, tree_bytes: int, result: dict[str, object]) -> list[str]:
     return lines
 
 
+# --------------------------------------------------------------------------- CPU mode
+
+
+def _cpu_child(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """(CPU user+sys, wall) of one child process and everything it waited for."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, cwd="/")  # never a checkout's statekit/ on sys.path
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(map(str, cmd[:7]))} exited {os.waitstatus_to_exitcode(status)}")
+    return usage.ru_utime + usage.ru_stime, wall
+
+
+def _cpu_pipeline(run: object) -> tuple[float, float]:
+    """(CPU, wall) of ``run()``: its children's and this process's own (the fsync walk) CPU."""
+    kids, me = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
+    start = time.perf_counter()
+    run()  # type: ignore[operator]
+    wall = time.perf_counter() - start
+    kids2, me2 = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (kids2.ru_utime - kids.ru_utime) + (kids2.ru_stime - kids.ru_stime) + (me2.ru_utime - me.ru_utime) + (me2.ru_stime - me.ru_stime)
+    return cpu, wall
+
+
+def _fsync_tree(root: Path) -> None:
+    for directory, _dirs, files in os.walk(root):
+        for name in files:
+            fd = os.open(os.path.join(directory, name), os.O_RDONLY | os.O_NOFOLLOW)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def bench_cpu(state: Path, work: Path, rounds: int, before: str, after: str) -> dict[str, list[tuple[float, float]]]:
+    """Every floor and statekit row, rotated per round (see the module doc); returns row -> [(CPU, wall)]."""
+    env = _env(None)
+    rows: dict[str, object] = {}
+    archives: dict[str, Path] = {}
+    for name, python in (("before", before), ("after", after)):
+        out = work / f"archive-{name}"
+        subprocess.run([python, "-m", "statekit", "backup", "create", "--state-dir", str(state), "--output", str(out), "--quiet"],
+                       env=env, check=True, cwd="/")
+        archives[name] = next(out.glob("*.tar.zst"))
+    floor_create(state, work)
+    floor_archive = work / "floor.tar.zst"
+
+    def restore_floor() -> None:
+        target = work / "floor-restored"
+        floor_restore(floor_archive, target)
+        _fsync_tree(target)
+
+    rows["floor create (sqlite3 .backup + tar | zstd -T0 -3)"] = lambda: _cpu_pipeline(lambda: floor_create(state, work))
+    rows["floor verify (zstd -dc | tar -t)"] = lambda: _cpu_pipeline(lambda: floor_verify(floor_archive))
+    rows["floor restore (zstd -dc | tar -x + fsync)"] = lambda: _cpu_pipeline(restore_floor)
+    counter = iter(range(1 << 30))
+    for name, python in (("before", before), ("after", after)):
+        def create(python: str = python, name: str = name) -> tuple[float, float]:
+            out = work / f"create-{name}-{next(counter)}"
+            got = _cpu_child([python, "-m", "statekit", "backup", "create", "--state-dir", str(state), "--output", str(out), "--quiet"], env)
+            shutil.rmtree(out, ignore_errors=True)
+            return got
+
+        def verify(python: str = python, name: str = name) -> tuple[float, float]:
+            return _cpu_child([python, "-m", "statekit", "backup", "verify", str(archives[name]), "--quiet"], env)
+
+        def restore(python: str = python, name: str = name) -> tuple[float, float]:
+            target = work / f"restored-{name}"
+            shutil.rmtree(target, ignore_errors=True)
+            got = _cpu_child([python, "-m", "statekit", "backup", "restore", str(archives[name]), "--target", str(target), "--yes",
+                              "--quiet"], env)
+            shutil.rmtree(target, ignore_errors=True)
+            return got
+
+        def in_place(python: str = python, name: str = name) -> tuple[float, float]:
+            live = work / f"live-{name}"
+            shutil.rmtree(live, ignore_errors=True)
+            live.mkdir()  # an empty state dir: every asset is written (staged, then swapped in)
+            got = _cpu_child([python, "-m", "statekit", "backup", "restore", str(archives[name]), "--state-dir", str(live), "--yes",
+                              "--quiet"], env)
+            shutil.rmtree(live, ignore_errors=True)
+            return got
+
+        rows[f"{name} create (with verify)"] = create
+        rows[f"{name} verify"] = verify
+        rows[f"{name} restore --target"] = restore
+        rows[f"{name} restore in place"] = in_place
+    results: dict[str, list[tuple[float, float]]] = {name: [] for name in rows}
+    names = list(rows)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[: r % len(names)]:
+            results[name].append(rows[name]())  # type: ignore[operator]
+        print(f"round {r + 1}/{rounds} done, load {os.getloadavg()[0]:.2f}", flush=True)
+    return results
+
+
+def report_cpu(results: dict[str, list[tuple[float, float]]]) -> list[str]:
+    def med(name: str, index: int) -> float:
+        return statistics.median(g[index] for g in results[name])
+
+    def summary(name: str, index: int) -> str:
+        values = [g[index] for g in results[name]]
+        return f"{statistics.median(values):6.2f} ({min(values):.2f}-{max(values):.2f})"
+
+    floors = {op: next(n for n in results if n.startswith(f"floor {op}")) for op in ("create", "verify", "restore")}
+    lines = [f"{'':52} {'CPU s median (min-max)':>24} {'wall s median (min-max)':>24}  CPU/floor  CPU after/before"]
+    for name in results:
+        op = next(op for op in floors if f" {op}" in f" {name.split(' ', 1)[1]}")
+        ratio = "" if name.startswith("floor") else f"{med(name, 0) / med(floors[op], 0):8.2f}x"
+        vs = ""
+        if name.startswith("after"):
+            vs = f"{med(name, 0) / med('before' + name[len('after'):], 0):8.2f}x"
+        lines.append(f"{name:52} {summary(name, 0):>24} {summary(name, 1):>24}  {ratio:>9}  {vs:>9}")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size-mb", type=int, default=300)
@@ -269,6 +403,8 @@ def main() -> int:
     parser.add_argument("--generate", action="store_true", help="also the generated tree when --state-dir is given")
     parser.add_argument("--baseline", type=Path, default=None, help="an earlier statekit source tree to time the same way")
     parser.add_argument("--json", type=Path, default=None, help="write the measurements here")
+    parser.add_argument("--before", default=None, help="CPU mode: the interpreter of the statekit to compare with")
+    parser.add_argument("--after", default=sys.executable, help="CPU mode: the interpreter of the statekit measured")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-backup-", dir=args.workdir))
     trees: list[tuple[str, Path]] = []
@@ -288,6 +424,13 @@ def main() -> int:
             tree_bytes = sum(p.stat().st_size for p in state.rglob("*") if p.is_file() and not p.is_symlink())
             scratch = state.parent.parent / "bench"
             scratch.mkdir()
+            if args.before is not None:
+                print(f"cpus: {os.cpu_count()}, load average at the start: {os.getloadavg()[0]:.2f}", flush=True)
+                cpu = bench_cpu(state, scratch, args.rounds, args.before, args.after)
+                print(f"== {label} ({tree_bytes / 1e6:.1f} MB)")
+                print("\n".join(report_cpu(cpu)), flush=True)
+                results[label] = {"tree_bytes": tree_bytes, "cpu": cpu}
+                continue
             result = bench_tree(state, scratch, args.rounds, args.baseline)
             results[label] = {"tree_bytes": tree_bytes, **result}
             print("\n".join(report(label, tree_bytes, result)), flush=True)

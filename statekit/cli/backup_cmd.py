@@ -121,7 +121,7 @@ Example:
 {describe_exit_codes(VERIFY_EXIT_CODES)}
 """
 
-RESTORE_HELP = f"""Restore an archive (verified first) into a fresh --target dir, or in place.
+RESTORE_HELP = f"""Restore an archive (every byte verified before anything is published) into a fresh --target dir, or in place.
 
 statekit .tar.zst and OpenClaw .tar.gz archives both restore as a state dir.
 In place, the current files are moved to <state>/.statekit/pre-restore/<UTC>/

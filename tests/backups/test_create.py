@@ -367,18 +367,18 @@ def test_file_that_keeps_changing_is_reported(state_tree, tmp_path, monkeypatch)
     from statekit.backup import create as create_mod
 
     log = state_tree.root / "logs" / "gateway.log"
-    real_open, real_read_hash = create_mod.open_regular_file, create_mod._read_hash
+    real_open, real_copy = create_mod.open_regular_file, create_mod._copy_private
 
     def open_and_grow(path):
         handle = real_open(path)
         return _GrowOnRead(handle, log, b"more\n") if Path(path) == log else handle
 
-    def read_hash_changing(path, copy_to):
-        sha, size, st, _changed = real_read_hash(path, copy_to)
-        return sha, size, st, path == log
+    def copy_changing(path, copy_to):
+        size, st, _changed = real_copy(path, copy_to)
+        return size, st, path == log
 
     monkeypatch.setattr(create_mod, "open_regular_file", open_and_grow)
-    monkeypatch.setattr(create_mod, "_read_hash", read_hash_changing)
+    monkeypatch.setattr(create_mod, "_copy_private", copy_changing)
     result = create_backup(state_tree.root, tmp_path / "out", record=False)
     assert any("gateway.log: changed while being copied" in w for w in result.warnings)
     assert verify_archive(result.archive_path).ok

@@ -64,3 +64,16 @@ def test_readers_do_not_touch_the_manifest_as_a_dict(rel: str) -> None:
 
 def test_the_scan_sees_dict_access() -> None:
     assert _raw_manifest_access('x = report.manifest["assets"]\ny = manifest.get("totals")\nmf.schema_problems(d)\n') == [1, 2, 3]
+
+
+def test_the_shipped_manifest_schema_is_a_valid_schema() -> None:
+    """The schema is checked against its metaschema here, once, instead of in every verify and restore process."""
+    import jsonschema
+
+    from statekit.backup.manifest import schema
+
+    cls = jsonschema.validators.validator_for(schema())
+    cls.check_schema(schema())  # raises SchemaError for a broken schema
+    broken = {**schema(), "type": 17}
+    with pytest.raises(jsonschema.exceptions.SchemaError):
+        cls.check_schema(broken)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -80,17 +81,24 @@ def test_failing_archive_restores_nothing(archive, tmp_path):
     assert not target.exists()
 
 
-def test_archive_swapped_after_verification_is_rolled_back(archive, tmp_path, monkeypatch):
+def test_archive_swapped_after_its_plan_is_refused_and_nothing_is_published(archive, tmp_path, monkeypatch):
+    """A statekit archive is verified in the pass that writes it (there is no "after verification" any more): the
+    plan comes from the manifest read first, and the pass refuses an archive whose manifest or bytes differ."""
     def change(members):
         member = next(m for m in members if m.info.name.endswith("AGENTS.md"))
         member.data = b"# evil!!\n"  # same length, other bytes
 
     bad = rewrite(archive, tmp_path / "bad.tar.zst", change)
-    good_report = restore_mod.verify_archive(archive)
-    monkeypatch.setattr(restore_mod, "verify_archive", lambda path, **_: good_report)  # verified one file, reads another
     target = tmp_path / "restored"
-    with pytest.raises(VerificationError, match="do not match the manifest"):
+    with pytest.raises(VerificationError, match="nothing was restored: member .*AGENTS.md: sha256 mismatch"):
         restore_archive(bad, target=target)
+    assert not target.exists()
+    good = restore_mod.skf.peek_manifest(archive)
+    assert good is not None
+    elsewhere = dataclasses.replace(good, sha256="0" * 64)  # planned from a manifest the archive no longer holds
+    monkeypatch.setattr(restore_mod.skf, "peek_manifest", lambda path: elsewhere)
+    with pytest.raises(VerificationError, match="the archive changed after its manifest was read"):
+        restore_archive(archive, target=target)
     assert not target.exists()
 
 
@@ -167,7 +175,7 @@ def test_failure_while_staging_also_rolls_back(state_tree, archive, monkeypatch)
     (state_tree.root / "openclaw.json").write_text('{"changed": true}')
     before = {k: v for k, v in tree_state(state_tree.root).items() if not k.startswith(".statekit")}  # the backup made .statekit/lock
     calls = {"n": 0}
-    real_write = restore_mod._write_member
+    real_write = restore_mod.skf.write_all  # the one pass writes staged members through it
 
     def flaky_write(*args, **kwargs):
         calls["n"] += 1
@@ -175,9 +183,10 @@ def test_failure_while_staging_also_rolls_back(state_tree, archive, monkeypatch)
             raise OSError(28, "No space left on device (injected)")
         return real_write(*args, **kwargs)
 
-    monkeypatch.setattr(restore_mod, "_write_member", flaky_write)
-    with pytest.raises(OSError):
+    monkeypatch.setattr(restore_mod.skf, "write_all", flaky_write)
+    with pytest.raises(OSError, match="injected"):
         restore_archive(archive, state_dir=state_tree.root)
+    assert calls["n"] >= 2
     after = {k: v for k, v in tree_state(state_tree.root).items() if not k.startswith(".statekit")}
     assert after == before
 
