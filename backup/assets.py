@@ -464,7 +464,7 @@ def _has_state_content(top: str) -> bool:
 def expected_databases(state_dir: Path, env: Mapping[str, str], registry: tuple[tuple[str, str], ...] = ()) -> set[str]:
     """The databases statekit knows for this install, each as :func:`_real_file_key`: every ``*.sqlite`` below the
     state dir, the global and agent databases at their layout paths (through links), the agent databases of the
-    agent dirs the config names, and those the global database's registry names."""
+    agent dirs the config names, and those the global database's registry names (rebased as the config's are)."""
     real_state = os.path.realpath(state_dir)
     found = {_real_file_key(p) for p in _databases_below(real_state)}
     known = [state_dir / GLOBAL_DB_REL]
@@ -475,7 +475,9 @@ def expected_databases(state_dir: Path, env: Mapping[str, str], registry: tuple[
         pass
     config = read_config(config_path(state_dir, env), [])
     known += [directory / AGENT_DB_NAME for directory in configured_agent_dirs(config, state_dir).values()]
-    known += [Path(os.path.join(state_dir, registered)) for _agent, registered in registry if registered.strip()]
+    # a registered path is read as the config's agent dirs are: relative to the state dir, and an absolute one inside a
+    # state-dir-shaped root (an older release's home) relative to this state dir, not to a copy that may still exist there
+    known += [rebase_stale_path(registered.strip(), state_dir) for _agent, registered in registry if registered.strip()]
     found |= {os.path.realpath(p) for p in known if _is_regular(str(p))}
     return found
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import socket
 import tarfile
 from pathlib import Path
@@ -153,6 +154,52 @@ def test_a_database_that_exists_is_in_the_archive_or_the_backup_fails(tmp_path: 
         sizes = [m.size for m in tar if m.name.endswith("openclaw-agent.sqlite" if layout == "symlinked-agent-dir" else "state/openclaw.sqlite")]
     assert sizes and all(size > 0 for size in sizes)
     FIGURES["backup complete"]["linked databases archived"] += 1
+
+
+def _register(global_db: Path, agent_id: str, path: str) -> None:
+    """An ``agent_databases`` row as pre-9.6 OpenClaw wrote them: the absolute path at the home it ran under."""
+    conn = open_db(global_db)
+    conn.execute("CREATE TABLE IF NOT EXISTS schema_meta (meta_key TEXT PRIMARY KEY, role TEXT, agent_id TEXT)")
+    conn.execute("INSERT OR IGNORE INTO schema_meta (meta_key, role) VALUES ('primary', 'global')")
+    conn.execute("CREATE TABLE IF NOT EXISTS agent_databases (agent_id TEXT NOT NULL, path TEXT NOT NULL, schema_version INTEGER)")
+    conn.execute("INSERT INTO agent_databases (agent_id, path, schema_version) VALUES (?, ?, 1)", (agent_id, path))
+    conn.close()
+
+
+def test_a_copied_install_backs_up_while_the_original_its_registry_names_still_exists(tmp_path: Path) -> None:
+    """Fails on 62c0aae: the registry of a state dir copied elsewhere (restored to a new place, or a corpus tree
+    unpacked beside the live copy at the path it was written under) still names the original's agent database by
+    its absolute path. That database existing made every backup (and so every migrate) of the copy fail with exit
+    5: "database exists but is not in the archive". A registered path inside a state-dir-shaped root is read
+    relative to the state dir being backed up, as the config's agent dirs are: the copy's own database is archived."""
+    original = _state(tmp_path / "original")
+    _db(original / "agents" / "main" / "agent" / "openclaw-agent.sqlite", rows=7)
+    registered = str(original / "agents" / "main" / "agent" / "openclaw-agent.sqlite")
+    _register(original / "state" / "openclaw.sqlite", "main", registered)
+    copy = tmp_path / "copy" / ".openclaw"
+    copy.parent.mkdir()
+    shutil.copytree(original, copy, symlinks=True)
+    out = tmp_path / "out"
+    run = fork_cli("backup", "create", "--state-dir", copy, "--output", out)
+    assert run.returncode == 0, run
+    [archive] = archives(out)
+    names = _member_names(archive)
+    assert names.get("agents/main/agent/openclaw-agent.sqlite", 0) > 0
+    FIGURES["backup complete"]["copied installs backed up"] += 1
+
+
+def test_a_registered_database_outside_any_state_dir_must_be_in_the_archive(tmp_path: Path) -> None:
+    """The registry still counts where it names a database outside every state-dir-shaped root: one that exists
+    there and is not archived fails the backup (exit 5, nothing published)."""
+    state = _state(tmp_path)
+    outside = _db(tmp_path / "elsewhere" / "agent-db" / "openclaw-agent.sqlite", rows=2)
+    _register(state / "state" / "openclaw.sqlite", "ops", str(outside))
+    out = tmp_path / "out"
+    run = fork_cli("backup", "create", "--state-dir", state, "--output", out)
+    assert run.returncode == 5, run
+    assert f"{outside}: database exists but is not in the archive" in run.stderr
+    assert not archives(out)
+    FIGURES["backup complete"]["incomplete backups refused"] += 1
 
 
 def _rewrite_hollow(archive: Path, dest: Path) -> Path:
