@@ -3,9 +3,11 @@
 # Arguments go to pytest (one run, as given). Run from anywhere with the project's .venv installed ('.[test]').
 #
 # Without arguments the suite uses both cores: tests/interop (mostly the real OpenClaw's own node
-# processes, about half of the suite's time) runs in a second pytest beside everything else. The
-# OpenClaw install is found or made first, so neither half sees the cache appear mid-run. The
-# interop half's output is printed after the other's; the exit status is non-zero if either failed.
+# processes, about half of the suite's time) runs in a second pytest beside the other tests, after the
+# OpenClaw install is found or made once (neither half sees the cache appear mid-run). The tests that
+# reach ../shared/corpus run after tests/interop has ended: its live copies of the corpus trees sit at
+# the absolute paths those trees name (scripts/test_phases.py). The interop output is printed after
+# the first phase's; the exit status is non-zero if any of the three runs failed.
 set -eu
 cd "$(dirname "$0")/.."
 .venv/bin/python scripts/source_tree.py >/dev/null
@@ -15,18 +17,25 @@ if [ "$#" -gt 0 ]; then
     exec .venv/bin/pytest -q "$@"
 fi
 .venv/bin/python tests/interop/interop_setup.py
+beside=$(.venv/bin/python scripts/test_phases.py beside)
+after=$(.venv/bin/python scripts/test_phases.py after)
 log=build/interop-tests.log
 .venv/bin/pytest -q -p no:cacheprovider tests/interop >"$log" 2>&1 &
 interop=$!
 trap 'kill "$interop" 2>/dev/null || true' INT TERM
-rest=0
-.venv/bin/pytest -q --ignore=tests/interop || rest=$?
+first=0
+# shellcheck disable=SC2086  # one argument per test file
+.venv/bin/pytest -q $beside || first=$?
 half=0
 wait "$interop" || half=$?
 trap - INT TERM
 echo "================================ tests/interop ================================="
 cat "$log"
-if [ "$rest" -ne 0 ] || [ "$half" -ne 0 ]; then
-    echo "check.sh: pytest failed (everything but tests/interop: exit $rest; tests/interop: exit $half)" >&2
+echo "============================ tests reaching the corpus ============================"
+last=0
+# shellcheck disable=SC2086
+.venv/bin/pytest -q $after || last=$?
+if [ "$first" -ne 0 ] || [ "$half" -ne 0 ] || [ "$last" -ne 0 ]; then
+    echo "check.sh: pytest failed (beside tests/interop: exit $first; tests/interop: exit $half; after it: exit $last)" >&2
     exit 1
 fi
