@@ -35,8 +35,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, BinaryIO
 
 from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
-from statekit.documents import parse_json5_document
-from statekit.legacy_readers._fast_schema import validate_fast
+from statekit.documents import parse_json5_document, validate
 from statekit.values import finite_number, integer
 from statekit.legacy_readers.session_family import recovered_key
 from statekit.legacy_readers.transcripts import claim_recovered
@@ -342,7 +341,7 @@ class SessionIndexReader(Reader):
         if len(data) > MAX_INDEX_BYTES:
             raise SourceError(source.rel, too_big_message(source))
         document = parse_json5_document(data, source.rel)
-        validate_fast(document, self.schema_name or "", source.rel)
+        validate(document, self.schema_name or "", source.rel)
         return document
 
     def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:

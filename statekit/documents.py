@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
@@ -212,8 +212,24 @@ def shown_path(error: jsonschema.ValidationError) -> str:
     return "".join(parts)
 
 
+@lru_cache(maxsize=None)
+def fast_check(name: str) -> Callable[[Any], bool] | None:
+    """The compiled check of the named schema (``statekit.fast_schema``), None where it cannot be compiled safely."""
+    from statekit.fast_schema import compile_check
+
+    return compile_check(load_schema(name))
+
+
+def accepted_fast(document: Any, schema_name: str) -> bool:
+    """True when the compiled check accepts ``document``: then jsonschema would too, and need not run."""
+    check = fast_check(schema_name)
+    return check is not None and check(document)
+
+
 def validate(document: Any, schema_name: str, rel: str, *, line: int | None = None) -> None:
-    """Validate against a reader schema; raise SourceError with the first error's JSON path."""
+    """Validate against a reader schema; raise SourceError with the first error's JSON path (jsonschema's)."""
+    if accepted_fast(document, schema_name):
+        return
     first = _first_error(document, schema_name)
     if first is not None:
         raise SourceError(rel, describe_validation_error(first), line=line, json_path=shown_path(first))
@@ -224,6 +240,8 @@ def validate_hiding_keys(document: Any, schema_name: str, rel: str, label: str =
 
     For maps keyed by secrets (bootstrap tokens): the key never reaches a message.
     """
+    if accepted_fast(document, schema_name):
+        return
     first = _first_error(document, schema_name)
     if first is None:
         return
