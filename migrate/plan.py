@@ -356,22 +356,23 @@ def _identity_counts(sources: list[PlannedSource]) -> Counter[tuple[Any, ...]]:
 
 
 def _inspect_glanced_conflicts(
-    state_dir: Path, sources: list[PlannedSource], legacy: list[tuple[FileEntry, Reader]], receipts: dict[str, Receipt],
-    retry_failed: bool, ctx: ReadContext,
+    state_dir: Path, sources: list[PlannedSource], receipts: dict[str, Receipt], retry_failed: bool, ctx: ReadContext,
 ) -> list[PlannedSource]:
-    """Glanced sources that share an identity with another source are inspected fully (conflicts decide on it)."""
+    """Glanced sources that share an identity with another source are inspected fully (conflicts decide on it).
+
+    A glanced source is a regular file planned from discovery's rel, size and mtime, which it keeps: its entry is made again.
+    """
     groups = _identity_counts(sources)
     shared = [s.rel for s in sources if s.glanced and s.details.get("identity") is not None
               and groups[(s.kind, s.agent_id, *s.details["identity"])] > 1]
     if not shared:  # the common case: no map of every file is made
         return sources
     wanted = set(shared)
-    entries = {entry.rel: (entry, reader) for entry, reader in legacy if entry.rel in wanted}
     out = []
     for source in sources:
-        if source.rel in wanted and source.glanced:
-            entry, reader = entries[source.rel]
-            source = plan_source(state_dir, entry, reader, receipts, retry_failed, ctx)
+        if source.rel in wanted and source.glanced and source.reader is not None:
+            entry = FileEntry(source.rel, source.size, source.mtime_ms, "file")
+            source = plan_source(state_dir, entry, source.reader, receipts, retry_failed, ctx)
         out.append(source)
     return out
 
@@ -440,12 +441,14 @@ def build_plan(
     start_phase(progress, "plan", sum(entry.size for entry, _ in found.legacy), "bytes")
     known = {receipt.source_path for receipt in receipts.values()}
     sources = []
-    for entry, reader in found.legacy:
+    pending, found.legacy = found.legacy[::-1], []  # each discovery entry let go of once planned (100,000 of them)
+    while pending:
+        entry, reader = pending.pop()
         sources.append(plan_source(state_dir, entry, reader, receipts, retry_failed, ctx, glance=not full and entry.rel not in known))
         if progress is not None:
             progress(entry.size)
     if not full:
-        sources = _inspect_glanced_conflicts(state_dir, sources, found.legacy, receipts, retry_failed, ctx)
+        sources = _inspect_glanced_conflicts(state_dir, sources, receipts, retry_failed, ctx)
     _resolve_conflicts(sources)
     _agent_conflicts(sources, databases)
     sources.sort(key=lambda s: (s.reader.order if s.reader else 1000, s.agent_id or "", s.rel))
