@@ -157,7 +157,13 @@ def open_run(conn: Connection, run_id: str, now_ms: int, report: dict[str, Any])
     )
 
 
-def close_run(conn: Connection, run_id: str, now_ms: int, status: RunStatus, report: dict[str, Any] | str) -> None:
-    """``report``: the run report, or its JSON text as ``json.dumps(report, ensure_ascii=False, sort_keys=True)`` makes it."""
+def close_run(conn: Connection, run_id: str, now_ms: int, status: RunStatus, report: dict[str, Any] | str | bytearray) -> None:
+    """``report``: the run report, or its JSON text as ``json.dumps(report, ensure_ascii=False, sort_keys=True)`` makes it,
+    as ``str`` or encoded in UTF-8 (the database's encoding: ``CAST(? AS TEXT)`` stores the same TEXT value, without a copy)."""
+    if isinstance(report, bytearray):
+        conn.execute(
+            "UPDATE migration_runs SET finished_at = ?, status = ?, report_json = CAST(? AS TEXT) WHERE id = ?", (now_ms, status, report, run_id)
+        )
+        return
     text = report if isinstance(report, str) else json.dumps(report, ensure_ascii=False, sort_keys=True)
     conn.execute("UPDATE migration_runs SET finished_at = ?, status = ?, report_json = ? WHERE id = ?", (now_ms, status, text, run_id))

@@ -105,7 +105,8 @@ def register(app: typer.Typer) -> None:
             options = MigrateOptions(backup=not no_backup, backup_output=backup_output, backup_to=backup_to, remove_sources=remove_sources, retry_failed=retry_failed)
             with out.progress() as progress:
                 report = migrate(resolved, options, progress)
-            out.result(report.to_json(), lambda _d: render_report(report))
+            # The JSON document only with --json: a dict per source (100,000 of them) is not built for nothing.
+            out.result(report.to_json() if out.json_mode else None, lambda _d: render_report(report))
             for notice in report.notices:
                 out.note(notice)
             for warning in report.warnings:

@@ -1,0 +1,82 @@
+"""Memory per file of migrate's plan and run report (issue 16: RSS under 200 MB at 100,000 small files)."""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+
+from helpers import make_state
+from statekit.migrate.apply import MigrationReport, SourceOutcome
+
+
+def install(tmp_path: Path, files: int) -> Path:
+    """``files`` small transcripts (a header and one message each), no index: only the per-file plan is measured."""
+    sessions = {}
+    for n in range(files):
+        sid = f"0b5e{n:04d}-aaaa-4bbb-8ccc-{n:012d}"  # OpenClaw's session ids are UUIDs
+        lines = [{"type": "session", "version": 3, "id": sid, "timestamp": "2026-01-01T00:00:00Z"},
+                 {"type": "message", "id": f"m{n}", "timestamp": "2026-01-01T00:00:01Z", "message": {"role": "user", "content": "hi"}}]
+        sessions[f"agents/main/sessions/{sid}.jsonl"] = "".join(json.dumps(line) + "\n" for line in lines)
+    return make_state(tmp_path, sessions)
+
+
+# Measured in a fresh interpreter: what earlier tests of the session left (caches, garbage) is not counted.
+MEASURE = """
+import gc, sys, tracemalloc
+from pathlib import Path
+from statekit.migrate.plan import build_plan
+warm, *states = sys.argv[1:]
+build_plan(Path(warm), {}, full=False)  # imports and caches before measuring
+for state in states:
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    plan = build_plan(Path(state), {}, full=False)
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert all(s.glanced and s.action == "import" for s in plan.sources)
+    print(len(plan.sources), held)
+    del plan
+"""
+
+
+def plan_bytes(*states: Path) -> list[tuple[int, int]]:
+    """After a warm-up plan of the first state dir, for each other one: the sources of the plan migrate builds (``full=False``) and the bytes it holds once built."""
+    out = subprocess.run([sys.executable, "-c", MEASURE, *map(str, states)], capture_output=True, text=True, check=True).stdout
+    return [(int(a), int(b)) for a, b in (line.split() for line in out.splitlines())]
+
+
+def test_the_plan_holds_less_than_700_bytes_per_small_file(tmp_path: Path) -> None:
+    """The difference between plans of 1,200 and 200 files, over the 1,000 between: object sizes, not the machine.
+
+    Before (a828ed2) a planned transcript held 761 bytes here: a new empty list for its warnings, a new empty
+    dict for its re-opened files and a copy of the reader's details in a dict of its own. With the shared empties
+    and the reader's own dict: 641 (CPython 3.11 object sizes).
+    """
+    warm, small_state, big_state = (install(tmp_path / name, files) for name, files in (("warm", 5), ("small", 200), ("big", 1200)))
+    (small, small_bytes), (big, big_bytes) = plan_bytes(warm, small_state, big_state)
+    assert big - small == 1000
+    per_file = (big_bytes - small_bytes) / 1000
+    assert per_file < 700, f"{per_file:.0f} bytes per planned file"
+
+
+def test_the_run_report_of_20000_sources_is_built_within_one_and_a_half_times_its_bytes(tmp_path: Path) -> None:
+    """The report's UTF-8 text is the one copy made: no list of 20,000 pieces, no joined str beside it (a828ed2: 3.3x, with its pieces)."""
+    report = MigrationReport(state_dir=tmp_path, run_id="r", status="completed")
+    for n in range(20_000):
+        report.outcomes.append(SourceOutcome("transcript", f"agents/main/sessions/{n:08d}-ü.jsonl", "main", "imported", 3,
+                                             retired_to=f".statekit/retired/r/agents/main/sessions/{n:08d}-ü.jsonl"))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        text = report.report_utf8()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert bytes(text) == json.dumps(report.to_json(), ensure_ascii=False, sort_keys=True).encode("utf-8")
+    assert peak < 1.5 * len(text), f"peak {peak} for {len(text)} bytes of report"
