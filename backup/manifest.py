@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
 from importlib import resources
 from pathlib import PurePosixPath
-from collections.abc import Callable
 from typing import Any
 
 import jsonschema
