@@ -363,8 +363,8 @@ class Statekit:
 def main() -> int:
     """``python tests/interop/interop_setup.py``: find or install OpenClaw now, one line saying which.
 
-    scripts/check.sh runs it before the two halves of the suite start side by side, so that neither
-    half sees the cache appear in the middle of its run. Unavailable is not a failure (the tests skip);
+    scripts/check.sh runs it before the parts of the suite start side by side, so that none of them
+    sees the cache appear in the middle of its run. Unavailable is not a failure (the tests skip);
     a broken install is (exit 1, the tests would error on it too).
     """
     try:
