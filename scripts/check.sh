@@ -2,12 +2,12 @@
 # The checks CI runs, in order: the import layers (import-linter), the types (mypy), then the tests.
 # Arguments go to pytest (one run, as given). Run from anywhere with the project's .venv installed ('.[test]').
 #
-# Without arguments the suite uses both cores: tests/interop (mostly the real OpenClaw's own node
-# processes, about half of the suite's time) runs in two more pytest runs beside the other tests, after the
-# OpenClaw install is found or made once (neither half sees the cache appear mid-run). The tests that
-# reach ../shared/corpus run after tests/interop has ended: its live copies of the corpus trees sit at
-# the absolute paths those trees name (scripts/test_phases.py). The interop output is printed after
-# the first phase's; the exit status is non-zero if any of the three runs failed.
+# Without arguments the suite uses both cores. The OpenClaw install is found or made once first, so no
+# run sees the cache appear mid-run. tests/interop (mostly the real OpenClaw's own node processes, about
+# half of the suite's time) runs in two pytest runs beside a third that runs the other tests. The tests
+# that reach ../shared/corpus run in a fourth, after tests/interop has ended: its live copies of the
+# corpus trees sit at the absolute paths those trees name (scripts/test_phases.py). The interop output
+# is printed after the first phase's; the exit status is non-zero if any run failed.
 set -eu
 cd "$(dirname "$0")/.."
 .venv/bin/python scripts/source_tree.py >/dev/null
