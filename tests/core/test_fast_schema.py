@@ -83,7 +83,6 @@ def test_the_compiled_check_tells_true_from_one_and_reads_dollar_strictly() -> N
     assert check({"n": 1, "s": "abc"})
     assert not check({"n": True})           # jsonschema rejects it too
     assert not check({"s": "abc\n"})        # stricter than jsonschema (which accepts it): jsonschema decides
-    assert validator("session-index") is not None
 
 
 def test_a_rejected_document_gets_jsonschemas_error() -> None:
