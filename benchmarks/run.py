@@ -19,7 +19,10 @@ machine (the load average seen is printed). Children run with their bytecode cac
 
 The floor (``benchmarks/floor.py``): read each line, ``json.loads``, ``executemany`` into one WAL
 table, one transaction per file. For ``plan`` shapes the floor reads and parses every line
-(plan's own work) without SQLite.
+(plan's own work) without SQLite. Migrate shapes also run the **schema floor** (``floor.py schema``)
+in every pair: the same, but into the rows OpenClaw 2026.9.6's agent schema needs (a session row,
+one event row per line, one identity row per event with an id, the release's keys and indexes),
+so the table tells how much of the ratio is the target layout's and how much is statekit's.
 """
 
 from __future__ import annotations
@@ -239,8 +242,8 @@ def statekit_cmd(shape: Shape, state: Path, python: str) -> list[str]:
     return [python, "-m", "statekit", "migrate", "--state-dir", str(state), "--yes", "--no-backup", "--quiet"]
 
 
-def floor_cmd(shape: Shape, state: Path, scratch: Path) -> list[str]:
-    mode = "parse" if shape.command == "plan" else "insert"
+def floor_cmd(shape: Shape, state: Path, scratch: Path, schema: bool = False) -> list[str]:
+    mode = "parse" if shape.command == "plan" else "schema" if schema else "insert"
     return [sys.executable, str(HERE / "floor.py"), mode, str(state), str(scratch / "floor.sqlite")]
 
 
@@ -258,7 +261,9 @@ def bench(shape: Shape, workdir: Path, pairs: int, python: str, before: str | No
     ours: list[Measure] = []
     floors: list[Measure] = []
     befores: list[Measure] = []
-    who_all = ("statekit", "floor", "before") if before else ("statekit", "floor")
+    schema_floors: list[Measure] = []
+    ratios_schema: list[float] = []
+    who_all: tuple[str, ...] = ("statekit", "floor") + (("schema",) if shape.command == "migrate" else ()) + (("before",) if before else ())
     for pair in range(pairs):
         shift = pair % len(who_all)
         order = who_all[shift:] + who_all[:shift]
@@ -266,8 +271,8 @@ def bench(shape: Shape, workdir: Path, pairs: int, python: str, before: str | No
         for who in order:
             scratch = workdir / "scratch"
             copy = fresh_copy(state, scratch)
-            if who == "floor":
-                cmd = floor_cmd(shape, copy, scratch)
+            if who in ("floor", "schema"):
+                cmd = floor_cmd(shape, copy, scratch, schema=who == "schema")
             else:
                 cmd = statekit_cmd(shape, copy, python if who == "statekit" else str(before))
             got[who] = run_child(cmd, child_env(workdir))
@@ -275,6 +280,9 @@ def bench(shape: Shape, workdir: Path, pairs: int, python: str, before: str | No
         floors.append(got["floor"])
         ratios_cpu.append(got["statekit"].cpu / got["floor"].cpu)
         ratios_wall.append(got["statekit"].wall / got["floor"].wall)
+        if "schema" in got:
+            schema_floors.append(got["schema"])
+            ratios_schema.append(got["statekit"].cpu / got["schema"].cpu)
         if before:
             befores.append(got["before"])
             before_cpu.append(got["before"].cpu / got["floor"].cpu)
@@ -295,6 +303,8 @@ def bench(shape: Shape, workdir: Path, pairs: int, python: str, before: str | No
         "wall_ratio": [round(statistics.median(ratios_wall), 2), round(min(ratios_wall), 2), round(max(ratios_wall), 2)],
         "statekit_cpu_s": round(statistics.median(m.cpu for m in ours), 2),
         "floor_cpu_s": round(statistics.median(m.cpu for m in floors), 2),
+        "schema_cpu_ratio": _spread(ratios_schema),
+        "schema_floor_cpu_s": round(statistics.median(m.cpu for m in schema_floors), 2) if schema_floors else None,
         "statekit_mb_s": round(size / MB / statistics.median(m.wall for m in ours), 1),
         "statekit_rss_mb": round(max(m.rss_mb for m in ours), 1),
         "floor_rss_mb": round(max(m.rss_mb for m in floors), 1),
@@ -309,8 +319,8 @@ def machine() -> dict[str, Any]:
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    head = ("shape", "command", "input", "MB", "CPU ratio median (min-max)", "wall ratio median (min-max)", "statekit CPU s", "floor CPU s",
-            "MB/s", "peak RSS MB (statekit / floor)")
+    head: tuple[str, ...] = ("shape", "command", "input", "MB", "CPU ratio median (min-max)", "wall ratio median (min-max)", "statekit CPU s", "floor CPU s",
+            "CPU ratio to the schema floor", "schema floor CPU s", "MB/s", "peak RSS MB (statekit / floor)")
     with_before = any(r["before_cpu_ratio"] for r in results)
     if with_before:
         head = head[:4] + ("before: CPU ratio median (min-max)", "before: CPU s", "before: peak RSS MB") + head[4:]
@@ -321,8 +331,10 @@ def table(results: list[dict[str, Any]]) -> str:
         if with_before:
             b = r["before_cpu_ratio"]
             row += (f"{b[0]:.2f}x ({b[1]:.2f}-{b[2]:.2f})" if b else "-", str(r["before_cpu_s"]), str(r["before_rss_mb"]))
+        k = r["schema_cpu_ratio"]
         rows.append(row + (f"{c[0]:.2f}x ({c[1]:.2f}-{c[2]:.2f})", f"{w[0]:.2f}x ({w[1]:.2f}-{w[2]:.2f})",
-                           str(r["statekit_cpu_s"]), str(r["floor_cpu_s"]), str(r["statekit_mb_s"]), f"{r['statekit_rss_mb']} / {r['floor_rss_mb']}"))
+                           str(r["statekit_cpu_s"]), str(r["floor_cpu_s"]), f"{k[0]:.2f}x ({k[1]:.2f}-{k[2]:.2f})" if k else "-",
+                           str(r["schema_floor_cpu_s"] or "-"), str(r["statekit_mb_s"]), f"{r['statekit_rss_mb']} / {r['floor_rss_mb']}"))
     return "\n".join("| " + " | ".join(row) + " |" for row in rows)
 
 
