@@ -66,6 +66,7 @@ def insert_schema(state: Path, db: Path) -> None:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA cache_size = -65536")  # 64 MiB, as statekit gives a big source: the random event ids thrash 2 MiB
     conn.executescript(AGENT_SCHEMA.read_text(encoding="utf-8"))
     for path in transcripts(state):
         session = path.stem
