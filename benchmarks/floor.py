@@ -87,7 +87,8 @@ def insert_schema(state: Path, db: Path) -> None:
         conn.execute("INSERT INTO sessions (session_id, session_key, created_at, updated_at) VALUES (?, ?, 0, 0)",
                      (session, f"agent:bench:{session}"))
         conn.executemany("INSERT INTO transcript_events VALUES (?, ?, ?, ?)", events)
-        conn.executemany("INSERT INTO transcript_event_identities VALUES (?, ?, ?, ?, ?, ?, ?)", identities)
+        conn.executemany("INSERT INTO transcript_event_identities VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, event_id)"
+                         " DO UPDATE SET seq = excluded.seq", identities)  # random ids repeat in a big session: the later wins
         conn.execute("COMMIT")
     conn.close()
 

@@ -178,6 +178,17 @@ def build_shape(shape: Shape, workdir: Path) -> Path:
     return state
 
 
+def generated_shape(shape: Shape, workdir: Path) -> Path:
+    """``build_shape`` in a child process, so that this process stays small.
+
+    On Linux a child's ``ru_maxrss`` starts at the peak RSS of the process it was forked from
+    (``exec`` keeps the old memory's high-water mark): generating a 500 MB transcript here would
+    make every child of this run report over 1 GB.
+    """
+    subprocess.run([sys.executable, str(Path(__file__).resolve()), "--generate", shape.name, "--workdir", str(workdir)], check=True)
+    return build_shape(shape, workdir)  # complete now: only the path
+
+
 def input_bytes(state: Path) -> int:
     return sum(p.stat().st_size for p in state.rglob("*.jsonl"))
 
@@ -252,7 +263,7 @@ def _spread(values: list[float]) -> list[float]:
 
 
 def bench(shape: Shape, workdir: Path, pairs: int, python: str, before: str | None = None) -> dict[str, Any]:
-    state = build_shape(shape, workdir)
+    state = generated_shape(shape, workdir)
     size = input_bytes(state)
     ratios_cpu: list[float] = []
     ratios_wall: list[float] = []
@@ -276,6 +287,8 @@ def bench(shape: Shape, workdir: Path, pairs: int, python: str, before: str | No
             else:
                 cmd = statekit_cmd(shape, copy, python if who == "statekit" else str(before))
             got[who] = run_child(cmd, child_env(workdir))
+            if who in ("floor", "schema") and got[who].code != 0:
+                raise SystemExit(f"benchmarks: the {who} floor failed on {shape.name} (exit {got[who].code}): its figures would be wrong")
         ours.append(got["statekit"])
         floors.append(got["floor"])
         ratios_cpu.append(got["statekit"].cpu / got["floor"].cpu)
@@ -349,7 +362,11 @@ def main() -> int:
     parser.add_argument("--python", default=sys.executable, help="the interpreter that runs statekit (a venv's python)")
     parser.add_argument("--before", help="another build's interpreter (e.g. main's venv python), run in the same pairs")
     parser.add_argument("--json", action="store_true", help="print the results as JSON too")
+    parser.add_argument("--generate", metavar="SHAPE", help=argparse.SUPPRESS)  # generated_shape's child
     args = parser.parse_args()
+    if args.generate:
+        build_shape(SHAPES[args.generate], args.workdir)
+        return 0
     names = args.shapes.split(",") if args.shapes else QUICK if args.quick else BIG if args.big else DEFAULT
     unknown = [n for n in names if n not in SHAPES]
     if unknown:
