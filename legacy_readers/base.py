@@ -133,12 +133,22 @@ class ReadContext:
         now_ms: int,
         config: Mapping[str, Any] | None = None,
         planned_hashes: Mapping[str, str] | None = None,
+        *,
+        imported: Callable[[str], bool] | None = None,
     ) -> None:
         self.state_dir = state_dir
         self.now_ms = now_ms
         self.config = config or {}
         self.planned_hashes = dict(planned_hashes or {})
         self.reopened: dict[str, str] = {}  # rel -> sha256 of what the reader re-read
+        self.imported = imported  # the plan's receipts: whether a path has a completed import (was_imported)
+
+    def was_imported(self, rel: str) -> bool:
+        """Whether the plan's receipts hold a ``completed`` import of ``rel`` (any version; it may be retired since).
+
+        A reader whose file belongs to another source asks this when that source is gone from its place: a run
+        killed after retiring it, before this file's own import committed, leaves exactly that."""
+        return self.imported is not None and self.imported(rel)
 
     @classmethod
     def for_source(cls, source: Source) -> ReadContext:

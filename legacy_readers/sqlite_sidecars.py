@@ -552,7 +552,8 @@ class DebugProxyBlobs(_Sidecar):
     depends_on = ("debug-proxy-capture-sqlite",)  # waits for the capture database
 
     def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
-        if not (source.state_dir / DebugProxyCapture.database).exists():
+        capture = DebugProxyCapture.database
+        if not (source.state_dir / capture).exists() and not (ctx is not None and ctx.was_imported(capture)):
             return Inspection(record_count=0, action="retain", reason="debug proxy blob without a capture database beside it; left in place")
         return Inspection(record_count=0, details={"blob_of": DebugProxyCapture.database})
 

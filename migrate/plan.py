@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -26,6 +27,7 @@ from statekit.fsutil import HashingReader, file_kind_problem, open_regular_file
 from statekit.layout import ResolvedStateDir, config_path, relative_posix
 from statekit.progress import ProgressFn, start_phase
 from statekit.schema import SCHEMA_VERSION
+from statekit.states import ReceiptStatus
 
 ACTIVE_ACTIONS = ("import", "import+archive", "drop")
 
@@ -209,6 +211,19 @@ def glancing(reader: Reader | None) -> Glancing | None:
     return cast(Glancing, reader) if reader is not None and callable(getattr(reader, "glance", None)) else None
 
 
+def completed_lookup(receipts: dict[str, Receipt]) -> Callable[[str], bool]:
+    """``ReadContext.imported``: whether ``receipts`` hold a completed import of a path (the set made on first use)."""
+    paths: set[str] | None = None
+
+    def imported(rel: str) -> bool:
+        nonlocal paths
+        if paths is None:
+            paths = {r.source_path for r in receipts.values() if r.status == ReceiptStatus.COMPLETED}
+        return rel in paths
+
+    return imported
+
+
 def plan_source(
     state_dir: Path,
     entry: FileEntry,
@@ -251,7 +266,8 @@ def plan_source(
         return planned
     if ctx is None:
         ctx = ReadContext.for_source(source)
-    ctx = ReadContext(state_dir, ctx.now_ms, ctx.config)  # re-opens are recorded per source
+    # re-opens are recorded per source
+    ctx = ReadContext(state_dir, ctx.now_ms, ctx.config, imported=ctx.imported or completed_lookup(receipts))
     try:
         with open_regular_file(path) as raw:
             hashing = HashingReader(raw)
@@ -437,7 +453,8 @@ def build_plan(
         receipts = {}
     databases = [inspect_database(state_dir, entry) for entry in found.databases]
     cfg = config_path(state_dir, env)
-    ctx = ReadContext(state_dir, wall_clock_ms(), read_config(cfg))  # one config, one clock for every reader
+    # one config, one clock, one look-up of the receipts for every reader
+    ctx = ReadContext(state_dir, wall_clock_ms(), read_config(cfg), imported=completed_lookup(receipts))
     start_phase(progress, "plan", sum(entry.size for entry, _ in found.legacy), "bytes")
     known = {receipt.source_path for receipt in receipts.values()}
     sources = []

@@ -352,6 +352,35 @@ def test_blobs_without_a_capture_database_stay(tmp_path: Path) -> None:
     assert "without a capture database" in (plan.sources[0].reason or "")
 
 
+def test_a_blob_left_by_a_run_killed_after_its_capture_database_was_retired_is_retired(tmp_path: Path) -> None:
+    """Killed after the capture database was imported and retired, before its blob's import committed: the blob is in
+    place without a receipt, its capture database gone (retired, with a completed receipt). The rerun retires the blob as
+    an uninterrupted run does; it does not keep it as a blob without a capture database (the crash walk's `*:698`)."""
+    state = make_state(tmp_path, {})
+    _database(state / "debug-proxy" / "capture.sqlite", CAPTURE_SQL, {"capture_sessions": CAPTURE_SESSIONS, "capture_events": CAPTURE_EVENTS})
+    blob = f"debug-proxy/blobs/{BLOB_ID}.bin.gz"
+    write_files(state, {blob: BLOB_GZ})
+    first = run(state)
+    assert outcome(first, blob).status == "imported"
+    # the state the kill leaves: the blob back in its place, its receipt not committed
+    retired = state / outcome(first, blob).retired_to
+    (state / blob).parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(retired, state / blob)
+    conn = open_db(global_db(state))
+    with conn:
+        conn.execute("DELETE FROM migration_sources WHERE source_path = ?", (blob,))
+    conn.close()
+    assert not (state / "debug-proxy" / "capture.sqlite").exists()
+    rerun = run(state)
+    assert outcome(rerun, blob).status == "imported", outcome(rerun, blob)
+    assert not (state / blob).exists()
+    assert (state / outcome(rerun, blob).retired_to).read_bytes() == BLOB_GZ
+    found = receipt(state, blob)
+    assert (found["status"], found["removed"]) == ("completed", 1)
+    assert found["report"]["disposition"].startswith("payload blob of debug-proxy/capture.sqlite")
+    # a blob with neither its capture database nor an import of one still stays (test_blobs_without_a_capture_database_stay)
+
+
 def test_a_file_that_is_not_sqlite_is_unreadable_and_stays(tmp_path: Path) -> None:
     state = make_state(tmp_path, {"tasks/runs.sqlite": b"SQLite format 3\x00" + b"\xff" * 200})
     report = run(state)
