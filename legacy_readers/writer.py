@@ -271,6 +271,11 @@ class Guard:
         self.cascades = frozenset(cascades) - self.targets
         self.declared = tuple(declared) if declared is not None else tuple(sorted(self.targets))  # as the reader wrote them
 
+    def same(self, other: object) -> bool:
+        """``other`` is a guard that allows and refuses exactly what this one does (for the same reader's messages)."""
+        return isinstance(other, Guard) and (self.reader, self.targets, self.cascades, self.declared) == (
+            other.reader, other.targets, other.cascades, other.declared)
+
     def refuse(self, what: str, table: str) -> SchemaError:
         declared = ", ".join(self.declared) or "none"
         return SchemaError(f"reader {self.reader} tried to {what} table {table}, which is not among its target_tables ({declared})")
@@ -667,11 +672,22 @@ class Writer:
     @staticmethod
     def _install(db: DatabaseWriter, guard: Guard, level: str) -> None:
         tables = tables_of(guard.targets, level)
-        db.conn.authorizer = Guard(guard.reader, tables, cascade_children(db.conn, tables, db.schema()), declared=guard.declared)
+        installed = Guard(guard.reader, tables, cascade_children(db.conn, tables, db.schema()), declared=guard.declared)
+        if installed.same(db.conn.authorizer):
+            # Left installed by the previous source of a batch (``keep_on_agents``): every statement prepared since was
+            # authorized by a guard that allows and refuses the same. Setting an authorizer makes SQLite prepare every
+            # cached statement of the connection again, so it is not set again.
+            return
+        db.conn.authorizer = installed
 
     @contextmanager
-    def guarded(self, reader: str, targets: Iterable[str]) -> Iterator[None]:
-        """Install the authorizer on every connection of this source while the reader writes."""
+    def guarded(self, reader: str, targets: Iterable[str], *, keep_on_agents: bool = False) -> Iterator[None]:
+        """Install the authorizer on every connection of this source while the reader writes.
+
+        ``keep_on_agents``: the agent databases' guards stay installed after (the apply loop's batch of small sources
+        runs only its savepoints there until it removes them at its commit), so the next source of the same reader
+        finds the same guard and the connection's prepared statements stay prepared. The state database's guard is
+        always removed: the apply loop writes its receipts there."""
         guard = Guard(reader, targets)
         self._guard = guard
         self._install(self.state, guard, "global")
@@ -681,7 +697,7 @@ class Writer:
             yield
         finally:
             self._guard = None
-            for conn in [self.state.conn, *(w.conn for w in self._agents.values())]:
+            for conn in [self.state.conn, *(() if keep_on_agents else (w.conn for w in self._agents.values()))]:
                 conn.authorizer = None
 
 

@@ -437,7 +437,8 @@ class Migration:
             earlier_import=earlier.report if earlier is not None else None,
         )
 
-    def _write_opened(self, planned: PlannedSource, source: Source, raw: BinaryIO, ctx: ImportContext) -> tuple[WriteResult, dict[str, Any]]:
+    def _write_opened(self, planned: PlannedSource, source: Source, raw: BinaryIO, ctx: ImportContext, *,
+                      batched: bool = False) -> tuple[WriteResult, dict[str, Any]]:
         """Inside the open transaction (or a batch's savepoint): the reader writes the rows, the bytes read are checked
         against the plan, and the ``completed`` receipt is written. Raises :class:`_SourceChanged` when the file is not
         the one planned."""
@@ -449,7 +450,7 @@ class Migration:
         if planned.action == "drop":
             result = WriteResult(records=0, report={"dropped": reader.reason})
         else:
-            with ctx.writer.guarded(reader.kind, reader.target_tables):
+            with ctx.writer.guarded(reader.kind, reader.target_tables, keep_on_agents=batched):  # a batch removes them (_Batch)
                 result = reader.write(source, cast(BinaryIO, hashing), ctx)
         digest = hashing.finish()
         if planned.glanced:  # read, hashed and counted here, once (migrate.plan.finish_glanced)
@@ -525,7 +526,7 @@ class Migration:
         try:
             with open_regular_file(source.path) as raw:
                 batch.begin_source()
-                result, report = self._write_opened(planned, source, raw, ctx)
+                result, report = self._write_opened(planned, source, raw, ctx, batched=True)
                 batch.end_source()
         except BaseException as exc:
             if not batch.rollback_source() or not isinstance(exc, Exception) or environmental(exc):
@@ -839,10 +840,17 @@ class _Batch:
     def commit_global(self) -> None:
         if self.begun:
             self.global_conn.execute("COMMIT")
+        self._unguard()
 
     def rollback(self) -> None:
         self._savepoints = []
         _rollback(self.global_conn, *self.agents)
+        self._unguard()
+
+    def _unguard(self) -> None:
+        """The readers' guards left on the agent databases for the batch's next source (``Writer.guarded``) go."""
+        for conn in self.agents:
+            conn.authorizer = None
 
 
 class _SourceTransaction:

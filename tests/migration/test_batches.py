@@ -174,3 +174,27 @@ def test_a_source_sees_the_receipts_of_its_batch(tmp_path: Path, monkeypatch: py
     assert commits == [FILES]  # one batch: s0004's receipt was not committed when s0005 asked
     assert seen["report"] is not None and seen["report"]["path"] == "agents/main/sessions/s0004.jsonl"
     assert seen["pending"] is False
+
+
+def test_the_guard_kept_through_a_batch_still_refuses_a_table_outside_the_readers_targets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, commits: list[int]
+) -> None:
+    """The agent database's guard stays installed from one source of a batch to the next (Writer.guarded
+    keep_on_agents): a later source writing outside its reader's target_tables is still refused, and rolled back alone;
+    the guard is gone after the batch (the run's last step writes the shared auth store through the same connection)."""
+    state = install(tmp_path)
+
+    def outside(ctx: Any) -> Exception:
+        ctx.writer.agent("main").delete("cache_entries", {"key": "x"})  # not a transcript table: refused by the guard
+        return AssertionError("the guard let a write outside the reader's targets through")
+
+    fail_in_write(monkeypatch, BAD, outside)
+    report = migrate(state, MigrateOptions(backup=False))
+    bad = next(o for o in report.outcomes if o.rel == BAD)
+    assert bad.status == "failed" and "cache_entries" in (bad.message or "") and "target_tables" in (bad.message or ""), bad
+    assert commits == [5, FILES - 6]
+    assert sessions_with_events(state) == [f"s{n:04d}" for n in range(FILES) if n != 5]
+    from helpers import open_db
+
+    with open_db(agent_db(state)) as conn:  # no guard was left behind in the file's own schema or rows
+        assert conn.execute("SELECT count(*) FROM cache_entries").fetchone()[0] == 0
