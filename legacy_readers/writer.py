@@ -674,20 +674,19 @@ class Writer:
         tables = tables_of(guard.targets, level)
         installed = Guard(guard.reader, tables, cascade_children(db.conn, tables, db.schema()), declared=guard.declared)
         if installed.same(db.conn.authorizer):
-            # Left installed by the previous source of a batch (``keep_on_agents``): every statement prepared since was
+            # Left installed by the previous source of a batch (``keep``): every statement prepared since was
             # authorized by a guard that allows and refuses the same. Setting an authorizer makes SQLite prepare every
             # cached statement of the connection again, so it is not set again.
             return
         db.conn.authorizer = installed
 
     @contextmanager
-    def guarded(self, reader: str, targets: Iterable[str], *, keep_on_agents: bool = False) -> Iterator[None]:
+    def guarded(self, reader: str, targets: Iterable[str], *, keep: bool = False) -> Iterator[None]:
         """Install the authorizer on every connection of this source while the reader writes.
 
-        ``keep_on_agents``: the agent databases' guards stay installed after (the apply loop's batch of small sources
-        runs only its savepoints there until it removes them at its commit), so the next source of the same reader
-        finds the same guard and the connection's prepared statements stay prepared. The state database's guard is
-        always removed: the apply loop writes its receipts there."""
+        ``keep``: the guards stay installed after (the apply loop's batch of small sources runs only its savepoints
+        until it removes them, before it writes the batch's receipts), so the next source of the same reader finds
+        the same guard and the connections' prepared statements stay prepared."""
         guard = Guard(reader, targets)
         self._guard = guard
         self._install(self.state, guard, "global")
@@ -697,8 +696,9 @@ class Writer:
             yield
         finally:
             self._guard = None
-            for conn in [self.state.conn, *(() if keep_on_agents else (w.conn for w in self._agents.values()))]:
-                conn.authorizer = None
+            if not keep:
+                for conn in [self.state.conn, *(w.conn for w in self._agents.values())]:
+                    conn.authorizer = None
 
 
 __all__ = ["as_database_writer", "unguarded", "BOOKKEEPING_TABLES", "Column", "DatabaseWriter", "Expectation", "Guard", "Json", "Writer", "js_json", "where_clause"]

@@ -48,7 +48,11 @@ from statekit.migrate.receipts import (
     load_receipts_readonly,
     mark_removed,
     open_run,
+    RECEIPT_REPORT,
+    RECEIPT_SHA256,
+    receipt_row,
     write_receipt,
+    write_receipts,
 )
 from statekit.migrate.retire import ChangedAtRetire, RetireBatch, parent_modes, retired_path
 from statekit.migrate.undo_facts import config_rels, existing_databases, path_modes, run_facts
@@ -413,7 +417,8 @@ class Migration:
             with open_regular_file(source.path) as raw:
                 transaction.begin()
                 try:
-                    result, report = self._write_opened(planned, source, raw, ctx)
+                    result, report, receipt = self._write_opened(planned, source, raw, ctx)
+                    write_receipts(self.global_conn, [receipt])
                     checkpoint("before-commit")
                     transaction.commit_agents()
                     checkpoint("between-commits")
@@ -438,10 +443,11 @@ class Migration:
         )
 
     def _write_opened(self, planned: PlannedSource, source: Source, raw: BinaryIO, ctx: ImportContext, *,
-                      batched: bool = False) -> tuple[WriteResult, dict[str, Any]]:
-        """Inside the open transaction (or a batch's savepoint): the reader writes the rows, the bytes read are checked
-        against the plan, and the ``completed`` receipt is written. Raises :class:`_SourceChanged` when the file is not
-        the one planned."""
+                      batched: bool = False) -> tuple[WriteResult, dict[str, Any], tuple[Any, ...]]:
+        """Inside the open transaction (or a batch's savepoint): the reader writes the rows and the bytes read are checked
+        against the plan. Returns the result, the source's report and its ``completed`` receipt (the values
+        ``write_receipts`` binds), for the caller to write in the same transaction. Raises :class:`_SourceChanged` when
+        the file is not the one planned."""
         assert self.global_conn is not None and planned.reader is not None
         reader = planned.reader
         watched = None if self.progress is null_progress else ProgressReader(raw, self.progress)  # the TTY bar only
@@ -450,7 +456,7 @@ class Migration:
         if planned.action == "drop":
             result = WriteResult(records=0, report={"dropped": reader.reason})
         else:
-            with ctx.writer.guarded(reader.kind, reader.target_tables, keep_on_agents=batched):  # a batch removes them (_Batch)
+            with ctx.writer.guarded(reader.kind, reader.target_tables, keep=batched):  # a batch removes them (_Batch)
                 result = reader.write(source, cast(BinaryIO, hashing), ctx)
         digest = hashing.finish()
         if planned.glanced:  # read, hashed and counted here, once (migrate.plan.finish_glanced)
@@ -461,8 +467,7 @@ class Migration:
         if watched is not None:
             watched.flush_progress()
         report = self._source_report(planned, result)  # once: the receipt's now, and the retired one's after
-        write_receipt(
-            self.global_conn,
+        receipt = receipt_row(
             key=planned.source_key or "",
             rel=planned.rel,
             target_tables=planned.target_tables,
@@ -475,7 +480,7 @@ class Migration:
             removed_source=False,
             report=report,
         )
-        return result, report
+        return result, report, receipt
 
     def _import_failed(self, planned: PlannedSource, outcome: SourceOutcome, source: Source, exc: Exception) -> SourceOutcome:
         """A source whose write failed, its transaction (or savepoint) rolled back: fail it, or stop the run."""
@@ -526,7 +531,7 @@ class Migration:
         try:
             with open_regular_file(source.path) as raw:
                 batch.begin_source()
-                result, report = self._write_opened(planned, source, raw, ctx, batched=True)
+                result, report, receipt = self._write_opened(planned, source, raw, ctx, batched=True)
                 batch.end_source()
         except BaseException as exc:
             if not batch.rollback_source() or not isinstance(exc, Exception) or environmental(exc):
@@ -540,7 +545,7 @@ class Migration:
             if isinstance(exc, (_SourceChanged, SourceChanged)):
                 return self._replan(planned, outcome, False)
             return self._import_failed(planned, outcome, source, exc)
-        batch.pending.append(_Written(planned, outcome, result, report, earlier, _expected_rows(result, ctx)))
+        batch.pending.append(_Written(planned, outcome, result, report, earlier, _expected_rows(result, ctx), receipt))
         batch.size += planned.size
         if len(batch.pending) >= BATCH_SOURCES or batch.size >= BATCH_BYTES:
             self._commit_batch()
@@ -553,6 +558,7 @@ class Migration:
         if batch is None:
             return
         try:
+            batch.write_receipts()  # in the state database's transaction, before any commit (as for one source)
             checkpoint("before-commit")
             batch.commit_agents()
             checkpoint("between-commits")
@@ -581,11 +587,16 @@ class Migration:
     def _receipt_lookup(self) -> ReceiptLookup:
         """The receipts a reader may ask about (``ctx.dependency_pending``, ``ctx.imported_report``), read by the apply loop.
 
-        Read on the state database's connection: inside a batch they include the batch's own receipts, not yet committed."""
+        Inside a batch they include the receipts of the batch's earlier sources, written only at its commit."""
         conn = self.global_conn
         assert conn is not None
 
         def lookup(rel: str, digest: str | None) -> dict[str, Any] | None:
+            batch = self._batch
+            for written in reversed(batch.pending if batch is not None else ()):  # written at the batch's commit: the latest
+                if written.planned.rel == rel and (digest is None or written.receipt[RECEIPT_SHA256] == digest):
+                    found: dict[str, Any] = json.loads(written.receipt[RECEIPT_REPORT])  # as read back from the table
+                    return found
             with unguarded(conn):
                 return completed_receipt_report(conn, rel, digest)
 
@@ -675,14 +686,16 @@ class Migration:
         if "dir_modes" not in report:  # recover recreates them as they were (an import's report has them already)
             report = dict(report, dir_modes=self._parent_modes(planned.rel))
         key = planned.source_key or ""
+        retired_to: str | None = None
+
+        def token(dest: Path | None) -> tuple[str, dict[str, Any]]:
+            nonlocal retired_to
+            retired_to = None if dest is None else relative_posix(dest, self.state_dir)
+            return key, dict(report, retired_to=retired_to)
+
         try:
             # Moved now and its bytes re-hashed (RetireBatch.retire); the receipt is marked when the batch is durable.
-            dest = self.retirements.retire(
-                planned.rel, run_id, planned.sha256,
-                lambda d: (key, dict(report, retired_to=None if d is None else relative_posix(d, self.state_dir))),
-                remove=self.options.remove_sources,
-            )
-            retired_to = None if dest is None else relative_posix(dest, self.state_dir)
+            self.retirements.retire(planned.rel, run_id, planned.sha256, token, remove=self.options.remove_sources)
         except ChangedAtRetire as changed:
             return self._changed_at_retire(planned, changed.moved, outcome)
         except OSError as exc:
@@ -768,6 +781,7 @@ class _Written:
     report: dict[str, Any]
     earlier: Receipt | None
     expected: list[tuple[str, str, str, tuple[Any, ...], int]]
+    receipt: tuple[Any, ...] = ()  # its completed receipt (receipts.receipt_row), written when its batch commits
 
 
 def _expected_rows(result: WriteResult, ctx: ImportContext) -> list[tuple[str, str, str, tuple[Any, ...], int]]:
@@ -788,6 +802,7 @@ class _Batch:
         self.global_conn = global_conn
         self.begun = False  # the state database's transaction
         self.agents: list[Connection] = []  # agent databases in the batch's transaction
+        self._by_agent: dict[str, Connection] = {}
         self.pending: list[_Written] = []
         self.size = 0
         self._savepoints: list[Connection] = []  # the connections holding the current source's savepoint
@@ -801,9 +816,10 @@ class _Batch:
 
     def agent_opener(self, open_agent_conn: Callable[[str], Connection]) -> Callable[[str], Connection]:
         def opener(agent_id: str) -> Connection:
-            with unguarded(self.global_conn):  # opening an agent registers it in the state database
-                conn = open_agent_conn(agent_id)
-            if not any(conn is c for c in self.agents):
+            conn = self._by_agent.get(agent_id)
+            if conn is None:
+                with unguarded(self.global_conn):  # opening an agent registers it in the state database
+                    conn = self._by_agent[agent_id] = open_agent_conn(agent_id)
                 conn.execute("BEGIN IMMEDIATE")
                 self.agents.append(conn)
             conn.execute(f"SAVEPOINT {BATCH_SAVEPOINT}")
@@ -831,6 +847,11 @@ class _Batch:
         self._savepoints = []
         return intact and self.begun and all(c.in_transaction for c in (self.global_conn, *self.agents))
 
+    def write_receipts(self) -> None:
+        """The receipts of every source of the batch, in the state database's transaction (the guards go first)."""
+        self._unguard()
+        write_receipts(self.global_conn, [written.receipt for written in self.pending])
+
     def commit_agents(self) -> None:
         for number, conn in enumerate(self.agents):
             if number:
@@ -848,8 +869,8 @@ class _Batch:
         self._unguard()
 
     def _unguard(self) -> None:
-        """The readers' guards left on the agent databases for the batch's next source (``Writer.guarded``) go."""
-        for conn in self.agents:
+        """The readers' guards left on the databases for the batch's next source (``Writer.guarded``) go."""
+        for conn in (self.global_conn, *self.agents):
             conn.authorizer = None
 
 

@@ -179,8 +179,8 @@ def test_a_source_sees_the_receipts_of_its_batch(tmp_path: Path, monkeypatch: py
 def test_the_guard_kept_through_a_batch_still_refuses_a_table_outside_the_readers_targets(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, commits: list[int]
 ) -> None:
-    """The agent database's guard stays installed from one source of a batch to the next (Writer.guarded
-    keep_on_agents): a later source writing outside its reader's target_tables is still refused, and rolled back alone;
+    """The guards stay installed from one source of a batch to the next (Writer.guarded
+    keep): a later source writing outside its reader's target_tables is still refused, and rolled back alone;
     the guard is gone after the batch (the run's last step writes the shared auth store through the same connection)."""
     state = install(tmp_path)
 
