@@ -270,6 +270,7 @@ class Guard:
         self.targets = frozenset(targets)  # the tables of this database level
         self.cascades = frozenset(cascades) - self.targets
         self.declared = tuple(declared) if declared is not None else tuple(sorted(self.targets))  # as the reader wrote them
+        self.made_from: tuple[str, SchemaFacts] | None = None  # Writer._install: the level and schema facts it was made for
 
     def same(self, other: object) -> bool:
         """``other`` is a guard that allows and refuses exactly what this one does (for the same reader's messages)."""
@@ -671,12 +672,20 @@ class Writer:
 
     @staticmethod
     def _install(db: DatabaseWriter, guard: Guard, level: str) -> None:
+        facts = db.schema()
+        current = db.conn.authorizer
+        if (isinstance(current, Guard) and current.made_from is not None and current.made_from[0] == level
+                and current.made_from[1] is facts and current.reader == guard.reader and current.declared == guard.declared):
+            return  # left by the previous source of a batch, made for the same reader from the same schema facts (below)
         tables = tables_of(guard.targets, level)
-        installed = Guard(guard.reader, tables, cascade_children(db.conn, tables, db.schema()), declared=guard.declared)
-        if installed.same(db.conn.authorizer):
+        installed = Guard(guard.reader, tables, cascade_children(db.conn, tables, facts), declared=guard.declared)
+        installed.made_from = (level, facts)
+        if installed.same(current):
             # Left installed by the previous source of a batch (``keep``): every statement prepared since was
             # authorized by a guard that allows and refuses the same. Setting an authorizer makes SQLite prepare every
             # cached statement of the connection again, so it is not set again.
+            assert isinstance(current, Guard)
+            current.made_from = installed.made_from
             return
         db.conn.authorizer = installed
 

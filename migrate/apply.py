@@ -28,6 +28,7 @@ from typing import Any, BinaryIO, cast
 
 from statekit.legacy_readers.base import (
     ImportContext,
+    Reader,
     ReceiptLookup,
     Source,
     SourceChanged,
@@ -35,7 +36,7 @@ from statekit.legacy_readers.base import (
     completed_receipt_report,
     read_config,
 )
-from statekit.legacy_readers.writer import forget_schema_facts, unguarded
+from statekit.legacy_readers.writer import forget_schema_facts, tables_of, unguarded
 from statekit.migrate.plan import Plan, PlannedSource, build_plan, check_state_dir, ensure_not_schema_error, finish_glanced, plan_source
 from statekit.migrate.discover import FileEntry
 from statekit.migrate.receipts import (
@@ -47,6 +48,7 @@ from statekit.migrate.receipts import (
     load_receipts,
     load_receipts_readonly,
     mark_removed,
+    mark_removed_many,
     open_run,
     RECEIPT_REPORT,
     RECEIPT_SHA256,
@@ -520,7 +522,7 @@ class Migration:
         """``planned`` written inside the open batch, in a savepoint of its own; None while its outcome waits for the
         batch's commit. A source that fails is rolled back alone; the batch so far is committed (and its sources
         validated and retired) before the failure is handled as :meth:`_import` handles it."""
-        assert self.global_conn is not None
+        assert self.global_conn is not None and planned.reader is not None
         outcome = SourceOutcome(planned.kind, planned.rel, planned.agent_id, planned.action, planned.record_count)
         batch = self._batch
         if batch is None:
@@ -530,7 +532,7 @@ class Migration:
         ctx = self._context(planned, batch.agent_opener(self.agent_conn), earlier)
         try:
             with open_regular_file(source.path) as raw:
-                batch.begin_source()
+                batch.begin_source(planned.reader)
                 result, report, receipt = self._write_opened(planned, source, raw, ctx, batched=True)
                 batch.end_source()
         except BaseException as exc:
@@ -737,8 +739,7 @@ class Migration:
         """The receipts of a durable batch of retirements: ``removed_source = 1``, in one transaction."""
         assert self.global_conn is not None
         with immediate(self.global_conn):
-            for key, report in retired:
-                mark_removed(self.global_conn, key, report)
+            mark_removed_many(self.global_conn, retired)
 
     def _source_report(self, planned: PlannedSource, result: WriteResult) -> dict[str, Any]:
         return {
@@ -807,12 +808,16 @@ class _Batch:
         self.size = 0
         self._savepoints: list[Connection] = []  # the connections holding the current source's savepoint
 
-    def begin_source(self) -> None:
+    def begin_source(self, reader: Reader) -> None:
+        """A savepoint for the next source on the state database only when its reader may write there: the guard
+        refuses any other write of the reader, so the apply loop's own (an agent's registration) are all it holds."""
         if not self.begun:
             self.global_conn.execute("BEGIN IMMEDIATE")
             self.begun = True
-        self.global_conn.execute(f"SAVEPOINT {BATCH_SAVEPOINT}")
-        self._savepoints = [self.global_conn]
+        self._savepoints = []
+        if tables_of(reader.target_tables, "global"):
+            self.global_conn.execute(f"SAVEPOINT {BATCH_SAVEPOINT}")
+            self._savepoints.append(self.global_conn)
 
     def agent_opener(self, open_agent_conn: Callable[[str], Connection]) -> Callable[[str], Connection]:
         def opener(agent_id: str) -> Connection:

@@ -155,11 +155,16 @@ def write_receipts(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> None:
         conn.executemany(_WRITE_RECEIPT, rows)
 
 
+_MARK_REMOVED = "UPDATE migration_sources SET removed_source = 1, report_json = ? WHERE source_key = ?"
+
+
 def mark_removed(conn: Connection, key: str, report: dict[str, Any]) -> None:
-    conn.execute(
-        "UPDATE migration_sources SET removed_source = 1, report_json = ? WHERE source_key = ?",
-        (json.dumps(report, ensure_ascii=False, sort_keys=True), key),
-    )
+    conn.execute(_MARK_REMOVED, (json.dumps(report, ensure_ascii=False, sort_keys=True), key))
+
+
+def mark_removed_many(conn: Connection, retired: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    """:func:`mark_removed` of each ``(key, report)``, in order (one prepared statement)."""
+    conn.executemany(_MARK_REMOVED, [(json.dumps(report, ensure_ascii=False, sort_keys=True), key) for key, report in retired])
 
 
 def close_interrupted_runs(conn: Connection, now_ms: int) -> list[str]:
