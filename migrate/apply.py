@@ -692,7 +692,7 @@ class Migration:
 
         def token(dest: Path | None) -> tuple[str, dict[str, Any]]:
             nonlocal retired_to
-            retired_to = None if dest is None else relative_posix(dest, self.state_dir)
+            retired_to = None if dest is None else _relative_posix(dest, self.state_dir)
             return key, dict(report, retired_to=retired_to)
 
         try:
@@ -759,6 +759,14 @@ class Migration:
             "warnings": [redact(w) for w in result.warnings],
             **cast(dict[str, Any], redact_json(result.report)),  # a reader's report may name keys of the file
         }
+
+
+def _relative_posix(path: Path, root: Path) -> str:
+    """``layout.relative_posix`` without building paths, for a path under ``root`` (a retired copy under the state dir)."""
+    text, prefix = os.fspath(path), os.fspath(root).rstrip(os.sep) + os.sep
+    if os.sep == "/" and text.startswith(prefix) and "/./" not in text and "//" not in text[len(prefix):]:
+        return text[len(prefix):]
+    return relative_posix(path, root)
 
 
 def _gone_sibling(planned: PlannedSource, outcome: SourceOutcome) -> SourceOutcome:

@@ -7,6 +7,7 @@ import os
 import shutil
 import stat
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Generic, TypeVar
 
@@ -30,7 +31,13 @@ T = TypeVar("T")
 
 
 def retired_path(state_dir: Path, run_id: str, rel: str) -> Path:
-    return migrated_dir(state_dir, run_id).joinpath(*PurePosixPath(rel).parts)
+    return _migrated_dir(state_dir, run_id).joinpath(*PurePosixPath(rel).parts)
+
+
+@lru_cache(maxsize=8)
+def _migrated_dir(state_dir: Path, run_id: str) -> Path:
+    """``layout.migrated_dir``, made once per run (every retired path starts with it)."""
+    return migrated_dir(state_dir, run_id)
 
 
 def parent_modes(state_dir: Path, rel: str) -> dict[str, int]:
