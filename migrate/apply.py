@@ -7,7 +7,10 @@
    and its ``migration_sources`` receipt in one transaction per database
    (agent rows commit first, then the global receipt: a crash between the
    two leaves rows without a receipt, and the rerun re-imports them with
-   replace/upsert semantics, so every rerun converges);
+   replace/upsert semantics, so every rerun converges). Small sources of a
+   batchable reader share that transaction, a savepoint each (:class:`_Batch`):
+   their receipts are written just before its commits, and a source that fails
+   is rolled back alone;
 5. after commit, check the rows exist, then retire the source under
    ``.statekit/migrated/<run_id>/`` (or delete it with ``--remove-sources``);
 6. close the run: ``completed``, ``warning`` or ``failed``.
