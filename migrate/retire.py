@@ -192,7 +192,7 @@ class RetireBatch(Generic[T]):
     def retire(self, rel: str, run_id: str, sha256: str | None, token: Callable[[Path | None], T], *, remove: bool = False) -> Path | None:
         """Move ``rel`` to the retired folder and check its bytes; the retired copy (None with ``remove``)."""
         source, dest = _move(self.state_dir, rel, run_id, sha256, self.warnings, self._checked, protect=False)
-        # Made 0600 and re-hashed through one open: the bytes moved must be the bytes imported (issue 11).
+        # Made 0600 and re-hashed through one open: the bytes moved must be the bytes imported.
         if protect_and_hash(dest, PRIVATE_FILE_MODE, self.warnings) != sha256 and sha256 is not None:
             raise ChangedAtRetire(rel, dest)
         kept: Path | None = dest
