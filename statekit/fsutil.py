@@ -185,7 +185,7 @@ def protect_and_hash(path: Path, mode: int, warnings: list[str] | None = None) -
         if problem:
             raise OSError(errno.EINVAL, problem, str(path))
         if stat.S_IMODE(st.st_mode) != mode:
-            chmod_best_effort(path, mode, warnings)  # by path, as everywhere (tests/faultkit injects its failures)
+            chmod_best_effort(path, mode, warnings)  # by path, as every chmod of statekit
         digest = hashlib.sha256()  # O_NONBLOCK does not change how a regular file reads
         while chunk := os.read(fd, 1 << 20):
             digest.update(chunk)
