@@ -368,6 +368,10 @@ class Reader:
     # Kinds this reader must come after in plan order (it reads their rows or receipts, or lets them claim first).
     depends_on: ClassVar[tuple[str, ...]] = ()
     order: ClassVar[int] = 100  # set by the registry: the reader's position in plan order (smaller first)
+    # Small sources of this reader may share one transaction per database with other small sources (a savepoint
+    # each: migrate.apply._Batch). Only for a reader whose write is rows through ``ctx.writer`` and nothing else:
+    # no file written, nothing it keeps outside the databases (``ctx.run_cached`` facts stay right on a rollback).
+    batchable: ClassVar[bool] = False
 
     def claims(self, rel: str) -> bool:
         return match_patterns(rel, self.patterns) and not match_patterns(rel, self.exclude)

@@ -416,6 +416,7 @@ class TranscriptReader(Reader):
     target_tables = ("agent.transcript_events", "agent.transcript_event_identities", "agent.sessions", "agent.session_entries", "agent.session_routes")
     action = "import"
     depends_on = ("session-index",)  # reads and completes the session rows
+    batchable = True  # rows through ctx.writer only (migrate.apply._Batch)
 
     def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         scan = _Scan(source, handle)

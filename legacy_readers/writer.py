@@ -270,6 +270,12 @@ class Guard:
         self.targets = frozenset(targets)  # the tables of this database level
         self.cascades = frozenset(cascades) - self.targets
         self.declared = tuple(declared) if declared is not None else tuple(sorted(self.targets))  # as the reader wrote them
+        self.made_from: tuple[str, SchemaFacts] | None = None  # Writer._install: the level and schema facts it was made for
+
+    def same(self, other: object) -> bool:
+        """``other`` is a guard that allows and refuses exactly what this one does (for the same reader's messages)."""
+        return isinstance(other, Guard) and (self.reader, self.targets, self.cascades, self.declared) == (
+            other.reader, other.targets, other.cascades, other.declared)
 
     def refuse(self, what: str, table: str) -> SchemaError:
         declared = ", ".join(self.declared) or "none"
@@ -666,12 +672,30 @@ class Writer:
 
     @staticmethod
     def _install(db: DatabaseWriter, guard: Guard, level: str) -> None:
+        facts = db.schema()
+        current = db.conn.authorizer
+        if (isinstance(current, Guard) and current.made_from is not None and current.made_from[0] == level
+                and current.made_from[1] is facts and current.reader == guard.reader and current.declared == guard.declared):
+            return  # left by the previous source of a batch, made for the same reader from the same schema facts (below)
         tables = tables_of(guard.targets, level)
-        db.conn.authorizer = Guard(guard.reader, tables, cascade_children(db.conn, tables, db.schema()), declared=guard.declared)
+        installed = Guard(guard.reader, tables, cascade_children(db.conn, tables, facts), declared=guard.declared)
+        installed.made_from = (level, facts)
+        if installed.same(current):
+            # Left installed by the previous source of a batch (``keep``): every statement prepared since was
+            # authorized by a guard that allows and refuses the same. Setting an authorizer makes SQLite prepare every
+            # cached statement of the connection again, so it is not set again.
+            assert isinstance(current, Guard)
+            current.made_from = installed.made_from
+            return
+        db.conn.authorizer = installed
 
     @contextmanager
-    def guarded(self, reader: str, targets: Iterable[str]) -> Iterator[None]:
-        """Install the authorizer on every connection of this source while the reader writes."""
+    def guarded(self, reader: str, targets: Iterable[str], *, keep: bool = False) -> Iterator[None]:
+        """Install the authorizer on every connection of this source while the reader writes.
+
+        ``keep``: the guards stay installed after (the apply loop's batch of small sources runs only its savepoints
+        until it removes them, before it writes the batch's receipts), so the next source of the same reader finds
+        the same guard and the connections' prepared statements stay prepared."""
         guard = Guard(reader, targets)
         self._guard = guard
         self._install(self.state, guard, "global")
@@ -681,8 +705,9 @@ class Writer:
             yield
         finally:
             self._guard = None
-            for conn in [self.state.conn, *(w.conn for w in self._agents.values())]:
-                conn.authorizer = None
+            if not keep:
+                for conn in [self.state.conn, *(w.conn for w in self._agents.values())]:
+                    conn.authorizer = None
 
 
 __all__ = ["as_database_writer", "unguarded", "BOOKKEEPING_TABLES", "Column", "DatabaseWriter", "Expectation", "Guard", "Json", "Writer", "js_json", "where_clause"]

@@ -7,7 +7,10 @@
    and its ``migration_sources`` receipt in one transaction per database
    (agent rows commit first, then the global receipt: a crash between the
    two leaves rows without a receipt, and the rerun re-imports them with
-   replace/upsert semantics, so every rerun converges);
+   replace/upsert semantics, so every rerun converges). Small sources of a
+   batchable reader share that transaction, a savepoint each (:class:`_Batch`):
+   their receipts are written just before its commits, and a source that fails
+   is rolled back alone;
 5. after commit, check the rows exist, then retire the source under
    ``.statekit/migrated/<run_id>/`` (or delete it with ``--remove-sources``);
 6. close the run: ``completed``, ``warning`` or ``failed``.
@@ -28,6 +31,7 @@ from typing import Any, BinaryIO, cast
 
 from statekit.legacy_readers.base import (
     ImportContext,
+    Reader,
     ReceiptLookup,
     Source,
     SourceChanged,
@@ -35,7 +39,7 @@ from statekit.legacy_readers.base import (
     completed_receipt_report,
     read_config,
 )
-from statekit.legacy_readers.writer import unguarded
+from statekit.legacy_readers.writer import forget_schema_facts, tables_of, unguarded
 from statekit.migrate.plan import Plan, PlannedSource, build_plan, check_state_dir, ensure_not_schema_error, finish_glanced, plan_source
 from statekit.migrate.discover import FileEntry
 from statekit.migrate.receipts import (
@@ -47,8 +51,13 @@ from statekit.migrate.receipts import (
     load_receipts,
     load_receipts_readonly,
     mark_removed,
+    mark_removed_many,
     open_run,
+    RECEIPT_REPORT,
+    RECEIPT_SHA256,
+    receipt_row,
     write_receipt,
+    write_receipts,
 )
 from statekit.migrate.retire import ChangedAtRetire, RetireBatch, parent_modes, retired_path
 from statekit.migrate.undo_facts import config_rels, existing_databases, path_modes, run_facts
@@ -84,6 +93,13 @@ WARNING_OUTCOMES = ("failed", "unreadable", "conflict")
 BIG_SOURCE_BYTES = 32 << 20
 BIG_SOURCE_CACHE_KIB = 64 << 10
 DEFAULT_CACHE_KIB = 2000
+# Small sources of a reader that allows it (``Reader.batchable``) share one transaction per database, each in a
+# savepoint of its own: at most this many sources, and this many bytes, per batch; a source this big or bigger
+# gets its own transaction.
+BATCH_SOURCES = 64
+BATCH_BYTES = 4 << 20
+BATCH_SOURCE_BYTES = 256 << 10
+BATCH_SAVEPOINT = "statekit_source"
 
 
 @dataclass
@@ -227,6 +243,7 @@ class Migration:
         self.config: dict[str, Any] = {}
         self.run_cache: dict[Any, Any] = {}  # ImportContext.run_cached: facts read once per run
         self._dir_modes: dict[str, dict[str, int]] = {}  # parent directory -> its modes and its parents' (parent_modes)
+        self._batch: _Batch | None = None  # small sources written, not yet committed (_import_batched)
         self.retirements: RetireBatch[tuple[str, dict[str, Any]]] = RetireBatch(state_dir, self._mark_retired, self.report.warnings)
 
     # -- databases ----------------------------------------------------------
@@ -268,15 +285,20 @@ class Migration:
         try:
             self._converge_interrupted_retirements()
             for planned in _handing_out(plan):
-                outcome = self._handle(planned)
-                self.report.outcomes.append(outcome)
-                if outcome.status in WARNING_OUTCOMES and outcome.message:
-                    self.report.warnings.append(outcome.message)
-                self.report.notices.extend(outcome.notices)
+                if self._batchable(planned):
+                    done = self._import_batched(planned)
+                    if done is not None:
+                        self._record(done)
+                    continue
+                self._commit_batch()  # the sources before it are committed, validated and retired first (plan order)
+                self._record(self._handle(planned))
+            self._commit_batch()
             self.retirements.flush()
             self._finish_shared_auth_store()
             apply_steps(plan, self.state_dir, self.run_id, self.report)
         except BaseException as exc:
+            with contextlib.suppress(Exception):  # a batch not committed: rolled back, none of its sources reported
+                self._abandon_batch()
             with contextlib.suppress(Exception):  # what was retired before the failure keeps its receipt
                 self.retirements.flush()
             self.report.status = RunStatus.FAILED
@@ -298,6 +320,13 @@ class Migration:
         checkpoint("before-close-run")
         close_run(self.global_conn, self.run_id, self.report.finished_at, status, self.report.report_utf8())
         return self.report
+
+    def _record(self, outcome: SourceOutcome) -> None:
+        """A source's final outcome, in the report (plan order)."""
+        self.report.outcomes.append(outcome)
+        if outcome.status in WARNING_OUTCOMES and outcome.message:
+            self.report.warnings.append(outcome.message)
+        self.report.notices.extend(outcome.notices)
 
     def _written_databases(self) -> dict[Path, Connection]:
         from statekit.layout import agent_db_path
@@ -382,53 +411,19 @@ class Migration:
         return self._import(planned, outcome)
 
     def _import(self, planned: PlannedSource, outcome: SourceOutcome, retried: bool = False) -> SourceOutcome:
+        """One source in its own transaction per database (module docstring, step 4), then validated and retired."""
         assert self.global_conn is not None and planned.reader is not None and (planned.sha256 is not None or planned.glanced)
-        reader = planned.reader
         source = Source(self.state_dir, planned.rel, planned.agent_id)
         transaction = _SourceTransaction(self.global_conn, BIG_SOURCE_CACHE_KIB if planned.size >= BIG_SOURCE_BYTES else None)
         # The file changed or came back: merge. (A glanced source has no receipt for its path: build_plan plans those fully.)
         earlier = earlier_version(self.receipts, planned.rel, planned.sha256)
-        ctx = ImportContext(
-            self.state_dir, self.run_id, now_ms(), self.global_conn, transaction.agent_opener(self.agent_conn), self.config, self.run_cache,
-            planned_hashes={**planned.reopened, **({planned.rel: planned.sha256} if planned.sha256 else {})},
-            receipts=self._receipt_lookup(transaction),
-            earlier_import=earlier.report if earlier is not None else None,
-        )
+        ctx = self._context(planned, transaction.agent_opener(self.agent_conn), earlier)
         try:
             with open_regular_file(source.path) as raw:
-                watched = None if self.progress is null_progress else ProgressReader(raw, self.progress)  # the TTY bar only
-                hashing = HashingReader(raw if watched is None else cast(BinaryIO, watched))
                 transaction.begin()
                 try:
-                    checkpoint("before-write")
-                    if planned.action == "drop":
-                        result = WriteResult(records=0, report={"dropped": reader.reason})
-                    else:
-                        with ctx.writer.guarded(reader.kind, reader.target_tables):
-                            result = reader.write(source, cast(BinaryIO, hashing), ctx)
-                    digest = hashing.finish()
-                    if planned.glanced:  # read, hashed and counted here, once (migrate.plan.finish_glanced)
-                        if not finish_glanced(planned, digest, hashing.size, os.fstat(raw.fileno()), result):
-                            raise _SourceChanged()
-                    elif digest != planned.sha256:
-                        raise _SourceChanged()
-                    if watched is not None:
-                        watched.flush_progress()
-                    report = self._source_report(planned, result)  # once: the receipt's now, and the retired one's after
-                    write_receipt(
-                        self.global_conn,
-                        key=planned.source_key or "",
-                        rel=planned.rel,
-                        target_tables=planned.target_tables,
-                        sha256=digest,
-                        size=planned.size,
-                        record_count=planned.record_count,
-                        run_id=self.run_id,
-                        status=ReceiptStatus.COMPLETED,
-                        now_ms=ctx.now_ms,
-                        removed_source=False,
-                        report=report,
-                    )
+                    result, report, receipt = self._write_opened(planned, source, raw, ctx)
+                    write_receipts(self.global_conn, [receipt])
                     checkpoint("before-commit")
                     transaction.commit_agents()
                     checkpoint("between-commits")
@@ -439,32 +434,174 @@ class Migration:
         except (_SourceChanged, SourceChanged):
             return self._replan(planned, outcome, retried)
         except Exception as exc:  # one source's failure never stops the run...
-            if environmental(exc):  # ...but a full or failing disk is no property of the file: stop, retry it next run
-                raise
-            if isinstance(exc, FileNotFoundError) and planned.details.get("sibling_of") and not os.path.lexists(source.path):
-                return _gone_sibling(planned, outcome)
-            if planned.glanced:  # planned from its header only: plan it fully (as statekit plan does) and handle that
-                entry = FileEntry(planned.rel, planned.size, planned.mtime_ms, "file")
-                return self._handle(plan_source(self.state_dir, entry, reader, self.receipts, self.options.retry_failed))
-            return self._fail(planned, outcome, _describe(planned.rel, exc))
+            return self._import_failed(planned, outcome, source, exc)
         checkpoint("after-commit")
+        return self._imported(_Written(planned, outcome, result, report, earlier, _expected_rows(result, ctx)))
+
+    def _context(self, planned: PlannedSource, agent_opener: Callable[[str], Connection], earlier: Receipt | None) -> ImportContext:
+        assert self.global_conn is not None
+        return ImportContext(
+            self.state_dir, self.run_id, now_ms(), self.global_conn, agent_opener, self.config, self.run_cache,
+            planned_hashes={**planned.reopened, **({planned.rel: planned.sha256} if planned.sha256 else {})},
+            receipts=self._receipt_lookup(),
+            earlier_import=earlier.report if earlier is not None else None,
+        )
+
+    def _write_opened(self, planned: PlannedSource, source: Source, raw: BinaryIO, ctx: ImportContext, *,
+                      batched: bool = False) -> tuple[WriteResult, dict[str, Any], tuple[Any, ...]]:
+        """Inside the open transaction (or a batch's savepoint): the reader writes the rows and the bytes read are checked
+        against the plan. Returns the result, the source's report and its ``completed`` receipt (the values
+        ``write_receipts`` binds), for the caller to write in the same transaction. Raises :class:`_SourceChanged` when
+        the file is not the one planned."""
+        assert self.global_conn is not None and planned.reader is not None
+        reader = planned.reader
+        watched = None if self.progress is null_progress else ProgressReader(raw, self.progress)  # the TTY bar only
+        hashing = HashingReader(raw if watched is None else cast(BinaryIO, watched))
+        checkpoint("before-write")
+        if planned.action == "drop":
+            result = WriteResult(records=0, report={"dropped": reader.reason})
+        else:
+            with ctx.writer.guarded(reader.kind, reader.target_tables, keep=batched):  # a batch removes them (_Batch)
+                result = reader.write(source, cast(BinaryIO, hashing), ctx)
+        digest = hashing.finish()
+        if planned.glanced:  # read, hashed and counted here, once (migrate.plan.finish_glanced)
+            if not finish_glanced(planned, digest, hashing.size, os.fstat(raw.fileno()), result):
+                raise _SourceChanged()
+        elif digest != planned.sha256:
+            raise _SourceChanged()
+        if watched is not None:
+            watched.flush_progress()
+        report = self._source_report(planned, result)  # once: the receipt's now, and the retired one's after
+        receipt = receipt_row(
+            key=planned.source_key or "",
+            rel=planned.rel,
+            target_tables=planned.target_tables,
+            sha256=digest,
+            size=planned.size,
+            record_count=planned.record_count,
+            run_id=self.run_id,
+            status=ReceiptStatus.COMPLETED,
+            now_ms=ctx.now_ms,
+            removed_source=False,
+            report=report,
+        )
+        return result, report, receipt
+
+    def _import_failed(self, planned: PlannedSource, outcome: SourceOutcome, source: Source, exc: Exception) -> SourceOutcome:
+        """A source whose write failed, its transaction (or savepoint) rolled back: fail it, or stop the run."""
+        if environmental(exc):  # ...but a full or failing disk is no property of the file: stop, retry it next run
+            raise exc
+        if isinstance(exc, FileNotFoundError) and planned.details.get("sibling_of") and not os.path.lexists(source.path):
+            return _gone_sibling(planned, outcome)
+        if planned.glanced:  # planned from its header only: plan it fully (as statekit plan does) and handle that
+            assert planned.reader is not None
+            entry = FileEntry(planned.rel, planned.size, planned.mtime_ms, "file")
+            return self._handle(plan_source(self.state_dir, entry, planned.reader, self.receipts, self.options.retry_failed))
+        return self._fail(planned, outcome, _describe(planned.rel, exc))
+
+    def _imported(self, written: _Written) -> SourceOutcome:
+        """After the commit of its rows and receipt: the source's outcome, its validation, its retirement."""
+        planned, outcome, result = written.planned, written.outcome, written.result
         outcome.records = result.records
         outcome.notices.extend(map(redact, result.notices))
-        if earlier is not None:
-            self.report.warnings.append(came_back_line(planned.rel, earlier))
+        if written.earlier is not None:
+            self.report.warnings.append(came_back_line(planned.rel, written.earlier))
         self.report.warnings.extend(map(redact, result.warnings))
-        problem = self._validate(planned, [*result.expected, *(e.as_tuple() for e in ctx.writer.expectations())])
+        problem = self._validate(planned, written.expected)
         if problem:
             return self._fail(planned, outcome, problem)
         outcome.status = "dropped" if planned.action == "drop" else "imported"
-        return self._retire(planned, self.run_id, report, outcome)
+        return self._retire(planned, self.run_id, written.report, outcome)
 
-    def _receipt_lookup(self, transaction: _SourceTransaction) -> ReceiptLookup:
-        """The receipts a reader may ask about (``ctx.dependency_pending``, ``ctx.imported_report``), read by the apply loop."""
+    # -- batches of small sources -------------------------------------------
+
+    def _batchable(self, planned: PlannedSource) -> bool:
+        """A small source of a reader that allows it (``Reader.batchable``), to import: it joins the open batch."""
+        reader = planned.reader
+        return (reader is not None and reader.batchable and planned.action == "import" and planned.size <= BATCH_SOURCE_BYTES
+                and (planned.sha256 is not None or planned.glanced))
+
+    def _import_batched(self, planned: PlannedSource) -> SourceOutcome | None:
+        """``planned`` written inside the open batch, in a savepoint of its own; None while its outcome waits for the
+        batch's commit. A source that fails is rolled back alone; the batch so far is committed (and its sources
+        validated and retired) before the failure is handled as :meth:`_import` handles it."""
+        assert self.global_conn is not None and planned.reader is not None
+        outcome = SourceOutcome(planned.kind, planned.rel, planned.agent_id, planned.action, planned.record_count)
+        batch = self._batch
+        if batch is None:
+            batch = self._batch = _Batch(self.global_conn)
+        source = Source(self.state_dir, planned.rel, planned.agent_id)
+        earlier = earlier_version(self.receipts, planned.rel, planned.sha256)
+        ctx = self._context(planned, batch.agent_opener(self.agent_conn), earlier)
+        try:
+            with open_regular_file(source.path) as raw:
+                batch.begin_source(planned.reader)
+                result, report, receipt = self._write_opened(planned, source, raw, ctx, batched=True)
+                batch.end_source()
+        except BaseException as exc:
+            if not batch.rollback_source() or not isinstance(exc, Exception) or environmental(exc):
+                # The whole transaction is gone (SQLite rolls it back on an interrupt, a full disk...), or the run stops.
+                self._abandon_batch()
+                if not isinstance(exc, Exception) or environmental(exc):
+                    raise
+                self._replay(batch.pending)
+            else:
+                self._commit_batch()
+            if isinstance(exc, (_SourceChanged, SourceChanged)):
+                return self._replan(planned, outcome, False)
+            return self._import_failed(planned, outcome, source, exc)
+        batch.pending.append(_Written(planned, outcome, result, report, earlier, _expected_rows(result, ctx), receipt))
+        batch.size += planned.size
+        if len(batch.pending) >= BATCH_SOURCES or batch.size >= BATCH_BYTES:
+            self._commit_batch()
+        return None
+
+    def _commit_batch(self) -> None:
+        """Commit the open batch (agent databases first, then the state database with the receipts), then give each
+        of its sources its outcome, validation and retirement, in plan order, as :meth:`_import` does for one."""
+        batch, self._batch = self._batch, None
+        if batch is None:
+            return
+        try:
+            batch.write_receipts()  # in the state database's transaction, before any commit (as for one source)
+            checkpoint("before-commit")
+            batch.commit_agents()
+            checkpoint("between-commits")
+            batch.commit_global()
+        except BaseException as exc:
+            batch.rollback()
+            if not isinstance(exc, Exception) or environmental(exc):
+                raise  # no source of the batch is reported: none says "imported" for rows that are not committed
+            self._replay(batch.pending)  # a commit refused (a deferred constraint): each source again, in its own transaction
+            return
+        checkpoint("after-commit")
+        for written in batch.pending:
+            self._record(self._imported(written))
+
+    def _abandon_batch(self) -> None:
+        """Roll the open batch back (the run stops, or the transaction is already gone): its outcomes are dropped."""
+        batch, self._batch = self._batch, None
+        if batch is not None:
+            batch.rollback()
+
+    def _replay(self, pending: list[_Written]) -> None:
+        """Sources of a batch that was rolled back as a whole (not by their own failure): each imported alone."""
+        for written in pending:
+            self._record(self._import(written.planned, written.outcome))
+
+    def _receipt_lookup(self) -> ReceiptLookup:
+        """The receipts a reader may ask about (``ctx.dependency_pending``, ``ctx.imported_report``), read by the apply loop.
+
+        Inside a batch they include the receipts of the batch's earlier sources, written only at its commit."""
         conn = self.global_conn
         assert conn is not None
 
         def lookup(rel: str, digest: str | None) -> dict[str, Any] | None:
+            batch = self._batch
+            for written in reversed(batch.pending if batch is not None else ()):  # written at the batch's commit: the latest
+                if written.planned.rel == rel and (digest is None or written.receipt[RECEIPT_SHA256] == digest):
+                    found: dict[str, Any] = json.loads(written.receipt[RECEIPT_REPORT])  # as read back from the table
+                    return found
             with unguarded(conn):
                 return completed_receipt_report(conn, rel, digest)
 
@@ -554,14 +691,16 @@ class Migration:
         if "dir_modes" not in report:  # recover recreates them as they were (an import's report has them already)
             report = dict(report, dir_modes=self._parent_modes(planned.rel))
         key = planned.source_key or ""
+        retired_to: str | None = None
+
+        def token(dest: Path | None) -> tuple[str, dict[str, Any]]:
+            nonlocal retired_to
+            retired_to = None if dest is None else _relative_posix(dest, self.state_dir)
+            return key, dict(report, retired_to=retired_to)
+
         try:
             # Moved now and its bytes re-hashed (RetireBatch.retire); the receipt is marked when the batch is durable.
-            dest = self.retirements.retire(
-                planned.rel, run_id, planned.sha256,
-                lambda d: (key, dict(report, retired_to=None if d is None else relative_posix(d, self.state_dir))),
-                remove=self.options.remove_sources,
-            )
-            retired_to = None if dest is None else relative_posix(dest, self.state_dir)
+            self.retirements.retire(planned.rel, run_id, planned.sha256, token, remove=self.options.remove_sources)
         except ChangedAtRetire as changed:
             return self._changed_at_retire(planned, changed.moved, outcome)
         except OSError as exc:
@@ -603,8 +742,7 @@ class Migration:
         """The receipts of a durable batch of retirements: ``removed_source = 1``, in one transaction."""
         assert self.global_conn is not None
         with immediate(self.global_conn):
-            for key, report in retired:
-                mark_removed(self.global_conn, key, report)
+            mark_removed_many(self.global_conn, retired)
 
     def _source_report(self, planned: PlannedSource, result: WriteResult) -> dict[str, Any]:
         return {
@@ -626,6 +764,14 @@ class Migration:
         }
 
 
+def _relative_posix(path: Path, root: Path) -> str:
+    """``layout.relative_posix`` without building paths, for a path under ``root`` (a retired copy under the state dir)."""
+    text, prefix = os.fspath(path), os.fspath(root).rstrip(os.sep) + os.sep
+    if os.sep == "/" and text.startswith(prefix) and "/./" not in text and "//" not in text[len(prefix):]:
+        return text[len(prefix):]
+    return relative_posix(path, root)
+
+
 def _gone_sibling(planned: PlannedSource, outcome: SourceOutcome) -> SourceOutcome:
     """A ``-wal``/``-shm``/``-journal`` the plan saw that SQLite removed before its import (the last connection to its
     database closed: a WAL is deleted only once checkpointed into the database, a journal once rolled back or
@@ -635,6 +781,113 @@ def _gone_sibling(planned: PlannedSource, outcome: SourceOutcome) -> SourceOutco
     outcome.notices.append(f"{planned.rel}: removed by SQLite before its import, when {planned.details['sibling_of']} was last closed"
                            " (its rows are in that database); nothing to import")
     return outcome
+
+
+@dataclass(slots=True)
+class _Written:
+    """A source whose rows and receipt are written (committed, or waiting in a batch): what its outcome needs after."""
+
+    planned: PlannedSource
+    outcome: SourceOutcome
+    result: WriteResult
+    report: dict[str, Any]
+    earlier: Receipt | None
+    expected: list[tuple[str, str, str, tuple[Any, ...], int]]
+    receipt: tuple[Any, ...] = ()  # its completed receipt (receipts.receipt_row), written when its batch commits
+
+
+def _expected_rows(result: WriteResult, ctx: ImportContext) -> list[tuple[str, str, str, tuple[Any, ...], int]]:
+    """What the post-commit validation checks: the reader's own expectations and those the writer derived."""
+    return [*result.expected, *(e.as_tuple() for e in ctx.writer.expectations())]
+
+
+class _Batch:
+    """Small sources sharing one transaction per database, each source in a savepoint of its own.
+
+    The state database's transaction begins with the first source; an agent database's the first time a source
+    of the batch opens it. A source that fails is rolled back to its savepoint alone (:meth:`rollback_source`);
+    the commit is the agents' first, then the state database's with every receipt of the batch, as for one source
+    (a crash between them leaves rows without receipts: the rerun imports them again, replacing).
+    """
+
+    def __init__(self, global_conn: Connection) -> None:
+        self.global_conn = global_conn
+        self.begun = False  # the state database's transaction
+        self.agents: list[Connection] = []  # agent databases in the batch's transaction
+        self._by_agent: dict[str, Connection] = {}
+        self.pending: list[_Written] = []
+        self.size = 0
+        self._savepoints: list[Connection] = []  # the connections holding the current source's savepoint
+
+    def begin_source(self, reader: Reader) -> None:
+        """A savepoint for the next source on the state database only when its reader may write there: the guard
+        refuses any other write of the reader, so the apply loop's own (an agent's registration) are all it holds."""
+        if not self.begun:
+            self.global_conn.execute("BEGIN IMMEDIATE")
+            self.begun = True
+        self._savepoints = []
+        if tables_of(reader.target_tables, "global"):
+            self.global_conn.execute(f"SAVEPOINT {BATCH_SAVEPOINT}")
+            self._savepoints.append(self.global_conn)
+
+    def agent_opener(self, open_agent_conn: Callable[[str], Connection]) -> Callable[[str], Connection]:
+        def opener(agent_id: str) -> Connection:
+            conn = self._by_agent.get(agent_id)
+            if conn is None:
+                with unguarded(self.global_conn):  # opening an agent registers it in the state database
+                    conn = self._by_agent[agent_id] = open_agent_conn(agent_id)
+                conn.execute("BEGIN IMMEDIATE")
+                self.agents.append(conn)
+            conn.execute(f"SAVEPOINT {BATCH_SAVEPOINT}")
+            self._savepoints.append(conn)
+            return conn
+
+        return opener
+
+    def end_source(self) -> None:
+        while self._savepoints:
+            self._savepoints[-1].execute(f"RELEASE {BATCH_SAVEPOINT}")
+            self._savepoints.pop()
+
+    def rollback_source(self) -> bool:
+        """Undo the current source alone. False when that is not possible: the batch's transaction is gone on some
+        database (SQLite rolls a whole transaction back on an interrupt, a full disk, ...) or a savepoint is."""
+        intact = True
+        for conn in self._savepoints:
+            forget_schema_facts(conn)  # a rolled-back ALTER brings the schema version number back
+            try:
+                conn.execute(f"ROLLBACK TO {BATCH_SAVEPOINT}")
+                conn.execute(f"RELEASE {BATCH_SAVEPOINT}")
+            except SQLiteError:
+                intact = False
+        self._savepoints = []
+        return intact and self.begun and all(c.in_transaction for c in (self.global_conn, *self.agents))
+
+    def write_receipts(self) -> None:
+        """The receipts of every source of the batch, in the state database's transaction (the guards go first)."""
+        self._unguard()
+        write_receipts(self.global_conn, [written.receipt for written in self.pending])
+
+    def commit_agents(self) -> None:
+        for number, conn in enumerate(self.agents):
+            if number:
+                checkpoint("between-agent-commits")
+            conn.execute("COMMIT")
+
+    def commit_global(self) -> None:
+        if self.begun:
+            self.global_conn.execute("COMMIT")
+        self._unguard()
+
+    def rollback(self) -> None:
+        self._savepoints = []
+        _rollback(self.global_conn, *self.agents)
+        self._unguard()
+
+    def _unguard(self) -> None:
+        """The readers' guards left on the databases for the batch's next source (``Writer.guarded``) go."""
+        for conn in (self.global_conn, *self.agents):
+            conn.authorizer = None
 
 
 class _SourceTransaction:

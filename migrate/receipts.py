@@ -84,6 +84,49 @@ def came_back_line(rel: str, earlier: Receipt) -> str:
             " session entries) is merged with what was imported, never replaced")
 
 
+_WRITE_RECEIPT = (
+    "INSERT INTO migration_sources(source_key, migration_kind, source_path, target_table, source_sha256,"
+    " source_size_bytes, source_record_count, last_run_id, status, imported_at, removed_source, report_json)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT(source_key) DO UPDATE SET last_run_id = excluded.last_run_id, status = excluded.status,"
+    " imported_at = excluded.imported_at, removed_source = excluded.removed_source, report_json = excluded.report_json"
+)
+
+
+RECEIPT_SHA256, RECEIPT_REPORT = 4, 11  # positions in a receipt_row
+
+
+def receipt_row(
+    *,
+    key: str,
+    rel: str,
+    target_tables: Sequence[str],
+    sha256: str,
+    size: int,
+    record_count: int | None,
+    run_id: str,
+    status: ReceiptStatus,
+    now_ms: int,
+    removed_source: bool,
+    report: dict[str, Any],
+) -> tuple[Any, ...]:
+    """The values :func:`write_receipt` binds (a batch of small sources writes its receipts together: :func:`write_receipts`)."""
+    return (
+        key,
+        MIGRATION_KIND,
+        rel,
+        ",".join(target_tables) or "-",
+        sha256,
+        size,
+        record_count,
+        run_id,
+        status,
+        now_ms,
+        int(removed_source),
+        json.dumps(report, ensure_ascii=False, sort_keys=True),
+    )
+
+
 def write_receipt(
     conn: Connection,
     *,
@@ -99,34 +142,29 @@ def write_receipt(
     removed_source: bool,
     report: dict[str, Any],
 ) -> None:
-    conn.execute(
-        "INSERT INTO migration_sources(source_key, migration_kind, source_path, target_table, source_sha256,"
-        " source_size_bytes, source_record_count, last_run_id, status, imported_at, removed_source, report_json)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT(source_key) DO UPDATE SET last_run_id = excluded.last_run_id, status = excluded.status,"
-        " imported_at = excluded.imported_at, removed_source = excluded.removed_source, report_json = excluded.report_json",
-        (
-            key,
-            MIGRATION_KIND,
-            rel,
-            ",".join(target_tables) or "-",
-            sha256,
-            size,
-            record_count,
-            run_id,
-            status,
-            now_ms,
-            int(removed_source),
-            json.dumps(report, ensure_ascii=False, sort_keys=True),
-        ),
-    )
+    """Insert or update one ``migration_sources`` row."""
+    conn.execute(_WRITE_RECEIPT, receipt_row(
+        key=key, rel=rel, target_tables=target_tables, sha256=sha256, size=size, record_count=record_count, run_id=run_id,
+        status=status, now_ms=now_ms, removed_source=removed_source, report=report,
+    ))
+
+
+def write_receipts(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Several :func:`receipt_row` values, in order (one prepared statement)."""
+    if rows:
+        conn.executemany(_WRITE_RECEIPT, rows)
+
+
+_MARK_REMOVED = "UPDATE migration_sources SET removed_source = 1, report_json = ? WHERE source_key = ?"
 
 
 def mark_removed(conn: Connection, key: str, report: dict[str, Any]) -> None:
-    conn.execute(
-        "UPDATE migration_sources SET removed_source = 1, report_json = ? WHERE source_key = ?",
-        (json.dumps(report, ensure_ascii=False, sort_keys=True), key),
-    )
+    conn.execute(_MARK_REMOVED, (json.dumps(report, ensure_ascii=False, sort_keys=True), key))
+
+
+def mark_removed_many(conn: Connection, retired: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    """:func:`mark_removed` of each ``(key, report)``, in order (one prepared statement)."""
+    conn.executemany(_MARK_REMOVED, [(json.dumps(report, ensure_ascii=False, sort_keys=True), key) for key, report in retired])
 
 
 def close_interrupted_runs(conn: Connection, now_ms: int) -> list[str]:

@@ -7,6 +7,7 @@ import os
 import shutil
 import stat
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Generic, TypeVar
 
@@ -21,6 +22,7 @@ from statekit.fsutil import (
     fsync_dir,
     fsync_file,
     open_regular_file,
+    protect_and_hash,
     sha256_file,
 )
 from statekit.layout import migrated_dir
@@ -29,7 +31,13 @@ T = TypeVar("T")
 
 
 def retired_path(state_dir: Path, run_id: str, rel: str) -> Path:
-    return migrated_dir(state_dir, run_id).joinpath(*PurePosixPath(rel).parts)
+    return _migrated_dir(state_dir, run_id).joinpath(*PurePosixPath(rel).parts)
+
+
+@lru_cache(maxsize=8)
+def _migrated_dir(state_dir: Path, run_id: str) -> Path:
+    """``layout.migrated_dir``, made once per run (every retired path starts with it)."""
+    return migrated_dir(state_dir, run_id)
 
 
 def parent_modes(state_dir: Path, rel: str) -> dict[str, int]:
@@ -87,15 +95,35 @@ def _inside(dest: Path, state_dir: Path, checked: dict[Path, None] | None) -> Pa
     return ensure_inside(dest, state_dir)
 
 
+def _absent(path: Path) -> bool:
+    """Nothing at ``path``, not even a dangling symlink (one ``lstat``)."""
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return True
+    return False
+
+
 def _move(
     state_dir: Path, rel: str, run_id: str, sha256: str | None, warnings: list[str] | None, checked: dict[Path, None] | None = None,
+    *, protect: bool = True,
 ) -> tuple[Path, Path]:
     """The rename (or verified copy) of :func:`retire`, without the directory fsyncs: (source, dest).
 
     ``checked``: retired directories this batch already made and checked (``RetireBatch``), not looked at again.
+    ``protect``: make the retired copy 0600 here (``RetireBatch`` does it with its re-hash, through the same open).
     """
     source = state_dir.joinpath(*PurePosixPath(rel).parts)
-    dest = _inside(_free_destination(retired_path(state_dir, run_id, rel), sha256), state_dir, checked)
+    dest = retired_path(state_dir, run_id, rel)
+    if checked is not None and dest.parent in checked and _absent(dest):
+        # The common case of a batch: a directory already made and checked, nothing at the destination (what
+        # _free_destination, _inside and the exists() below would each stat to find): moved at once.
+        _rename(source, dest, sha256)
+        checkpoint("retire-moved")
+        if protect:
+            chmod_best_effort(dest, PRIVATE_FILE_MODE, warnings)
+        return source, dest
+    dest = _inside(_free_destination(dest, sha256), state_dir, checked)
     if checked is None or dest.parent not in checked:
         ensure_private_dir(dest.parent, warnings)
         ensure_inside(dest.parent, state_dir)
@@ -107,16 +135,22 @@ def _move(
             raise OSError(errno.EEXIST, "changed since it was imported; left in place")
         source.unlink()
     else:
-        try:
-            os.rename(source, dest)
-        except OSError as exc:
-            if exc.errno != errno.EXDEV:
-                raise
-            _copy_verified(source, dest, sha256)
-            source.unlink()
+        _rename(source, dest, sha256)
     checkpoint("retire-moved")
-    chmod_best_effort(dest, PRIVATE_FILE_MODE, warnings)
+    if protect:
+        chmod_best_effort(dest, PRIVATE_FILE_MODE, warnings)
     return source, dest
+
+
+def _rename(source: Path, dest: Path, sha256: str | None) -> None:
+    """``source`` to ``dest``: a rename, or a verified copy and unlink across filesystems."""
+    try:
+        os.rename(source, dest)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        _copy_verified(source, dest, sha256)
+        source.unlink()
 
 
 class ChangedAtRetire(Exception):
@@ -157,8 +191,9 @@ class RetireBatch(Generic[T]):
 
     def retire(self, rel: str, run_id: str, sha256: str | None, token: Callable[[Path | None], T], *, remove: bool = False) -> Path | None:
         """Move ``rel`` to the retired folder and check its bytes; the retired copy (None with ``remove``)."""
-        source, dest = _move(self.state_dir, rel, run_id, sha256, self.warnings, self._checked)
-        if sha256 is not None and sha256_file(dest) != sha256:
+        source, dest = _move(self.state_dir, rel, run_id, sha256, self.warnings, self._checked, protect=False)
+        # Made 0600 and re-hashed through one open: the bytes moved must be the bytes imported.
+        if protect_and_hash(dest, PRIVATE_FILE_MODE, self.warnings) != sha256 and sha256 is not None:
             raise ChangedAtRetire(rel, dest)
         kept: Path | None = dest
         if remove:  # the verified copy goes; its now empty directories with it

@@ -151,6 +151,7 @@ _TAIL_IGNORABLE = re.compile(r"(?:\s|;|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*", re.D
 
 _CHECKED: dict[str, bool] = {}  # SQL text seen to hold one statement -> is it INSERT/UPDATE/DELETE/REPLACE
 _CHECKED_LIMIT = 4096
+_UNBUDGETED_SEEN: dict[str, bool] = {}  # SQL text -> does _UNBUDGETED match it (one regular expression per text, not per run)
 
 
 def _first_run_check(cursor: apsw.Cursor, sql: str, bindings: Any) -> bool:
@@ -221,7 +222,12 @@ class Cursor(apsw.Cursor):
     def execute(self, statements: str, bindings: Any = None, **kwargs: Any) -> Cursor:
         conn = self.connection
         if isinstance(conn, Connection):
-            conn.reset_budget(unbounded=_UNBUDGETED.match(statements) is not None)
+            unbounded = _UNBUDGETED_SEEN.get(statements)
+            if unbounded is None:
+                if len(_UNBUDGETED_SEEN) >= _CHECKED_LIMIT:
+                    _UNBUDGETED_SEEN.clear()
+                unbounded = _UNBUDGETED_SEEN[statements] = _UNBUDGETED.match(statements) is not None
+            conn.reset_budget(unbounded=unbounded)
         try:
             return self._execute(statements, bindings, **kwargs)
         except apsw.InterruptError as exc:
