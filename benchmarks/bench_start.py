@@ -56,9 +56,12 @@ def floors(python: str) -> list[Row]:
     return [Row("floor python -c pass", (python, "-c", "pass")), Row("floor bare typer --help", (python, "-c", BARE_TYPER, "--help"))]
 
 
-def cpu_of(argv: tuple[str, ...], env: dict[str, str]) -> float:
-    """User + sys CPU seconds of one run (exit code checked: --help and plan both exit 0)."""
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+def cpu_of(argv: tuple[str, ...], env: dict[str, str], cwd: Path) -> float:
+    """User + sys CPU seconds of one run (exit code checked: --help and plan both exit 0).
+
+    ``cwd`` is outside every source tree: ``python -m statekit`` would import ``./statekit`` first.
+    """
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
     assert proc.stderr is not None
     err = proc.stderr.read()
     _pid, status, usage = os.wait4(proc.pid, 0)
@@ -68,14 +71,14 @@ def cpu_of(argv: tuple[str, ...], env: dict[str, str]) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def measure(all_rows: list[Row], runs: int, env: dict[str, str]) -> dict[str, list[float]]:
+def measure(all_rows: list[Row], runs: int, env: dict[str, str], cwd: Path) -> dict[str, list[float]]:
     for row in all_rows:  # warm-up: write the bytecode cache
-        cpu_of(row.argv, env)
+        cpu_of(row.argv, env, cwd)
     seen: dict[str, list[float]] = {row.name: [] for row in all_rows}
     for round_no in range(runs):
         shift = round_no % len(all_rows)
         for row in all_rows[shift:] + all_rows[:shift]:
-            seen[row.name].append(cpu_of(row.argv, env))
+            seen[row.name].append(cpu_of(row.argv, env, cwd))
     return seen
 
 
@@ -97,7 +100,7 @@ def main() -> int:
     if args.before:
         all_rows += rows(args.before, "before", empty)
     all_rows += rows(sys.executable, "after" if args.before else "this", empty)
-    seen = measure(all_rows, args.runs, env)
+    seen = measure(all_rows, args.runs, env, workdir)
 
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.runs} runs each")
     floor = min(seen["floor bare typer --help"])
