@@ -69,3 +69,17 @@ def test_a_command_loads_only_its_own_module(tmp_path: Path) -> None:
     modules = loaded_modules("plan", "--state-dir", str(empty), "--quiet", cwd=tmp_path)
     assert sorted(modules & COMMAND_MODULES) == ["statekit.cli.plan_cmd"]
     assert "statekit.backup.journal" not in modules  # no journal there: the journal code stays unloaded
+
+
+def test_backup_create_and_verify_of_a_good_archive_load_no_jsonschema(tmp_path: Path) -> None:
+    """The compiled manifest check accepts a good manifest; jsonschema (0.06 s to import) is only for wording errors."""
+    state = tmp_path / "state-dir"
+    (state / "state").mkdir(parents=True)
+    (state / "state" / "notes.json").write_text('{"a": 1}\n', encoding="utf-8")
+    out = tmp_path / "out"
+    created = loaded_modules("backup", "create", "--state-dir", str(state), "--output", str(out), "--quiet", cwd=tmp_path)
+    archives = sorted(out.glob("*.tar.zst"))
+    assert len(archives) == 1
+    verified = loaded_modules("backup", "verify", str(archives[0]), "--quiet", cwd=tmp_path)
+    assert "statekit.backup.verify" in created and "statekit.backup.verify" in verified
+    assert not any(m == "jsonschema" or m.startswith("jsonschema.") for m in created | verified)
