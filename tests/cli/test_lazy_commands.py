@@ -37,7 +37,7 @@ def test_each_summary_is_its_commands_first_paragraph() -> None:
     for name, command in eager_commands().items():
         stand_in = cli.LazyCommands(cli.COMMANDS, {}).listing()[name]
         for limit in range(20, 200, 7):  # what `--help` prints at any terminal width
-            assert stand_in.get_short_help_str(limit) == command.get_short_help_str(limit), (name, limit)  # type: ignore[attr-defined]
+            assert stand_in.get_short_help_str(limit) == command.get_short_help_str(limit), (name, limit)
 
 
 def test_root_lists_commands_in_typers_order() -> None:
@@ -46,16 +46,16 @@ def test_root_lists_commands_in_typers_order() -> None:
     singles = [n for n, c in eager.items() if not hasattr(c, "commands")]
     groups = [n for n, c in eager.items() if hasattr(c, "commands")]
     root = typer.main.get_command(cli.build_app())
-    assert list(root.commands) == singles + groups  # type: ignore[attr-defined]
+    assert list(root.commands) == singles + groups
 
 
 def test_a_loaded_command_is_the_one_its_module_defines() -> None:
     root = typer.main.get_command(cli.build_app())
-    plan = root.commands["plan"]  # type: ignore[attr-defined]
+    plan = root.commands["plan"]
     assert plan.callback.__module__ == "statekit.cli.plan_cmd"
     assert {p.name for p in plan.params} >= {"state_dir", "json_out", "quiet"}
     with pytest.raises(KeyError):
-        root.commands["no-such-command"]  # type: ignore[attr-defined]
+        root.commands["no-such-command"]
 
 
 @pytest.mark.parametrize("args", [("--help",), ("-h",)])
