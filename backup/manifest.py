@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
-from pathlib import Path, PurePosixPath
+from importlib import resources
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from statekit import __version__
@@ -220,8 +221,7 @@ def encode(manifest: dict[str, Any]) -> bytes:
 
 @lru_cache(maxsize=1)
 def schema() -> dict[str, Any]:
-    # next to this module (package data); not importlib.resources, whose file reader imports zipfile (0.01 s)
-    text = Path(__file__).with_name("manifest.schema.json").read_text(encoding="utf-8")
+    text = resources.files(__package__).joinpath("manifest.schema.json").read_text(encoding="utf-8")
     return json.loads(text)
 
 

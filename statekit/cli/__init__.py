@@ -23,6 +23,7 @@ import typer.main
 from typer.core import TyperCommand
 
 from statekit import __version__
+from statekit.cli.pending import PendingRestoreGroup  # an interrupted in-place restore is settled first
 from statekit.errors import ExitCode, describe_exit_codes
 
 HELP = f"""Upgrade OpenClaw's legacy JSON/JSONL state to SQLite, and back that state up safely.
@@ -125,34 +126,29 @@ class LazyCommands(MutableMapping[str, Any]):
                 for name in self._order}
 
 
-def _root_group_class() -> type:
-    from statekit.cli.pending import PendingRestoreGroup  # an interrupted in-place restore is settled first
+class RootGroup(PendingRestoreGroup):
+    """The root group: its commands load lazily (:class:`LazyCommands`); its help lists them without loading."""
 
-    class RootGroup(PendingRestoreGroup):
-        """The root group: its commands load lazily (:class:`LazyCommands`); its help lists them without loading."""
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands = LazyCommands(COMMANDS, self.commands)
 
-        def __init__(self, **attrs: Any) -> None:
-            super().__init__(**attrs)
-            self.commands = LazyCommands(COMMANDS, self.commands)
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.commands)
 
-        def list_commands(self, ctx: Any) -> list[str]:
-            return list(self.commands)
-
-        def format_commands(self, ctx: Any, formatter: Any) -> None:
-            lazy = self.commands
-            if isinstance(lazy, LazyCommands):
-                self.commands = lazy.listing()
-            try:
-                super().format_commands(ctx, formatter)
-            finally:
-                self.commands = lazy
-
-    return RootGroup
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        lazy = self.commands
+        if isinstance(lazy, LazyCommands):
+            self.commands = lazy.listing()
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self.commands = lazy
 
 
 def build_app() -> typer.Typer:
     app = _typer_app(
-        cls=_root_group_class(),
+        cls=RootGroup,
         name="statekit",
         help=HELP,
         no_args_is_help=True,
