@@ -52,12 +52,12 @@ from statekit.seams import checkpoint
 from statekit.fsutil import (
     PRIVATE_DIR_MODE, atomic_write_bytes, ensure_private_dir, fsync_dir, make_dir, read_regular_file, remove_orphaned_temps,
 )
+from statekit.backup.journal_file import JOURNAL_NAME, journal_path
 from statekit.layout import lock_path, statekit_dir
 from statekit.locking import exclusive_lock, is_locked
 from statekit.states import RestoreStepAction
 from statekit.values import datetime_to_iso
 
-JOURNAL_NAME = "restore-journal.json"
 FORMAT = "statekit-restore-journal"
 VERSION = 1
 STAGE_MARKER = ".statekit-restore-"
@@ -66,10 +66,6 @@ PHASES = ("staging", "swapping", "rolling-back")
 
 class JournalError(StatekitError):
     """A restore journal that cannot be read or trusted (exit 1, names the file)."""
-
-
-def journal_path(state_dir: Path) -> Path:
-    return statekit_dir(state_dir) / JOURNAL_NAME
 
 
 @dataclass

@@ -13,8 +13,6 @@ import typer
 from typer.core import TyperGroup
 
 from statekit.errors import BusyError, ExitCode, StatekitError
-from statekit.layout import resolve_state_dir
-from statekit.output import Output
 
 
 GROUPS = ("backup", "sessions")
@@ -52,15 +50,19 @@ def settle_pending_restore(args: list[str]) -> None:
     path = _command_path(args)
     if not path or "--help" in args or "-h" in args or path in SELF_SETTLING:
         return
-    from statekit.backup.journal import JournalError, describe_pending, journal_path, settle_locked
+    from statekit.backup.journal_file import journal_path  # the journal code loads only when there is one
+    from statekit.layout import resolve_state_dir
 
-    out = Output(json_mode="--json" in args, quiet="--quiet" in args or "-q" in args)
     try:
         state = resolve_state_dir(_option_value(args, "--state-dir")).path
     except (OSError, ValueError):
         return
     if not journal_path(state).exists():
         return
+    from statekit.backup.journal import JournalError, describe_pending, settle_locked
+    from statekit.output import Output
+
+    out = Output(json_mode="--json" in args, quiet="--quiet" in args or "-q" in args)
     if path in READ_ONLY or "--dry-run" in args:
         line = describe_pending(state) if path != ("inspect",) else None  # inspect reports it as a finding
         if line:

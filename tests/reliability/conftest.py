@@ -27,10 +27,12 @@ import rel_harness  # noqa: E402
 def _warm_imports() -> None:
     """Import every reader and command once, so each forked child starts warm."""
     from statekit import legacy_readers
+    import typer.main
+
     from statekit.cli import build_app
 
     legacy_readers.all_readers()
-    build_app()
+    dict(typer.main.get_command(build_app()).commands)  # the root loads its commands lazily: load them all
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ARG001
