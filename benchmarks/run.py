@@ -206,7 +206,9 @@ class Measure:
 
 def run_child(cmd: list[str], env: dict[str, str] | None = None) -> Measure:
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    # From /: ``python -m statekit`` puts the current directory first on sys.path, so run from a checkout every
+    # build would import that checkout's ``statekit/`` (the --before build measuring the other's code).
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd="/")
     assert proc.stderr is not None
     err = proc.stderr.read()
     _pid, status, usage = os.wait4(proc.pid, 0)
@@ -364,6 +366,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print the results as JSON too")
     parser.add_argument("--generate", metavar="SHAPE", help=argparse.SUPPRESS)  # generated_shape's child
     args = parser.parse_args()
+    args.workdir = args.workdir.resolve()  # the children run from /
     if args.generate:
         build_shape(SHAPES[args.generate], args.workdir)
         return 0
