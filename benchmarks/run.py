@@ -343,6 +343,10 @@ def table(results: list[dict[str, Any]]) -> str:
     for r in results:
         c, w = r["cpu_ratio"], r["wall_ratio"]
         row: tuple[str, ...] = (r["shape"], r["command"], r["input"], str(r["mb"]))
+        failed = sorted(set(r["exit_codes"]) - {0, 3})
+        if failed:  # the figures of a run that did not do the work mean nothing
+            rows.append(row + (f"statekit FAILED (exit {', '.join(map(str, failed))}): see its error above",) + ("",) * (len(head) - 5))
+            continue
         if with_before:
             b = r["before_cpu_ratio"]
             row += (f"{b[0]:.2f}x ({b[1]:.2f}-{b[2]:.2f})" if b else "-", str(r["before_cpu_s"]), str(r["before_rss_mb"]))
