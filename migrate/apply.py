@@ -56,7 +56,6 @@ from statekit.migrate.receipts import (
     RECEIPT_REPORT,
     RECEIPT_SHA256,
     receipt_row,
-    write_receipt,
     write_receipts,
 )
 from statekit.migrate.retire import ChangedAtRetire, RetireBatch, parent_modes, retired_path
@@ -472,20 +471,7 @@ class Migration:
         if watched is not None:
             watched.flush_progress()
         report = self._source_report(planned, result)  # once: the receipt's now, and the retired one's after
-        receipt = receipt_row(
-            key=planned.source_key or "",
-            rel=planned.rel,
-            target_tables=planned.target_tables,
-            sha256=digest,
-            size=planned.size,
-            record_count=planned.record_count,
-            run_id=self.run_id,
-            status=ReceiptStatus.COMPLETED,
-            now_ms=ctx.now_ms,
-            removed_source=False,
-            report=report,
-        )
-        return result, report, receipt
+        return result, report, self._receipt(planned, digest, ReceiptStatus.COMPLETED, ctx.now_ms, report)
 
     def _import_failed(self, planned: PlannedSource, outcome: SourceOutcome, source: Source, exc: Exception) -> SourceOutcome:
         """A source whose write failed, its transaction (or savepoint) rolled back: fail it, or stop the run."""
@@ -652,22 +638,17 @@ class Migration:
                 return message
         return None
 
+    def _receipt(self, planned: PlannedSource, sha256: str, status: ReceiptStatus, at_ms: int, report: dict[str, Any]) -> tuple[Any, ...]:
+        """The ``migration_sources`` row of ``planned`` for this run (``receipts.receipt_row``), its source still in place."""
+        return receipt_row(
+            key=planned.source_key or "", rel=planned.rel, target_tables=planned.target_tables, sha256=sha256, size=planned.size,
+            record_count=planned.record_count, run_id=self.run_id, status=status, now_ms=at_ms, removed_source=False, report=report,
+        )
+
     def _set_receipt_status(self, planned: PlannedSource, status: ReceiptStatus, extra: dict[str, Any]) -> None:
         assert self.global_conn is not None and planned.sha256 is not None
-        write_receipt(
-            self.global_conn,
-            key=planned.source_key or "",
-            rel=planned.rel,
-            target_tables=planned.target_tables,
-            sha256=planned.sha256,
-            size=planned.size,
-            record_count=planned.record_count,
-            run_id=self.run_id,
-            status=status,
-            now_ms=now_ms(),
-            removed_source=False,
-            report={"kind": planned.kind, "path": planned.rel, **extra},
-        )
+        report = {"kind": planned.kind, "path": planned.rel, **extra}
+        write_receipts(self.global_conn, [self._receipt(planned, planned.sha256, status, now_ms(), report)])
 
     def _fail(self, planned: PlannedSource, outcome: SourceOutcome, message: str) -> SourceOutcome:
         outcome.status = "failed"

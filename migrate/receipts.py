@@ -110,7 +110,7 @@ def receipt_row(
     removed_source: bool,
     report: dict[str, Any],
 ) -> tuple[Any, ...]:
-    """The values :func:`write_receipt` binds (a batch of small sources writes its receipts together: :func:`write_receipts`)."""
+    """One ``migration_sources`` row, as :func:`write_receipts` inserts or updates it (a batch of small sources writes its receipts together)."""
     return (
         key,
         MIGRATION_KIND,
@@ -125,28 +125,6 @@ def receipt_row(
         int(removed_source),
         json.dumps(report, ensure_ascii=False, sort_keys=True),
     )
-
-
-def write_receipt(
-    conn: Connection,
-    *,
-    key: str,
-    rel: str,
-    target_tables: Sequence[str],
-    sha256: str,
-    size: int,
-    record_count: int | None,
-    run_id: str,
-    status: ReceiptStatus,
-    now_ms: int,
-    removed_source: bool,
-    report: dict[str, Any],
-) -> None:
-    """Insert or update one ``migration_sources`` row."""
-    conn.execute(_WRITE_RECEIPT, receipt_row(
-        key=key, rel=rel, target_tables=target_tables, sha256=sha256, size=size, record_count=record_count, run_id=run_id,
-        status=status, now_ms=now_ms, removed_source=removed_source, report=report,
-    ))
 
 
 def write_receipts(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> None:

@@ -35,7 +35,7 @@ from typing import Any
 
 from statekit.documents import parse_json5_document
 from statekit.migrate.config_aliases import ConfigRewrite, rebase_paths, render, rewrite_aliases
-from statekit.migrate.receipts import source_key, write_receipt
+from statekit.migrate.receipts import receipt_row, source_key, write_receipts
 from statekit.migrate.relocate import marker_path, read_marker, relocation_steps
 from statekit.migrate.retire import retired_path
 from statekit.states import ReceiptStatus
@@ -289,15 +289,15 @@ def _record_config_receipt(
         sha = sha256_bytes(old)
         key = source_key(CONFIG_KIND, rel, (), sha, len(old), mtime_ms, None)
         with immediate(conn):
-            write_receipt(
-                conn, key=key, rel=rel, target_tables=(), sha256=sha, size=len(old), record_count=None, run_id=run_id,
+            write_receipts(conn, [receipt_row(
+                key=key, rel=rel, target_tables=(), sha256=sha, size=len(old), record_count=None, run_id=run_id,
                 status=ReceiptStatus.COMPLETED, now_ms=int(time.time() * 1000), removed_source=True,
                 report={
                     "kind": CONFIG_KIND, "path": rel, "sha256": sha, "size": len(old), "mtime_ms": mtime_ms,
                     "written_path": target, "written_sha256": sha256_bytes(new),
                     "retired_to": relative_posix(retired, state_dir), "changes": changes,
                 },
-            )
+            )])
     except SQLiteError as exc:
         report.warnings.append(f"config receipt not recorded ({exc}); the old config is at {relative_posix(retired, state_dir)}")
     finally:
