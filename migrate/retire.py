@@ -95,15 +95,6 @@ def _inside(dest: Path, state_dir: Path, checked: dict[Path, None] | None) -> Pa
     return ensure_inside(dest, state_dir)
 
 
-def _absent(path: Path) -> bool:
-    """Nothing at ``path``, not even a dangling symlink (one ``lstat``)."""
-    try:
-        os.lstat(path)
-    except FileNotFoundError:
-        return True
-    return False
-
-
 def _move(
     state_dir: Path, rel: str, run_id: str, sha256: str | None, warnings: list[str] | None, checked: dict[Path, None] | None = None,
     *, protect: bool = True,
@@ -115,7 +106,7 @@ def _move(
     """
     source = state_dir.joinpath(*PurePosixPath(rel).parts)
     dest = retired_path(state_dir, run_id, rel)
-    if checked is not None and dest.parent in checked and _absent(dest):
+    if checked is not None and dest.parent in checked and not os.path.lexists(dest):  # one lstat
         # The common case of a batch: a directory already made and checked, nothing at the destination (what
         # _free_destination, _inside and the exists() below would each stat to find): moved at once.
         _rename(source, dest, sha256)

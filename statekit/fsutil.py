@@ -178,20 +178,10 @@ def protect_and_hash(path: Path, mode: int, warnings: list[str] | None = None) -
     """SHA-256 of the regular file at ``path`` (followed if a symlink; a FIFO or device is refused with OSError, never
     read), its permission bits made ``mode``: what :func:`chmod_best_effort` and :func:`sha256_file` do, with one
     open, and no chmod when the open file's bits are already right."""
-    fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
-    try:
-        st = os.fstat(fd)
-        problem = file_kind_problem(path, st)
-        if problem:
-            raise OSError(errno.EINVAL, problem, str(path))
-        if stat.S_IMODE(st.st_mode) != mode:
+    with open_regular_file(path, follow_symlinks=True) as handle:
+        if stat.S_IMODE(os.fstat(handle.fileno()).st_mode) != mode:
             chmod_best_effort(path, mode, warnings)  # by path, as every chmod of statekit
-        digest = hashlib.sha256()  # O_NONBLOCK does not change how a regular file reads
-        while chunk := os.read(fd, 1 << 20):
-            digest.update(chunk)
-        return digest.hexdigest()
-    finally:
-        os.close(fd)
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def sha256_bytes(data: bytes) -> str:
