@@ -136,3 +136,44 @@ def test_the_run_report_of_20000_sources_is_built_within_one_and_a_half_times_it
         tracemalloc.stop()
     assert bytes(text) == json.dumps(report.to_json(), ensure_ascii=False, sort_keys=True).encode("utf-8")
     assert peak < 1.5 * len(text), f"peak {peak} for {len(text)} bytes of report"
+
+
+# What the import of a session index holds when its rows are written, before the commit (the parsed index, what the
+# writer keeps for the post-commit check), in a fresh interpreter: traced bytes at ``before-commit`` above ``before-write``.
+INDEX_WRITE = """
+import sys, tracemalloc
+from pathlib import Path
+from statekit.migrate.apply import MigrateOptions, migrate
+from statekit.seams import install_checkpoint_hook
+seen = {}
+def hook(name):
+    if name in ("before-write", "before-commit") and name not in seen:
+        seen[name] = tracemalloc.get_traced_memory()[0]
+install_checkpoint_hook(hook)
+for state in sys.argv[1:]:
+    seen.clear()
+    tracemalloc.start()
+    report = migrate(Path(state), MigrateOptions(backup=False))
+    tracemalloc.stop()
+    assert report.exit_code == 0, report.warnings
+    print(seen["before-commit"] - seen["before-write"])
+"""
+
+
+def index_install(tmp_path: Path, entries: int) -> Path:
+    index = {f"agent:main:s{n}": {"sessionId": f"0b5e{n:04d}-aaaa-4bbb-8ccc-{n:012d}", "updatedAt": 1767225600000 + n, "chatType": "direct",
+                                  "sessionFile": f"/home/u/.openclaw/agents/main/sessions/0b5e{n:04d}-aaaa-4bbb-8ccc-{n:012d}.jsonl"}
+             for n in range(entries)}
+    return make_state(tmp_path, {"agents/main/sessions/sessions.json": json.dumps(index, indent=2)})
+
+
+def test_a_session_index_write_holds_less_than_1000_bytes_per_entry(tmp_path: Path) -> None:
+    """Indexes of 3,000 and 1,000 entries, the difference over the 2,000 between. Before (4ab327b) the writer kept, for
+    its post-commit check, each upserted row's fitted dict (three tables per entry) and through ``Json`` every
+    normalised entry: 1,655 bytes an entry with the parsed index. Its tracker now keeps one tuple per row, without
+    the JSON values: 739."""
+    warm, small, big = (index_install(tmp_path / name, n) for name, n in (("warm", 10), ("small", 1000), ("big", 3000)))
+    out = subprocess.run([sys.executable, "-c", INDEX_WRITE, str(warm), str(small), str(big)], capture_output=True, text=True, check=True).stdout
+    _, small_bytes, big_bytes = map(int, out.split())
+    per_entry = (big_bytes - small_bytes) / 2000
+    assert per_entry < 1000, f"{per_entry:.0f} bytes per index entry"
