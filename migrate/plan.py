@@ -483,12 +483,13 @@ def build_plan(
     start_phase(progress, "plan", sum(entry.size for entry, _ in found.legacy), "bytes")
     known = {receipt.source_path for receipt in receipts.values()}
     sources = []
-    claims = array("q")  # identity_claim of each source, in planning order (8 bytes each)
+    claims = array("q")  # identity_claim of each source, in planning order (8 bytes each), for a plan that glances
     pending, found.legacy = found.legacy[::-1], []  # each discovery entry let go of once planned (100,000 of them)
     while pending:
         entry, reader = pending.pop()
         planned = plan_source(state_dir, entry, reader, receipts, retry_failed, ctx, glance=not full and entry.rel not in known)
-        claims.append(identity_claim(planned))
+        if not full:
+            claims.append(identity_claim(planned))
         if planned.glanced:  # its claim stands for its details until the conflict check (Glancing)
             planned.details = _NOTHING
         sources.append(planned)
