@@ -374,7 +374,7 @@ def _identity_counts(sources: list[PlannedSource]) -> Counter[tuple[Any, ...]]:
     return counts
 
 
-NO_CLAIM = -1  # never the hash of a tuple (CPython maps a hash of -1 to -2)
+NO_CLAIM = -1  # never a hash in CPython (-1 signals an error: a hash that comes out -1 is replaced)
 
 
 def identity_claim(source: PlannedSource) -> int:
