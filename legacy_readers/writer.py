@@ -114,14 +114,17 @@ def where_clause(where: Where | None) -> tuple[str, list[Any]]:
     return " WHERE " + " AND ".join(parts), params
 
 
-def _matches(row: Mapping[str, Any], where: Where) -> bool:
+def _matches(tracked: tuple[Any, ...], where: Where) -> bool:
+    """Whether a row the tracker keeps (its column names, then its values) matches an equality mapping (a sequence: IN)."""
+    names = tracked[0]
     for name, value in where.items():
-        if name not in row:
+        if name not in names:
             return False
+        found = tracked[1 + names.index(name)]
         if isinstance(value, (list, tuple, set, frozenset)):
-            if row[name] not in value:
+            if found not in value:
                 return False
-        elif row[name] != value:
+        elif found != value:
             return False
     return True
 
@@ -130,17 +133,35 @@ def _keyable(value: Any) -> bool:
     return isinstance(value, (str, int, float)) and not isinstance(value, bool)
 
 
+class _Unmatched:
+    """Stands for a row's JSON value (a ``Json``, dict or list) in the tracker: equal to no value a delete names."""
+
+    __slots__ = ()
+
+
+_UNMATCHED = _Unmatched()
+_TrackedRow = tuple[Any, ...]  # the column names (one tuple per row shape), then the values, in one tuple
+
+
+def _matchable(value: Any) -> Any:
+    """A row value as the tracker keeps it: a JSON document (a whole session entry) is not kept alive for a delete's match."""
+    return _UNMATCHED if isinstance(value, (Json, dict, list)) else value
+
+
 @dataclass
 class _Tracker:
     """What one source wrote into one database, for the post-commit validation."""
 
-    keyed: dict[tuple[str, tuple[str, ...]], dict[tuple[Any, ...], Mapping[str, Any]]] = field(default_factory=dict)
+    # (table, key columns) -> key values -> the row as a later delete matches it (_TrackedRow)
+    keyed: dict[tuple[str, tuple[str, ...]], dict[tuple[Any, ...], _TrackedRow]] = field(default_factory=dict)
     owned: dict[tuple[str, tuple[tuple[str, Any], ...]], int] = field(default_factory=dict)
+    _names: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)  # one column tuple per row shape
 
     def row(self, table: str, key: Sequence[str], row: Mapping[str, Any]) -> None:
         values = tuple(row[k] for k in key)
         if all(_keyable(v) for v in values):
-            self.keyed.setdefault((table, tuple(key)), {})[values] = row
+            names = tuple(row)
+            self.keyed.setdefault((table, tuple(key)), {})[values] = (self._names.setdefault(names, names), *map(_matchable, row.values()))
 
     def rows(self, table: str, owner: Where, count: int) -> None:
         frozen = {k: tuple(sorted(set(v), key=repr)) if isinstance(v, (list, tuple, set, frozenset)) else v for k, v in owner.items()}
@@ -150,7 +171,7 @@ class _Tracker:
     def deleted(self, table: str, where: Where) -> None:
         for (name, _key), rows in self.keyed.items():
             if name == table:
-                for values in [v for v, row in rows.items() if _matches(row, where)]:
+                for values in [v for v, tracked in rows.items() if _matches(tracked, where)]:
                     del rows[values]
         for ident in list(self.owned):
             name, owner = ident

@@ -11,6 +11,7 @@ purpose, with a reason), ``already-imported``, ``conflict`` and
 from __future__ import annotations
 
 import os
+from array import array
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -199,7 +200,9 @@ class Glancing(Protocol):
     """A reader whose import can count and hash its file itself: migrate's plan only glances at it.
 
     Only for a reader whose ``inspect`` never decides the action per file (retain/drop): the
-    glance cannot, and the import goes ahead on it.
+    glance cannot, and the import goes ahead on it. A glance's details serve the plan's conflict
+    check only (``identity``): once every source is planned they are let go of, except for a source
+    that shares its identity, which is inspected fully.
     """
 
     def glance(self, source: Source, handle: BinaryIO) -> Inspection | None: ...
@@ -371,22 +374,44 @@ def _identity_counts(sources: list[PlannedSource]) -> Counter[tuple[Any, ...]]:
     return counts
 
 
+NO_CLAIM = -1  # never a hash in CPython (-1 signals an error: a hash that comes out -1 is replaced)
+
+
+def identity_claim(source: PlannedSource) -> int:
+    """The hash of the identity ``source`` claims among the sources to import (kind, agent, identity), or :data:`NO_CLAIM`."""
+    identity = source.details.get("identity")
+    if identity is None or not source.needs_import:
+        return NO_CLAIM
+    return hash((source.kind, source.agent_id, *identity))
+
+
+def shared_claims(claims: array[int]) -> set[int]:
+    """The claims that two or more sources make (found by sorting: no counter of every identity)."""
+    shared: set[int] = set()
+    previous = NO_CLAIM
+    for claim in sorted(claims):
+        if claim == previous and claim != NO_CLAIM:
+            shared.add(claim)
+        previous = claim
+    return shared
+
+
 def _inspect_glanced_conflicts(
-    state_dir: Path, sources: list[PlannedSource], receipts: dict[str, Receipt], retry_failed: bool, ctx: ReadContext,
+    state_dir: Path, sources: list[PlannedSource], claims: array[int], receipts: dict[str, Receipt], retry_failed: bool,
+    ctx: ReadContext,
 ) -> list[PlannedSource]:
     """Glanced sources that share an identity with another source are inspected fully (conflicts decide on it).
 
+    ``claims``: each source's :func:`identity_claim`, in the order of ``sources`` (a glanced source's details are let
+    go of once planned). Two identities with one hash only cost their sources a full inspection.
     A glanced source is a regular file planned from discovery's rel, size and mtime, which it keeps: its entry is made again.
     """
-    groups = _identity_counts(sources)
-    shared = [s.rel for s in sources if s.glanced and s.details.get("identity") is not None
-              and groups[(s.kind, s.agent_id, *s.details["identity"])] > 1]
-    if not shared:  # the common case: no map of every file is made
+    shared = shared_claims(claims)
+    if not shared:  # the common case
         return sources
-    wanted = set(shared)
     out = []
-    for source in sources:
-        if source.rel in wanted and source.glanced and source.reader is not None:
+    for source, claim in zip(sources, claims):
+        if claim in shared and source.glanced and source.reader is not None:
             entry = FileEntry(source.rel, source.size, source.mtime_ms, "file")
             source = plan_source(state_dir, entry, source.reader, receipts, retry_failed, ctx)
         out.append(source)
@@ -458,14 +483,21 @@ def build_plan(
     start_phase(progress, "plan", sum(entry.size for entry, _ in found.legacy), "bytes")
     known = {receipt.source_path for receipt in receipts.values()}
     sources = []
+    claims = array("q")  # identity_claim of each source, in planning order (8 bytes each), for a plan that glances
     pending, found.legacy = found.legacy[::-1], []  # each discovery entry let go of once planned (100,000 of them)
     while pending:
         entry, reader = pending.pop()
-        sources.append(plan_source(state_dir, entry, reader, receipts, retry_failed, ctx, glance=not full and entry.rel not in known))
+        planned = plan_source(state_dir, entry, reader, receipts, retry_failed, ctx, glance=not full and entry.rel not in known)
+        if not full:
+            claims.append(identity_claim(planned))
+        if planned.glanced:  # its claim stands for its details until the conflict check (Glancing)
+            planned.details = _NOTHING
+        sources.append(planned)
         if progress is not None:
             progress(entry.size)
     if not full:
-        sources = _inspect_glanced_conflicts(state_dir, sources, receipts, retry_failed, ctx)
+        sources = _inspect_glanced_conflicts(state_dir, sources, claims, receipts, retry_failed, ctx)
+    del claims
     _resolve_conflicts(sources)
     _agent_conflicts(sources, databases)
     sources.sort(key=lambda s: (s.reader.order if s.reader else 1000, s.agent_id or "", s.rel))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from statekit.db import Connection, Row, is_sqlite_file, read_only_view, table_names
+from statekit.db import Connection, Row, immediate, is_sqlite_file, read_only_view, table_names
 from statekit.layout import global_db_path
 from statekit.states import ReceiptStatus, RunStatus
 
@@ -173,13 +173,35 @@ def open_run(conn: Connection, run_id: str, now_ms: int, report: dict[str, Any])
     )
 
 
-def close_run(conn: Connection, run_id: str, now_ms: int, status: RunStatus, report: dict[str, Any] | str | bytearray) -> None:
-    """``report``: the run report, or its JSON text as ``json.dumps(report, ensure_ascii=False, sort_keys=True)`` makes it,
-    as ``str`` or encoded in UTF-8 (the database's encoding: ``CAST(? AS TEXT)`` stores the same TEXT value, without a copy)."""
-    if isinstance(report, bytearray):
-        conn.execute(
-            "UPDATE migration_runs SET finished_at = ?, status = ?, report_json = CAST(? AS TEXT) WHERE id = ?", (now_ms, status, report, run_id)
-        )
+# The run report's JSON text (as ``json.dumps(report, ensure_ascii=False, sort_keys=True)`` makes it), in UTF-8 pieces:
+# each call makes the pieces again, from the first.
+ReportPieces = Callable[[], Iterable[bytes]]
+
+
+def close_run(conn: Connection, run_id: str, now_ms: int, status: RunStatus, report: ReportPieces) -> None:
+    """The run's row closed with its report (:func:`_store_report_pieces`), in the caller's transaction or one of its own."""
+    if conn.in_transaction:
+        _store_report_pieces(conn, run_id, now_ms, status, report)
         return
-    text = report if isinstance(report, str) else json.dumps(report, ensure_ascii=False, sort_keys=True)
-    conn.execute("UPDATE migration_runs SET finished_at = ?, status = ?, report_json = ? WHERE id = ?", (now_ms, status, text, run_id))
+    with immediate(conn):
+        _store_report_pieces(conn, run_id, now_ms, status, report)
+
+
+def _store_report_pieces(conn: Connection, run_id: str, now_ms: int, status: RunStatus, pieces: ReportPieces) -> None:
+    """The run's row closed with its report written piece by piece (SQLite's incremental blob I/O, in the caller's
+    transaction): the row first gets a TEXT value of the report's length, then the pieces overwrite it in place.
+
+    A bound report is copied by SQLite beside the caller's whole text; here SQLite alone makes the value and its
+    record once, and Python holds one piece at a time (the pieces are made twice: once to count their bytes)."""
+    size = sum(map(len, pieces()))
+    conn.execute("UPDATE migration_runs SET finished_at = ?, status = ?, report_json = CAST(zeroblob(?) AS TEXT) WHERE id = ?",
+                 (now_ms, status, size, run_id))
+    found = conn.execute("SELECT rowid FROM migration_runs WHERE id = ?", (run_id,)).fetchone()
+    if found is None or not size:
+        return
+    blob = conn.blob_open("main", "migration_runs", "report_json", found[0], True)
+    try:
+        for piece in pieces():
+            blob.write(piece)
+    finally:
+        blob.close()

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import subprocess
 import sys
 import tracemalloc
 from pathlib import Path
 
-from helpers import make_state
+from helpers import global_db, make_state, rows
 from statekit.migrate.apply import MigrationReport, SourceOutcome
 
 
@@ -51,18 +52,73 @@ def plan_bytes(*states: Path) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in (line.split() for line in out.splitlines())]
 
 
-def test_the_plan_holds_less_than_700_bytes_per_small_file(tmp_path: Path) -> None:
+def test_the_plan_holds_less_than_400_bytes_per_small_file(tmp_path: Path) -> None:
     """The difference between plans of 1,200 and 200 files, over the 1,000 between: object sizes, not the machine.
 
     Before (a828ed2) a planned transcript held 761 bytes here: a new empty list for its warnings, a new empty
     dict for its re-opened files and a copy of the reader's details in a dict of its own. With the shared empties
-    and the reader's own dict: 641 (CPython 3.11 object sizes).
+    and the reader's own dict: 641 (CPython 3.11 object sizes, 4ab327b). A glanced transcript's details (the
+    dict, its identity tuple, the session id) let go of once planned, its identity's hash kept in an array until
+    the conflict check: 324 (the planned source, its path, size and mtime).
     """
     warm, small_state, big_state = (install(tmp_path / name, files) for name, files in (("warm", 5), ("small", 200), ("big", 1200)))
     (small, small_bytes), (big, big_bytes) = plan_bytes(warm, small_state, big_state)
     assert big - small == 1000
     per_file = (big_bytes - small_bytes) / 1000
-    assert per_file < 700, f"{per_file:.0f} bytes per planned file"
+    assert per_file < 400, f"{per_file:.0f} bytes per planned file"
+
+
+def test_two_transcripts_of_one_session_still_conflict_once_glanced(tmp_path: Path) -> None:
+    """The conflict check runs on the identities' hashes: two glanced files of one session id are inspected fully and
+    the one not named after the session is a conflict, as when the plan kept every glanced source's details."""
+    from statekit.migrate.plan import build_plan
+
+    state = install(tmp_path, 3)
+    sessions = state / "agents" / "main" / "sessions"
+    original = sorted(sessions.glob("*.jsonl"))[0]
+    (sessions / "copy-of-it.jsonl").write_bytes(original.read_bytes())
+    plan = build_plan(state, {}, full=False)
+    actions = {s.rel.rsplit("/", 1)[-1]: (s.action, s.glanced) for s in plan.sources}
+    assert actions["copy-of-it.jsonl"][0] == "conflict"
+    assert actions[original.name] == ("import", False)  # inspected fully: a conflict decides on it
+    assert sorted(a for a, _ in actions.values()).count("import") == 3
+
+
+# The Python memory of the end of a run (close_run storing the report), in a fresh interpreter: tracemalloc's peak from
+# the checkpoint before close_run to the end of migrate above what was held there, and the bytes of the report stored.
+END_OF_RUN = """
+import hashlib, sys, tracemalloc
+from pathlib import Path
+from statekit.migrate.apply import MigrateOptions, migrate
+from statekit.seams import install_checkpoint_hook
+state = Path(sys.argv[1])
+held = [0]
+def hook(name):
+    if name == "before-close-run":
+        tracemalloc.reset_peak()
+        held[0] = tracemalloc.get_traced_memory()[0]
+install_checkpoint_hook(hook)
+tracemalloc.start()
+report = migrate(state, MigrateOptions(backup=False))
+peak = tracemalloc.get_traced_memory()[1] - held[0]
+tracemalloc.stop()
+text = report.report_utf8()
+print(len(report.outcomes), len(text), peak, hashlib.sha256(text).hexdigest())
+"""
+
+
+def test_closing_a_run_of_1500_sources_holds_no_copy_of_its_report(tmp_path: Path) -> None:
+    """The report (~400 KB for 1,500 sources, ~27 MB for 100,000) is written into its row piece by piece: from the
+    checkpoint before ``close_run`` to the end of the run Python's memory peaks at a fraction of it. Before (4ab327b)
+    ``close_run`` was handed the whole UTF-8 text in a bytearray (and SQLite made its own copy to bind it): >= 1x."""
+    state = install(tmp_path, 1500)
+    out = subprocess.run([sys.executable, "-c", END_OF_RUN, str(state)], capture_output=True, text=True, check=True).stdout
+    sources, report_bytes, peak, digest = out.split()
+    sources, report_bytes, peak = int(sources), int(report_bytes), int(peak)
+    assert sources == 1500
+    (stored,) = rows(global_db(state), "SELECT report_json FROM migration_runs")
+    assert hashlib.sha256(stored[0].encode("utf-8")).hexdigest() == digest  # the bytes json.dumps of the report gives
+    assert peak < 0.25 * report_bytes, f"peak {peak} for {report_bytes} bytes of report"
 
 
 def test_the_run_report_of_20000_sources_is_built_within_one_and_a_half_times_its_bytes(tmp_path: Path) -> None:
@@ -80,3 +136,44 @@ def test_the_run_report_of_20000_sources_is_built_within_one_and_a_half_times_it
         tracemalloc.stop()
     assert bytes(text) == json.dumps(report.to_json(), ensure_ascii=False, sort_keys=True).encode("utf-8")
     assert peak < 1.5 * len(text), f"peak {peak} for {len(text)} bytes of report"
+
+
+# What the import of a session index holds when its rows are written, before the commit (the parsed index, what the
+# writer keeps for the post-commit check), in a fresh interpreter: traced bytes at ``before-commit`` above ``before-write``.
+INDEX_WRITE = """
+import sys, tracemalloc
+from pathlib import Path
+from statekit.migrate.apply import MigrateOptions, migrate
+from statekit.seams import install_checkpoint_hook
+seen = {}
+def hook(name):
+    if name in ("before-write", "before-commit") and name not in seen:
+        seen[name] = tracemalloc.get_traced_memory()[0]
+install_checkpoint_hook(hook)
+for state in sys.argv[1:]:
+    seen.clear()
+    tracemalloc.start()
+    report = migrate(Path(state), MigrateOptions(backup=False))
+    tracemalloc.stop()
+    assert report.exit_code == 0, report.warnings
+    print(seen["before-commit"] - seen["before-write"])
+"""
+
+
+def index_install(tmp_path: Path, entries: int) -> Path:
+    index = {f"agent:main:s{n}": {"sessionId": f"0b5e{n:04d}-aaaa-4bbb-8ccc-{n:012d}", "updatedAt": 1767225600000 + n, "chatType": "direct",
+                                  "sessionFile": f"/home/u/.openclaw/agents/main/sessions/0b5e{n:04d}-aaaa-4bbb-8ccc-{n:012d}.jsonl"}
+             for n in range(entries)}
+    return make_state(tmp_path, {"agents/main/sessions/sessions.json": json.dumps(index, indent=2)})
+
+
+def test_a_session_index_write_holds_less_than_1000_bytes_per_entry(tmp_path: Path) -> None:
+    """Indexes of 3,000 and 1,000 entries, the difference over the 2,000 between. Before (4ab327b) the writer kept, for
+    its post-commit check, each upserted row's fitted dict (three tables per entry) and through ``Json`` every
+    normalised entry: 1,655 bytes an entry with the parsed index. Its tracker now keeps one tuple per row, without
+    the JSON values: 739."""
+    warm, small, big = (index_install(tmp_path / name, n) for name, n in (("warm", 10), ("small", 1000), ("big", 3000)))
+    out = subprocess.run([sys.executable, "-c", INDEX_WRITE, str(warm), str(small), str(big)], capture_output=True, text=True, check=True).stdout
+    _, small_bytes, big_bytes = map(int, out.split())
+    per_entry = (big_bytes - small_bytes) / 2000
+    assert per_entry < 1000, f"{per_entry:.0f} bytes per index entry"
