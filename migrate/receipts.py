@@ -200,8 +200,12 @@ def _store_report_pieces(conn: Connection, run_id: str, now_ms: int, status: Run
     if found is None or not size:
         return
     blob = conn.blob_open("main", "migration_runs", "report_json", found[0], True)
+    written = 0
     try:
         for piece in pieces():
-            blob.write(piece)
+            blob.write(piece)  # past the counted size: ValueError, and the caller's transaction rolls back
+            written += len(piece)
     finally:
         blob.close()
+    if written != size:  # fewer bytes the second time: the value would keep NUL bytes at its end
+        raise RuntimeError(f"run report for {run_id}: {written} bytes written into a value of {size}")

@@ -177,3 +177,30 @@ def test_a_session_index_write_holds_less_than_1000_bytes_per_entry(tmp_path: Pa
     _, small_bytes, big_bytes = map(int, out.split())
     per_entry = (big_bytes - small_bytes) / 2000
     assert per_entry < 1000, f"{per_entry:.0f} bytes per index entry"
+
+
+def test_a_report_whose_pieces_come_out_shorter_the_second_time_is_refused_and_the_row_left_as_it_was(tmp_path: Path) -> None:
+    """The pieces are made twice (their bytes counted, then written into a value of that length): fewer bytes the
+    second time would leave NUL bytes at the end of the stored report, so the write is refused and rolled back."""
+    import pytest
+
+    from statekit.db import connect
+    from statekit.migrate.receipts import close_run
+    from statekit.states import RunStatus
+
+    conn = connect(tmp_path / "runs.sqlite")
+    conn.execute("CREATE TABLE migration_runs (id TEXT PRIMARY KEY, finished_at INTEGER, status TEXT, report_json TEXT)")
+    conn.execute("INSERT INTO migration_runs (id, status) VALUES ('run-1', 'running')")
+    made: list[int] = []
+
+    def shrinking() -> list[bytes]:
+        made.append(1)
+        return [b'{"sources": [', b"]}"] if len(made) == 1 else [b'{"sources": [']
+
+    with pytest.raises(RuntimeError, match="run-1: 13 bytes written into a value of 15"):
+        close_run(conn, "run-1", 1, RunStatus.COMPLETED, shrinking)
+    assert conn.execute("SELECT finished_at, status, report_json FROM migration_runs").fetchall() == [(None, "running", None)]
+
+    close_run(conn, "run-1", 2, RunStatus.COMPLETED, lambda: [b'{"sources": [', b"]}"])
+    assert conn.execute("SELECT status, report_json, typeof(report_json) FROM migration_runs").fetchall() == [
+        (RunStatus.COMPLETED, '{"sources": []}', "text")]
