@@ -50,7 +50,7 @@ import zstandard
 from statekit.backup import manifest as mf
 from statekit.backup import openclaw_format as ocf
 from statekit.backup import statekit_format as skf
-from statekit.backup.archive import BombError, open_tar_stream, write_all
+from statekit.backup.archive import BombError, members_of, open_tar_stream, write_all
 from statekit.backup.checks import oversized_problem
 from statekit.backup.assets import _root_id, configured_agent_dirs, configured_workspaces, is_within, read_config
 from statekit.backup.assets import credentials_dir as assets_credentials_dir
@@ -205,7 +205,7 @@ def _iter_payload(archive: Path, compression: str, report: VerifyReport | None =
     limit = report.decompressed_bytes if report is not None and report.decompressed_bytes > 0 else ABSOLUTE_CAP
     try:
         with open_tar_stream(archive, compression, limit) as (tar, counter):
-            for member in tar:
+            for member in members_of(tar):
                 step = (steps or {}).get(_member_key(member))
                 oversized = oversized_problem(member, counter.limit - member.offset_data)
                 if oversized is None and step is not None and member.isreg() and step.kind in ("file", "sqlite") \
@@ -300,6 +300,24 @@ def _write_verified(archive: Path, peeked: skf.Peeked, destinations: Mapping[str
     return report
 
 
+class _StagedFiles(Mapping[str, Path]):
+    """Where the one pass writes each file member (archive path -> its path in the staging dir), made on lookup:
+    no Path per file is held beside the steps."""
+
+    def __init__(self, steps: dict[str, RestoreStep], staged: Callable[[Path], Path]) -> None:
+        self._steps = steps
+        self._staged = staged
+
+    def __getitem__(self, archive_path: str) -> Path:
+        return self._staged(self._steps[archive_path].destination)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._steps)
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+
 def _restore_to_target_verifying(archive: Path, peeked: skf.Peeked, steps: list[RestoreStep], target: Path,
                                  progress: Progress) -> None:
     """Restore into a fresh ``target`` in one pass: every member is written into a private staging dir inside the
@@ -319,7 +337,7 @@ def _restore_to_target_verifying(archive: Path, peeked: skf.Peeked, steps: list[
         for directory in sorted({staged(s.destination.parent) for s in steps if s.destination != target}
                                 | {staged(s.destination) for s in steps if s.kind == "dir"}, key=lambda d: len(d.parts)):
             _make_dirs(directory, created)
-        _write_verified(archive, peeked, {s.archive_path: staged(s.destination) for s in files}, progress)
+        _write_verified(archive, peeked, _StagedFiles({s.archive_path: s for s in files}, staged), progress)
         for step in files:
             _finish_file(staged(step.destination), step.mode, step.mtime)
         for step in (s for s in steps if s.kind == "symlink"):  # links last, so nothing is ever written through one
