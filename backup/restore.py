@@ -751,7 +751,7 @@ def check_destinations(archive: Path, steps: list[RestoreStep], top: Path, exter
     """Every destination stays below the directory it belongs to (the target, the state dir, or the operator's path
     for an external tree), holds no ``..`` or ``.`` component, and no two steps share one: else the archive fails
     verification (exit 5) and nothing is written."""
-    seen: dict[Path, str] = {}
+    seen: dict[str, str] = {}  # destination (str: a Path per file would be held) -> archive path
     for step in steps:
         dest = step.destination
         base = step.base if step.base is not None else top
@@ -763,12 +763,12 @@ def check_destinations(archive: Path, steps: list[RestoreStep], top: Path, exter
             problem = "has a relative or '..' destination"
         elif not is_inside(dest, base):
             problem = f"would be written outside {base}"
-        elif dest in seen:
-            problem = f"has the same destination as {seen[dest]}"
+        elif step.destination_text in seen:
+            problem = f"has the same destination as {seen[step.destination_text]}"
         if problem:
             raise VerificationError(f"{archive}: archive failed verification, nothing was restored: member "
                                     f"{display_path(step.archive_path)} {problem} ({display_path(str(dest))})")
-        seen[dest] = step.archive_path
+        seen[step.destination_text] = step.archive_path
 
 
 def _live_state_dir(report: VerifyReport, state_dir: Path | None) -> Path:
