@@ -21,7 +21,7 @@ from typing import Any
 
 import json5
 
-from statekit.backup.manifest import Skipped
+from statekit.backup.manifest import Skipped, shared_mode
 from statekit.db import is_sqlite_file
 from statekit.errors import StatekitError, UsageError
 from statekit.fsutil import read_regular_file
@@ -82,7 +82,7 @@ class Entry:
 
     @classmethod
     def of(cls, root: Root, rel: str, path: Path, kind: str, role: str, st: os.stat_result, **extra: str | None) -> Entry:
-        return cls(root, rel, str(path), kind, role, st.st_size, st.st_mode & 0o7777, st.st_mtime, **extra)
+        return cls(root, rel, str(path), kind, role, st.st_size, shared_mode(st.st_mode & 0o7777), st.st_mtime, **extra)
 
     @property
     def asset_id(self) -> str:

@@ -244,7 +244,7 @@ def _stage_copy(item: _Item, ctx: _Context) -> None:
     if changed:
         ctx.warnings.append(f"{item.asset.source_path}: changed while being copied (read twice); archived the bytes of the second read")
     item.asset.size = size
-    item.asset.mode, item.asset.mtime = st.st_mode & 0o7777, st.st_mtime
+    item.asset.mode, item.asset.mtime = mf.shared_mode(st.st_mode & 0o7777), st.st_mtime
     item.staged = dest
 
 
@@ -277,7 +277,7 @@ def _add_file(writer: ArchiveWriter, item: _Item) -> None:
         return
     with open_regular_file(item.path) as handle:
         before = os.fstat(handle.fileno())
-        asset.size, asset.mode, asset.mtime = before.st_size, before.st_mode & 0o7777, before.st_mtime
+        asset.size, asset.mode, asset.mtime = before.st_size, mf.shared_mode(before.st_mode & 0o7777), before.st_mtime
         try:
             asset.sha256 = writer.add_stream(asset.archive_path, handle, asset.size, mode=asset.mode, mtime=asset.mtime)
         except OSError as exc:

@@ -78,7 +78,17 @@ class Asset:
             word = values.get(name)
             if isinstance(word, str):
                 values[name] = _SHARED_WORDS.get(word, word)
+        if type(values.get("mode")) is int:
+            values["mode"] = shared_mode(values["mode"])
         return cls(**values)
+
+
+_MODES: dict[int, int] = {}
+
+
+def shared_mode(mode: int) -> int:
+    """One int object per permission value (at most 4,096 of them), however many assets carry it."""
+    return _MODES.setdefault(mode, mode) if 0 <= mode <= 0o7777 else mode
 
 
 _ASSET_FIELDS = tuple(Asset.__dataclass_fields__)

@@ -14,7 +14,7 @@ class RestoreStep:
     holds one per file of the archive."""
 
     __slots__ = ("archive_path", "_destination", "kind", "action", "mode", "mtime", "sha256", "size", "link_target",
-                 "link_scope", "aside_rel", "base", "copy_from", "external_root")
+                 "link_scope", "_aside_rel", "base", "copy_from", "external_root")
 
     def __init__(
         self,
@@ -28,7 +28,8 @@ class RestoreStep:
         size: int = 0,
         link_target: str | None = None,
         link_scope: str | None = None,
-        aside_rel: str = "",  # where the current entry goes below pre-restore/<ts>/
+        aside_rel: str | None = "",  # where the current entry goes below pre-restore/<ts>/; None: the archive path below
+        # ``<root>/payload/`` (a statekit archive's own layout: ``state/<rel>``, ``external/<id>/<rel>``), not stored twice
         base: Path | None = None,  # the tree it belongs to (the state dir for state assets): no symlink is followed below it
         copy_from: str | None = None,  # an OpenClaw hard link: the archive path of the file whose bytes it shares
         external_root: str | None = None,  # statekit archives: the asset id ("config", "credentials", ...) of a tree kept outside the state dir
@@ -43,7 +44,7 @@ class RestoreStep:
         self.size = size
         self.link_target = link_target
         self.link_scope = link_scope
-        self.aside_rel = aside_rel
+        self._aside_rel = aside_rel
         self.base = base
         self.copy_from = copy_from
         self.external_root = external_root
@@ -55,6 +56,16 @@ class RestoreStep:
     @destination.setter
     def destination(self, value: Path) -> None:
         self._destination = str(value)
+
+    @property
+    def aside_rel(self) -> str:
+        if self._aside_rel is not None:
+            return self._aside_rel
+        return self.archive_path.split("/payload/", 1)[1]
+
+    @aside_rel.setter
+    def aside_rel(self, value: str) -> None:
+        self._aside_rel = value
 
     @property
     def destination_text(self) -> str:

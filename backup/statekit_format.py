@@ -526,14 +526,13 @@ def restore_steps(
         root_id, rel = where
         rel_parts = PurePosixPath(rel).parts
         base: Path | None
+        aside = "/".join(p for p in ("state" if root_id == "state" else "external", "" if root_id == "state" else root_id, rel) if p)
         if root_id == "state":
             base = target if target is not None else state_dir
             destination = base.joinpath(*rel_parts)
-            aside = "/".join(("state", rel)) if rel else "state"
         elif target is not None:
             base = target.joinpath(".statekit", "external", root_id)
             destination = base.joinpath(*rel_parts)
-            aside = "/".join(p for p in ("external", root_id, rel) if p)
         elif external is not None and root_id in external:
             # base None: the missing directories up to the operator's path are created (no tree of ours to guard)
             base = None
@@ -541,7 +540,6 @@ def restore_steps(
                 destination = external[root_id]
             else:
                 destination = external[root_id].joinpath(*rel_parts)
-            aside = "/".join(p for p in ("external", root_id, rel) if p)
         else:
             if left_out is not None:
                 left_out.append({"archive_path": asset.archive_path, "kind": asset.kind, "asset": root_id,
@@ -560,7 +558,7 @@ def restore_steps(
                 size=asset.size,
                 link_target=asset.link_target,
                 link_scope=asset.link_scope,
-                aside_rel=aside,
+                aside_rel=None if aside == asset.archive_path.split("/payload/", 1)[-1] else aside,  # derived, not held twice
                 base=base,
                 external_root=None if root_id == "state" else root_id,
             )
