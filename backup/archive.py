@@ -22,7 +22,7 @@ from typing import IO, Any, BinaryIO, cast
 
 import zstandard
 
-from statekit.fsutil import PRIVATE_FILE_MODE, CHUNK, create_file
+from statekit.fsutil import PRIVATE_FILE_MODE, CHUNK, create_file, open_regular_file
 from statekit.progress import ProgressFn, ProgressReader
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -258,7 +258,7 @@ def write_joined(path: Path, head: MemberFile, payload: Path, *, level: int, pay
     """
     sink = SinkFile(path)
     try:
-        with open(head.data, "rb") as data:
+        with open_regular_file(head.data) as data:
             size = os.fstat(data.fileno()).st_size
             header = head.header(size)
             padding = b"\0" * ((-size) % tarfile.BLOCKSIZE)
