@@ -400,10 +400,18 @@ def decode(raw: bytes) -> dict[str, Any]:
     return data
 
 
+def _path_parts(path: str) -> tuple[str, ...]:
+    """``PurePosixPath(path).parts``; a relative path without empty, ``.`` or trailing components (every archive
+    path a checked manifest holds) split without making a path object."""
+    if path and path[0] != "/" and "//" not in path and path[-1] != "/" and "/./" not in f"/{path}/":
+        return tuple(path.split("/"))
+    return PurePosixPath(path).parts
+
+
 def payload_rel(archive_path: str, root: str) -> tuple[str, str] | None:
     """Split ``<root>/payload/state/<rel>`` → ("state", rel) and
     ``<root>/payload/external/<id>/<rel>`` → (id, rel); None for anything else."""
-    parts = PurePosixPath(archive_path).parts
+    parts = _path_parts(archive_path)
     if len(parts) < 3 or parts[0] != root or parts[1] != "payload":
         return None
     if parts[2] == "state":
