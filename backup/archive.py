@@ -16,12 +16,13 @@ import os
 import tarfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO, cast
 
 import zstandard
 
-from statekit.fsutil import PRIVATE_FILE_MODE, CHUNK, create_file
+from statekit.fsutil import PRIVATE_FILE_MODE, CHUNK, create_file, open_regular_file
 from statekit.progress import ProgressFn, ProgressReader
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -135,20 +136,24 @@ class ArchiveWriter:
 
     def add_bytes(self, name: str, data: bytes, *, mode: int = PRIVATE_FILE_MODE, mtime: float = 0) -> None:
         self._tar.addfile(self._info(name, tarfile.REGTYPE, mode, mtime, len(data)), io.BytesIO(data))
+        _forget_members(self._tar)
         self._progress(len(data))
 
     def add_dir(self, name: str, *, mode: int, mtime: float) -> None:
         self._tar.addfile(self._info(name, tarfile.DIRTYPE, mode, mtime))
+        _forget_members(self._tar)
 
     def add_symlink(self, name: str, target: str, *, mtime: float) -> None:
         info = self._info(name, tarfile.SYMTYPE, 0o777, mtime)
         info.linkname = target
         self._tar.addfile(info)
+        _forget_members(self._tar)
 
     def add_stream(self, name: str, handle: BinaryIO, size: int, *, mode: int, mtime: float) -> str:
         """Copy exactly ``size`` bytes of ``handle``; returns their SHA-256. A short read raises OSError (file shrank)."""
         reader = _ProgressReader(handle, self._progress)
         self._tar.addfile(self._info(name, tarfile.REGTYPE, mode, mtime, size), reader)
+        _forget_members(self._tar)
         return reader.digest.hexdigest()
 
     def finish(self, *, durable: bool = True, end_of_archive: bool = True) -> None:
@@ -230,21 +235,49 @@ def parse_digest_trailer(content: bytes) -> tuple[bytes, bytes] | None:
     return body[:32], body[32:]
 
 
-def write_joined(path: Path, head: bytes, payload: Path, *, level: int, payload_sha256: bytes | None = None) -> None:
-    """Write ``path`` (exclusive, 0600) as a zstd frame of ``head``, the frames of ``payload``, and a digest trailer; fsync.
+@dataclass(frozen=True)
+class MemberFile:
+    """A tar member whose data is a file (the manifest, spooled as it was encoded): written without reading it whole."""
+
+    name: str
+    data: Path
+    mode: int
+    mtime: float
+
+    def header(self, size: int) -> bytes:
+        return ArchiveWriter._info(self.name, tarfile.REGTYPE, self.mode, self.mtime, size).tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
+
+
+def write_joined(path: Path, head: MemberFile, payload: Path, *, level: int, payload_sha256: bytes | None = None) -> None:
+    """Write ``path`` (exclusive, 0600) as a zstd frame of the ``head`` member, the frames of ``payload``, and a digest
+    trailer; fsync.
 
     zstd frames and tar members both concatenate, so the result is one valid
     .tar.zst whose first member is ``head``'s. ``payload_sha256`` is the digest of
-    the payload file's bytes as they were written.
+    the payload file's bytes as they were written. The head member's data streams from its file in chunks.
     """
     sink = SinkFile(path)
     try:
-        head_frame = zstandard.ZstdCompressor(level=level, write_checksum=True).compress(head)
-        sink.write(head_frame)
+        with open_regular_file(head.data) as data:
+            size = os.fstat(data.fileno()).st_size
+            header = head.header(size)
+            padding = b"\0" * ((-size) % tarfile.BLOCKSIZE)
+            compressor = zstandard.ZstdCompressor(level=level, write_checksum=True)
+            with compressor.stream_writer(cast(IO[bytes], sink), size=len(header) + size + len(padding), closefd=False,
+                                          write_size=CHUNK) as frame:
+                frame.write(header)
+                copied = 0
+                while block := data.read(CHUNK):
+                    frame.write(block)
+                    copied += len(block)
+                if copied != size:
+                    raise OSError(errno.EIO, f"{head.data}: changed size while it was archived")
+                frame.write(padding)  # the frame ends when the writer closes (one flush: a second would add an empty frame)
+        head_sha256 = sink.digest.digest()  # nothing but the head frame is written yet
         with open(payload, "rb") as source:
             _copy_fd(source.fileno(), sink)
         if payload_sha256 is not None:
-            sink.write(digest_trailer(hashlib.sha256(head_frame).digest(), payload_sha256))
+            sink.write(digest_trailer(head_sha256, payload_sha256))
         sink.fsync_close()
     except BaseException:
         sink.close()
@@ -364,6 +397,19 @@ def tar_over_stream(raw: Any, compression: str, limit: int) -> Iterator[tuple[ta
             yield tar, counter
     finally:
         decompressed.close()
+
+
+def members_of(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
+    """The members of a tar stream one at a time, none kept: iterating a TarFile keeps every TarInfo it has read
+    (about 600 bytes each: 60 MB for an archive of 100,000 files), which a one-pass reader never looks at again."""
+    while (member := tar.next()) is not None:
+        _forget_members(tar)
+        yield member
+
+
+def _forget_members(tar: tarfile.TarFile) -> None:
+    """Drop the TarInfo objects tarfile keeps of every member it read or wrote (its ``members`` list)."""
+    tar.members.clear()  # type: ignore[attr-defined]  # set in TarFile.__init__, missing from the stubs
 
 
 def copy_member(source: IO[bytes], sink: Callable[[bytes], object], size: int) -> int:

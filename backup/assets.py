@@ -21,7 +21,7 @@ from typing import Any
 
 import json5
 
-from statekit.backup.manifest import Skipped
+from statekit.backup.manifest import Skipped, shared_mode
 from statekit.db import is_sqlite_file
 from statekit.errors import StatekitError, UsageError
 from statekit.fsutil import read_regular_file
@@ -63,19 +63,26 @@ class Root:
         return "payload/state" if self.id == "state" else f"payload/external/{self.id}"
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
-    """One filesystem entry to archive (never followed if it is a symlink)."""
+    """One filesystem entry to archive (never followed if it is a symlink). Compact (slots, the path as str, only
+    the three numbers of its ``lstat`` a backup records): a plan holds one per file."""
 
     root: Root
     rel: str  # POSIX path below the root; "" is the root itself (a dir root) or its file name
-    path: Path
+    path: str
     kind: str  # "file" | "dir" | "symlink" | "sqlite"
     role: str
-    st: os.stat_result
+    size: int  # st_size when walked
+    mode: int  # st_mode & 0o7777
+    mtime: float  # st_mtime
     agent_id: str | None = None
     link_target: str | None = None
     link_scope: str | None = None
+
+    @classmethod
+    def of(cls, root: Root, rel: str, path: Path, kind: str, role: str, st: os.stat_result, **extra: str | None) -> Entry:
+        return cls(root, rel, str(path), kind, role, st.st_size, shared_mode(st.st_mode & 0o7777), st.st_mtime, **extra)
 
     @property
     def asset_id(self) -> str:
@@ -342,11 +349,11 @@ def walk_root(root: Root, excluded: list[Path], special: Mapping[str, list[Path]
         name = root.path.name
         kind = "sqlite" if stat.S_ISREG(top.st_mode) and is_sqlite_file(root.path) else "file"
         if stat.S_ISREG(top.st_mode):
-            yield Entry(root, name, root.path, kind, root.role, top)
+            yield Entry.of(root, name, root.path, kind, root.role, top)
         else:
             skipped.append(Skipped(str(root.path), skip_reason(name, top) or "not a regular file"))
         return
-    yield Entry(root, "", root.path, "dir", root.role, top, agent_id=root.agent_id)
+    yield Entry.of(root, "", root.path, "dir", root.role, top, agent_id=root.agent_id)
     stack: list[tuple[Path, str]] = [(root.path, "")]
     while stack:
         directory, rel_dir = stack.pop()
@@ -377,15 +384,15 @@ def walk_root(root: Root, excluded: list[Path], special: Mapping[str, list[Path]
             role = _role_for(path, root, special)
             if stat.S_ISLNK(st.st_mode):
                 target = os.readlink(path)
-                yield Entry(root, rel, path, "symlink", role, st, link_target=target, link_scope=link_scope(rel, target))
+                yield Entry.of(root, rel, path, "symlink", role, st, link_target=target, link_scope=link_scope(rel, target))
             elif stat.S_ISDIR(st.st_mode):
-                yield Entry(root, rel, path, "dir", role, st)
+                yield Entry.of(root, rel, path, "dir", role, st)
                 subdirs.append((path, rel))
             elif is_sqlite_file(path):
                 db_role, agent_id = sqlite_role(rel, root)
-                yield Entry(root, rel, path, "sqlite", db_role, st, agent_id=agent_id)
+                yield Entry.of(root, rel, path, "sqlite", db_role, st, agent_id=agent_id)
             else:
-                yield Entry(root, rel, path, "file", role, st)
+                yield Entry.of(root, rel, path, "file", role, st)
         stack.extend(reversed(subdirs))
 
 

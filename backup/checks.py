@@ -125,6 +125,8 @@ def link_escapes(name: str, target: str, root: str) -> bool:
 
 
 def beneath_symlink(name: str, links: set[str]) -> str | None:
+    if not links:  # most archives hold no symlink member: no path to take apart per member
+        return None
     path = PurePosixPath(name)
     for parent in path.parents:
         if str(parent) in links:

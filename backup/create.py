@@ -40,10 +40,10 @@ from typing import Any
 
 from statekit.backup import manifest as mf
 from statekit.backup import openclaw_format as ocf
-from statekit.backup.archive import END_OF_ARCHIVE, ArchiveWriter, member_bytes, write_all, write_joined, write_payload_then_tail
+from statekit.backup.archive import END_OF_ARCHIVE, ArchiveWriter, MemberFile, member_bytes, write_all, write_joined, write_payload_then_tail
 from statekit.backup.encryption import AGE_SUFFIX, Recipients, encrypt_file
 from statekit.backup.passphrase import key_path, remove_orphan_keys
-from statekit.backup.assets import AssetPlan, Entry, completeness_problems, noted_skip, plan_assets, quiet_skip
+from statekit.backup.assets import AssetPlan, Entry, Root, completeness_problems, noted_skip, plan_assets, quiet_skip
 from statekit.backup.lock import backup_lock
 from statekit.backup.manifest import Asset, Manifest, Skipped, display_path
 from statekit.backup.runs import mark_interrupted, record_in_state_dir
@@ -108,19 +108,23 @@ class BackupResult:
         }
 
 
-@dataclass
+@dataclass(slots=True)
 class _Item:
-    """One asset and where its bytes come from while the archive is written."""
+    """One asset and where its bytes come from while the archive is written (slots: one per file)."""
 
-    entry: Entry
-    asset: Asset
+    asset: Asset  # its source path and kind are the entry's
+    root: Root
     staged: Path | None = None  # a private copy or a snapshot to archive instead of the original
     facts: DbFacts | None = None  # a snapshot's integrity_check and identity, taken on the bytes archived
+
+    @property
+    def path(self) -> Path:
+        return Path(self.asset.source_path)
 
 
 class _SourceChanged(Exception):
     def __init__(self, item: _Item) -> None:
-        super().__init__(str(item.entry.path))
+        super().__init__(item.asset.source_path)
         self.item = item
 
 
@@ -134,7 +138,7 @@ class _Layout:
 
     def archive_path(self, entry: Entry) -> str:
         if self.fmt == "openclaw":
-            return ocf.archive_path_for(self.root, str(entry.path))
+            return ocf.archive_path_for(self.root, entry.path)
         return entry.archive_path(self.root)
 
 
@@ -207,15 +211,26 @@ def _copy_private(path: Path, copy_to: Path) -> tuple[int, os.stat_result, bool]
     return size, after, changed
 
 
+def _items(plan: AssetPlan, layout: _Layout) -> list[_Item]:
+    """One item per planned entry, taking the entries out of the plan as it goes: an entry is not held beside its asset."""
+    entries, plan.entries = plan.entries, []
+    entries.reverse()
+    items = []
+    while entries:
+        entry = entries.pop()
+        items.append(_Item(_base_asset(entry, layout), entry.root))
+    return items
+
+
 def _base_asset(entry: Entry, layout: _Layout) -> Asset:
     return Asset(
         id=entry.asset_id,
         kind=entry.kind,
         role=entry.role,
-        source_path=str(entry.path),
+        source_path=entry.path,
         archive_path=layout.archive_path(entry),
-        mode=entry.st.st_mode & 0o7777,
-        mtime=entry.st.st_mtime,
+        mode=entry.mode,
+        mtime=entry.mtime,
         agent_id=entry.agent_id,
         link_target=entry.link_target,
         link_scope=entry.link_scope,
@@ -225,16 +240,16 @@ def _base_asset(entry: Entry, layout: _Layout) -> Asset:
 def _stage_copy(item: _Item, ctx: _Context) -> None:
     """Re-read a file as a private copy (the copy is what gets archived); report if it still moved."""
     dest = ctx.scratch_name("file")
-    size, st, changed = _copy_private(item.entry.path, dest)
+    size, st, changed = _copy_private(item.path, dest)
     if changed:
-        ctx.warnings.append(f"{item.entry.path}: changed while being copied (read twice); archived the bytes of the second read")
+        ctx.warnings.append(f"{item.asset.source_path}: changed while being copied (read twice); archived the bytes of the second read")
     item.asset.size = size
-    item.asset.mode, item.asset.mtime = st.st_mode & 0o7777, st.st_mtime
+    item.asset.mode, item.asset.mtime = mf.shared_mode(st.st_mode & 0o7777), st.st_mtime
     item.staged = dest
 
 
 def _stage_sqlite(item: _Item, ctx: _Context) -> None:
-    snap = snapshot_db(item.entry.path, ctx.scratch_name("db").with_suffix(".sqlite"))
+    snap = snapshot_db(item.path, ctx.scratch_name("db").with_suffix(".sqlite"))
     asset, facts = item.asset, snap.facts
     if facts.meta_role in ("global", "agent"):
         asset.role = facts.meta_role
@@ -250,7 +265,7 @@ def _stage_sqlite(item: _Item, ctx: _Context) -> None:
 
 def _start_snapshots(items: list[_Item], ctx: _Context, pool: ThreadPoolExecutor) -> dict[int, Future[None]]:
     """Snapshot every database in the background while the files stream (VACUUM releases the GIL)."""
-    return {id(item): pool.submit(_stage_sqlite, item, ctx) for item in items if item.entry.kind == "sqlite"}
+    return {id(item): pool.submit(_stage_sqlite, item, ctx) for item in items if item.asset.kind == "sqlite"}
 
 
 def _add_file(writer: ArchiveWriter, item: _Item) -> None:
@@ -260,9 +275,9 @@ def _add_file(writer: ArchiveWriter, item: _Item) -> None:
         with open(item.staged, "rb") as handle:
             asset.sha256 = writer.add_stream(asset.archive_path, handle, asset.size, mode=asset.mode, mtime=asset.mtime)
         return
-    with open_regular_file(item.entry.path) as handle:
+    with open_regular_file(item.path) as handle:
         before = os.fstat(handle.fileno())
-        asset.size, asset.mode, asset.mtime = before.st_size, before.st_mode & 0o7777, before.st_mtime
+        asset.size, asset.mode, asset.mtime = before.st_size, mf.shared_mode(before.st_mode & 0o7777), before.st_mtime
         try:
             asset.sha256 = writer.add_stream(asset.archive_path, handle, asset.size, mode=asset.mode, mtime=asset.mtime)
         except OSError as exc:
@@ -298,7 +313,7 @@ def _write_payload(
     fmt = ctx.layout.fmt
     writer = ArchiveWriter(path, level=level, progress=progress, compression="gzip" if fmt == "openclaw" else "zstd")
     try:
-        for item in [i for i in items if i.entry.kind != "sqlite"]:
+        for item in [i for i in items if i.asset.kind != "sqlite"]:
             try:
                 _add_item(writer, item, fmt)
                 checkpoint("backup-member-added")
@@ -308,7 +323,7 @@ def _write_payload(
                 if exc.errno not in (errno.ELOOP, 0, None):  # replaced by a link or special file meanwhile
                     raise
                 ctx.gone.append(item)
-        for item in [i for i in items if i.entry.kind == "sqlite"]:
+        for item in [i for i in items if i.asset.kind == "sqlite"]:
             try:
                 snapshots[id(item)].result()
             except FileNotFoundError:
@@ -348,28 +363,30 @@ def _write_archive(
                 except _SourceChanged as changed:
                     if attempt == MAX_WRITE_ATTEMPTS:
                         raise StatekitError(
-                            f"{changed.item.entry.path}: files keep changing while the archive is written "
+                            f"{changed.item.asset.source_path}: files keep changing while the archive is written "
                             f"({MAX_WRITE_ATTEMPTS} attempts); stop the writer or retry"
                         ) from None
                     try:
                         _stage_copy(changed.item, ctx)
                     except OSError:
                         items.remove(changed.item)
-                        ctx.skipped.append(Skipped(str(changed.item.entry.path), "vanished or changed type during the backup"))
+                        ctx.skipped.append(Skipped(changed.item.asset.source_path, "vanished or changed type during the backup"))
         finally:
             for future in snapshots.values():
                 future.cancel()
-    kept = [i for i in items if i not in ctx.gone]
+    gone = {id(i) for i in ctx.gone}
+    kept = [i for i in items if id(i) not in gone]
     manifest.assets = [i.asset for i in kept]
-    ctx.written = {i.asset.archive_path: Written(i.asset.sha256, i.facts) for i in kept
+    ctx.written = {i.asset.archive_path: Written(i.asset.sha256, i.facts, i.asset) for i in kept
                    if i.asset.kind in ("file", "sqlite") and i.asset.sha256 is not None and (i.asset.kind != "sqlite" or i.facts is not None)}
-    manifest.skipped = ctx.skipped + [Skipped(str(i.entry.path), "vanished or changed type during the backup") for i in ctx.gone]
-    data = manifest.to_json()
+    manifest.skipped = ctx.skipped + [Skipped(i.asset.source_path, "vanished or changed type during the backup") for i in ctx.gone]
+    used_roots = [r for r in ctx.plan.roots if any(i.root is r for i in kept)] if ctx.plan is not None else []
+    del items[:], kept  # the manifest holds the assets now
     try:
         if ctx.layout.fmt == "openclaw":
             assert ctx.plan is not None
-            used_roots = [r for r in ctx.plan.roots if any(i.entry.root is r for i in kept)]
-            data, ctx.openclaw_manifest = ocf.build_documents(manifest, data, [i.asset for i in kept], used_roots, ctx.plan,
+            data = manifest.to_json()
+            data, ctx.openclaw_manifest = ocf.build_documents(manifest, data, manifest.assets, used_roots, ctx.plan,
                                                                ctx.layout.root, ctx.env)
             digests = member_bytes(f"{archive_root}/{ocf.DIGESTS_NAME}", mf.encode(data), mode=PRIVATE_FILE_MODE,
                                    mtime=manifest.created_at.timestamp())
@@ -377,15 +394,27 @@ def _write_archive(
                                 mtime=manifest.created_at.timestamp())
             write_payload_then_tail(partial, payload, digests + head + END_OF_ARCHIVE, level=level, payload_hash=payload_sha256)
         else:
-            head = member_bytes(f"{archive_root}/{mf.MANIFEST_NAME}", mf.encode(data), mode=PRIVATE_FILE_MODE,
+            spooled = _spool_manifest(manifest, ctx.staging / mf.MANIFEST_NAME)
+            member = MemberFile(f"{archive_root}/{mf.MANIFEST_NAME}", spooled, mode=PRIVATE_FILE_MODE,
                                 mtime=manifest.created_at.timestamp())
-            write_joined(partial, head, payload, level=level, payload_sha256=payload_sha256.digest())
+            write_joined(partial, member, payload, level=level, payload_sha256=payload_sha256.digest())
+            spooled.unlink()
+            data = manifest.summary_json()
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
     finally:
         payload.unlink(missing_ok=True)
     return data
+
+
+def _spool_manifest(manifest: Manifest, path: Path) -> Path:
+    """Write the manifest's JSON into a private file of the staging dir, one asset at a time (its text is never
+    held whole: 48 MB for 100,000 files)."""
+    with os.fdopen(create_file(path, PRIVATE_FILE_MODE), "wb", buffering=CHUNK) as out:
+        for piece in manifest.encoded():
+            out.write(piece)
+    return path
 
 
 def _publish(partial: Path, final: Path) -> None:
@@ -467,10 +496,16 @@ def check_complete(plan: AssetPlan, manifest: Manifest, ctx: _Context) -> None:
         raise VerificationError(f"the archive is incomplete, nothing was published: {display_path(problems[0])}{more}")
 
 
-def _planned_manifest(plan: AssetPlan, now: datetime, options: dict[str, Any], layout: _Layout, install_id: str | None) -> dict[str, Any]:
+def _planned_manifest(plan: AssetPlan, now: datetime, options: dict[str, Any], layout: _Layout, install_id: str | None,
+                      dry_run: bool) -> dict[str, Any]:
+    """The manifest a dry run shows; for a real run only its head and totals (what ``backup_runs`` records before the
+    archive is written): the assets are made once, as the archive is written, not a second time here."""
+    if not dry_run:
+        head = Manifest(now, str(plan.state_dir), options, [], list(plan.skipped), install_id=install_id).summary_json()
+        return {**head, "totals": mf.totals_of((e.kind, e.size if e.kind in ("file", "sqlite") else 0) for e in plan.entries)}
     assets = [_base_asset(e, layout) for e in plan.entries]
     for asset, entry in zip(assets, plan.entries):
-        asset.size = entry.st.st_size if entry.kind in ("file", "sqlite") else 0
+        asset.size = entry.size if entry.kind in ("file", "sqlite") else 0
     return Manifest(now, str(plan.state_dir), options, assets, list(plan.skipped), install_id=install_id).to_json()
 
 
@@ -577,7 +612,7 @@ def _create_backup(
     if final.exists():
         raise StatekitError(f"refusing to overwrite existing backup archive {final}")
     run_id = uuid.uuid4().hex
-    result = BackupResult(None, _planned_manifest(plan, now, options, layout, install_id), False, id_warnings + list(plan.warnings),
+    result = BackupResult(None, _planned_manifest(plan, now, options, layout, install_id, dry_run), False, id_warnings + list(plan.warnings),
                           run_id, final, format=fmt)
     if dry_run:
         result.dry_run = True
@@ -661,9 +696,9 @@ def _create_locked(
     ctx = _Context(staging, layout, skipped=list(plan.skipped), plan=plan, env=env)
     try:
         checkpoint("backup-staging")
-        items = [_Item(entry, _base_asset(entry, layout)) for entry in plan.entries]
+        start_phase(progress, "archive", sum(e.size for e in plan.entries if e.kind in ("file", "sqlite")), "bytes")
+        items = _items(plan, layout)
         manifest = Manifest(now, str(plan.state_dir), options, install_id=install_id)
-        start_phase(progress, "archive", sum(e.st.st_size for e in plan.entries if e.kind in ("file", "sqlite")), "bytes")
         result.manifest = _write_archive(written, layout.root, manifest, items, ctx, level, progress)
         result.openclaw_manifest = ctx.openclaw_manifest
         check_complete(plan, manifest, ctx)

@@ -8,9 +8,11 @@ reading the payload. It never holds file contents, so no secret value.
 
 from __future__ import annotations
 
+import codecs
+import io
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -34,11 +36,16 @@ TIMESTAMP_FORMAT = "%Y%m%dT%H%M%SZ"
 
 KINDS = ("sqlite", "file", "dir", "symlink")
 ROLES = ("global", "agent", "sqlite", "config", "credentials", "workspace", "state")
+LINK_SCOPES = ("internal", "external")
+# One str object per enum value, however many assets name it (a parsed manifest of 100,000 assets would otherwise
+# hold 200,000 copies of "file" and "state").
+_SHARED_WORDS = {word: word for word in KINDS + ROLES + LINK_SCOPES}
+READ_CHUNK = 1 << 20
 
 
-@dataclass
+@dataclass(slots=True)
 class Asset:
-    """One archived filesystem entry, exactly as the manifest records it."""
+    """One archived filesystem entry, exactly as the manifest records it (slots: a backup holds one per file)."""
 
     id: str
     kind: str
@@ -55,7 +62,7 @@ class Asset:
     link_scope: str | None = None  # "internal": a tar symlink member; "external": a text member
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        data: dict[str, Any] = {name: getattr(self, name) for name in _ASSET_FIELDS}
         for optional in ("link_target", "link_scope"):
             if data[optional] is None:
                 del data[optional]
@@ -66,8 +73,56 @@ class Asset:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Asset:
-        names = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        values = {k: v for k, v in data.items() if k in _ASSET_FIELD_SET}
+        for name in ("kind", "role", "link_scope"):
+            word = values.get(name)
+            if isinstance(word, str):
+                values[name] = _SHARED_WORDS.get(word, word)
+        if type(values.get("mode")) is int:
+            values["mode"] = shared_mode(values["mode"])
+        return cls(**values)
+
+
+_MODES: dict[int, int] = {}
+
+
+def shared_mode(mode: int) -> int:
+    """One int object per permission value (at most 4,096 of them), however many assets carry it."""
+    return _MODES.setdefault(mode, mode) if 0 <= mode <= 0o7777 else mode
+
+
+_ASSET_FIELDS = tuple(Asset.__dataclass_fields__)
+_ASSET_FIELD_SET = frozenset(_ASSET_FIELDS)
+
+
+class AssetDicts(Sequence[dict[str, Any]]):
+    """The assets of a manifest as the JSON dicts it records, made one at a time on access: ``BackupResult.manifest``
+    of a real backup holds its assets once (as :class:`Asset` records), not a second time as dicts.
+    Compares equal to the list of those dicts; ``encode`` writes it as that list."""
+
+    def __init__(self, assets: list[Asset]) -> None:
+        self.assets = assets
+
+    def __len__(self) -> int:
+        return len(self.assets)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [a.to_json() for a in self.assets[index]]
+        return self.assets[index].to_json()
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (a.to_json() for a in self.assets)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AssetDicts):
+            return self.assets == other.assets
+        return isinstance(other, list) and len(other) == len(self.assets) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"AssetDicts({len(self.assets)} assets)"
 
 
 @dataclass
@@ -103,14 +158,20 @@ class Manifest:
     @classmethod
     def from_json(cls, data: Any) -> Manifest:
         """A manifest from its JSON document; raises :class:`ManifestError` unless it passes the schema."""
+        if isinstance(data, dict) and isinstance(data.get("assets"), AssetDicts):  # a BackupResult.manifest
+            data = {**data, "assets": list(data["assets"])}
         problems = schema_problems(data)
         if problems:
             raise ManifestError(problems)
+        return cls._from_checked(data, [Asset.from_json(a) for a in data["assets"]])
+
+    @classmethod
+    def _from_checked(cls, data: dict[str, Any], assets: list[Asset]) -> Manifest:
         return cls(
             created_at=_parse_iso_utc(data["created_at"]),
             state_dir=data["state_dir"],
             options=dict(data["options"]),
-            assets=[Asset.from_json(a) for a in data["assets"]],
+            assets=assets,
             skipped=[Skipped(s["source_path"], s["reason"]) for s in data["skipped"]],
             statekit_version=data["statekit_version"],
             install_id=data.get("install_id"),
@@ -121,7 +182,32 @@ class Manifest:
     @classmethod
     def parse(cls, raw: bytes) -> Manifest:
         """A manifest from the bytes of ``manifest.json``; ValueError (ManifestError for the schema) with the reasons."""
-        return cls.from_json(decode(raw))
+        return cls.read(io.BytesIO(raw).read)
+
+    @classmethod
+    def read(cls, read: Callable[[int], bytes], known: Callable[[str], Asset | None] | None = None) -> Manifest:
+        """A manifest from a reader of ``manifest.json``'s bytes, parsed and schema-checked one asset at a time: no
+        copy of the whole text, no dict per asset is held (:func:`read_document`); the same checks and errors as
+        :meth:`parse` of the whole. ``known(archive_path)``: an asset the caller already holds (``backup create``
+        verifying what it wrote); one equal to the parsed record is used instead of a second copy."""
+        assets: list[Asset] = []
+        errors = _SchemaErrors()
+        check = _asset_checks()
+
+        def take(value: Any, index: int) -> None:
+            if errors.count or not check.fast(value):
+                errors.add_asset(value, index, check)
+                if errors.count:
+                    return
+            asset = Asset.from_json(value)
+            same = known(asset.archive_path) if known is not None and isinstance(asset.archive_path, str) else None
+            assets.append(same if same is not None and same == asset else asset)
+
+        header = read_document(read, take)
+        errors.add_header(header)
+        if errors.count:
+            raise ManifestError(errors.lines())
+        return cls._from_checked(header, assets)
 
     @property
     def archive_root(self) -> str | None:
@@ -133,19 +219,9 @@ class Manifest:
         return self.declared_created_at if self.declared_created_at is not None else iso_utc(self.created_at)
 
     def totals(self) -> dict[str, int]:
-        counts = {kind: 0 for kind in KINDS}
-        for asset in self.assets:
-            counts[asset.kind] += 1
-        return {
-            "assets": len(self.assets),
-            "bytes": sum(a.size for a in self.assets),
-            "files": counts["file"],
-            "sqlite": counts["sqlite"],
-            "dirs": counts["dir"],
-            "symlinks": counts["symlink"],
-        }
+        return totals_of((a.kind, a.size) for a in self.assets)
 
-    def to_json(self) -> dict[str, Any]:
+    def _head_json(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
             "schema_version": SCHEMA_VERSION,
@@ -154,10 +230,43 @@ class Manifest:
             "state_dir": self.state_dir,
             **({"install_id": self.install_id} if self.install_id is not None else {}),
             "options": dict(self.options),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self._head_json(),
             "assets": [a.to_json() for a in self.assets],
             "skipped": [asdict(s) for s in self.skipped],
             "totals": self.totals(),
         }
+
+    def summary_json(self) -> dict[str, Any]:
+        """:meth:`to_json` with the assets as an :class:`AssetDicts` view of the records (no dict per asset held)."""
+        return {**self._head_json(), "assets": AssetDicts(self.assets), "skipped": [asdict(s) for s in self.skipped],
+                "totals": self.totals()}
+
+    def encoded(self) -> Iterator[bytes]:
+        """The bytes ``encode(self.to_json())`` returns, piece by piece (one asset's JSON at a time), so a manifest of
+        any size is written without its whole text or a dict per asset in memory."""
+        head = json.dumps(self._head_json(), indent=1, ensure_ascii=False)
+        yield json_text_bytes(head[: -len("\n}")] + ',\n "assets": ')
+        yield from _encoded_list(a.to_json() for a in self.assets)
+        yield b',\n "skipped": '
+        yield from _encoded_list(asdict(s) for s in self.skipped)
+        yield b',\n "totals": '
+        yield json_text_bytes(json.dumps(self.totals(), indent=1, ensure_ascii=False).replace("\n", "\n ") + "\n}\n")
+
+
+def totals_of(kinds_and_sizes: Iterable[tuple[str, int]]) -> dict[str, int]:
+    """The manifest's ``totals`` of assets given as (kind, size)."""
+    counts = {kind: 0 for kind in KINDS}
+    assets = size = 0
+    for kind, bytes_ in kinds_and_sizes:
+        counts[kind] += 1
+        assets += 1
+        size += bytes_
+    return {"assets": assets, "bytes": size, "files": counts["file"], "sqlite": counts["sqlite"], "dirs": counts["dir"],
+            "symlinks": counts["symlink"]}
 
 
 def display_path(text: str) -> str:
@@ -216,7 +325,23 @@ def json_text_bytes(text: str) -> bytes:
 
 
 def encode(manifest: dict[str, Any]) -> bytes:
-    return json_text_bytes(json.dumps(manifest, indent=1, ensure_ascii=False, sort_keys=False) + "\n")
+    return json_text_bytes(json.dumps(manifest, indent=1, ensure_ascii=False, sort_keys=False, default=_as_list) + "\n")
+
+
+def _as_list(value: Any) -> Any:
+    if isinstance(value, AssetDicts):
+        return list(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _encoded_list(items: Iterator[Any]) -> Iterator[bytes]:
+    """A list that is a value of the top-level object, as ``json.dumps(..., indent=1)`` writes it, item by item."""
+    first = True
+    for item in items:
+        text = json.dumps(item, indent=1, ensure_ascii=False).replace("\n", "\n  ")
+        yield json_text_bytes(("[\n  " if first else ",\n  ") + text)
+        first = False
+    yield b"[]" if first else b"\n ]"
 
 
 @lru_cache(maxsize=1)
@@ -275,10 +400,18 @@ def decode(raw: bytes) -> dict[str, Any]:
     return data
 
 
+def _path_parts(path: str) -> tuple[str, ...]:
+    """``PurePosixPath(path).parts``; a relative path without empty, ``.`` or trailing components (every archive
+    path a checked manifest holds) split without making a path object."""
+    if path and path[0] != "/" and "//" not in path and path[-1] != "/" and "/./" not in f"/{path}/":
+        return tuple(path.split("/"))
+    return PurePosixPath(path).parts
+
+
 def payload_rel(archive_path: str, root: str) -> tuple[str, str] | None:
     """Split ``<root>/payload/state/<rel>`` → ("state", rel) and
     ``<root>/payload/external/<id>/<rel>`` → (id, rel); None for anything else."""
-    parts = PurePosixPath(archive_path).parts
+    parts = _path_parts(archive_path)
     if len(parts) < 3 or parts[0] != root or parts[1] != "payload":
         return None
     if parts[2] == "state":
@@ -286,3 +419,191 @@ def payload_rel(archive_path: str, root: str) -> tuple[str, str] | None:
     if parts[2] == "external" and len(parts) >= 4:
         return parts[3], "/".join(parts[4:])
     return None
+
+
+# --------------------------------------------------------------------------- reading one asset at a time
+
+_WHITESPACE = " \t\n\r"
+_DECODER = json.JSONDecoder()
+
+
+class _JsonStream:
+    """The text of one JSON document, decoded from a reader of UTF-8 bytes as far as the parse has got: only the
+    value being parsed is held. Errors read as :func:`decode` words them (``not valid UTF-8`` / ``not valid JSON``)."""
+
+    def __init__(self, read: Callable[[int], bytes]) -> None:
+        self._read = read
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("strict")
+        self._bytes_read = 0
+        self._lines = 0  # newlines in the text already dropped
+        self.text = ""
+        self.pos = 0
+        self.eof = False
+
+    def _fill(self, at_least: int = READ_CHUNK) -> bool:
+        """Read at least ``at_least`` more bytes (fewer at the end); False when the document has ended."""
+        if self.eof:
+            return False
+        raw = self._read(at_least)
+        try:
+            more = self._utf8.decode(raw, final=not raw)
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"manifest is not valid UTF-8 ({exc.reason} at byte {self._bytes_read + max(exc.start, 0)})") from None
+        self._bytes_read += len(raw)
+        self.eof = not raw
+        if self.pos:
+            self._lines += self.text.count("\n", 0, self.pos)
+            self.text, self.pos = self.text[self.pos :], 0
+        self.text += more
+        return True
+
+    def fail(self, message: str, pos: int | None = None) -> ValueError:
+        where = self.pos if pos is None else pos
+        line = self._lines + self.text.count("\n", 0, where) + 1
+        return ValueError(f"manifest is not valid JSON (line {line}: {message})")
+
+    def peek(self) -> str:
+        """The next character that is not whitespace ("" at the end), without taking it."""
+        while True:
+            text, pos = self.text, self.pos
+            while pos < len(text) and text[pos] in _WHITESPACE:
+                pos += 1
+            self.pos = pos
+            if pos < len(text) or not self._fill():
+                return text[pos] if pos < len(text) else ""
+
+    def take(self, char: str, message: str) -> None:
+        if self.peek() != char:
+            raise self.fail(message)
+        self.pos += 1
+
+    def value(self) -> Any:
+        """The next JSON value. One that may go on past the text read so far (a number at its end, a string cut off)
+        is parsed again with more: the text read grows geometrically, so a long value costs linear time."""
+        self.peek()
+        while True:
+            try:
+                value, end = _DECODER.raw_decode(self.text, self.pos)
+            except json.JSONDecodeError as exc:
+                if self._fill(max(READ_CHUNK, len(self.text) - self.pos)):
+                    continue
+                raise self.fail(exc.msg, exc.pos) from None
+            except RecursionError:
+                raise ValueError("manifest is nested too deeply to be a statekit manifest") from None
+            if end == len(self.text) and self._fill(max(READ_CHUNK, len(self.text) - self.pos)):
+                continue
+            self.pos = end
+            return value
+
+
+def read_document(read: Callable[[int], bytes], on_asset: Callable[[Any, int], None]) -> dict[str, Any]:
+    """Parse the manifest JSON read from ``read``: the top-level object with every member but the items of an
+    ``assets`` array, each of which is handed to ``on_asset(value, index)`` as it is parsed and not kept (``assets``
+    is ``[]`` in the object returned). Raises ValueError with the reason, as :func:`decode` does; a top-level key
+    given twice is refused (a reader that kept the last one would check one list and restore another)."""
+    stream = _JsonStream(read)
+    if stream.peek() != "{":
+        stream.value()  # not JSON: its error; JSON: not an object
+        if stream.peek():
+            raise stream.fail("Extra data")
+        raise ValueError("manifest is not a JSON object")
+    stream.pos += 1
+    header: dict[str, Any] = {}
+    if stream.peek() == "}":
+        stream.pos += 1
+    else:
+        while True:
+            if stream.peek() != '"':
+                raise stream.fail("Expecting property name enclosed in double quotes")
+            key = stream.value()
+            stream.take(":", "Expecting ':' delimiter")
+            if key in header:
+                raise ValueError(f"manifest is not valid JSON (key {display_path(key)!r} appears twice)")
+            if key == "assets" and stream.peek() == "[":
+                stream.pos += 1
+                _read_items(stream, on_asset)
+                header[key] = []
+            else:
+                header[key] = stream.value()
+            if stream.peek() == "}":
+                stream.pos += 1
+                break
+            stream.take(",", "Expecting ',' delimiter")
+    if stream.peek():
+        raise stream.fail("Extra data")
+    return header
+
+
+def _read_items(stream: _JsonStream, on_item: Callable[[Any, int], None]) -> None:
+    if stream.peek() == "]":
+        stream.pos += 1
+        return
+    index = 0
+    while True:
+        on_item(stream.value(), index)
+        index += 1
+        if stream.peek() == "]":
+            stream.pos += 1
+            return
+        stream.take(",", "Expecting ',' delimiter")
+
+
+@dataclass(frozen=True)
+class _AssetChecks:
+    fast: Callable[[Any], bool]
+    schema: dict[str, Any]
+
+    def errors(self, value: Any) -> Iterator[Any]:
+        return _asset_validator().iter_errors(value)
+
+
+@lru_cache(maxsize=1)
+def _asset_checks() -> _AssetChecks:
+    """The shipped schema's asset definition on its own: each asset is checked as it is parsed (the compiled check
+    first, jsonschema to decide and word what it does not accept), the rest of the document once without them."""
+    whole = schema()
+    own = {"$schema": whole["$schema"], "$id": whole["$id"], "$defs": whole["$defs"], "$ref": "#/$defs/asset"}
+    compiled = compile_check(own)
+    return _AssetChecks(compiled if compiled is not None else (lambda _value: False), own)
+
+
+ERROR_LINES = 5
+_ERRORS_KEPT = 200
+
+
+class _SchemaErrors:
+    """The schema errors of a manifest read one asset at a time, worded as :func:`schema_problems` words them."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._kept: list[tuple[list[Any], str]] = []
+
+    def _add(self, errors: Iterator[Any], prefix: list[Any]) -> None:
+        for error in errors:
+            self.count += 1
+            if len(self._kept) < _ERRORS_KEPT:
+                self._kept.append((prefix + list(error.absolute_path), error.message))
+
+    def add_asset(self, value: Any, index: int, checks: _AssetChecks) -> None:
+        self._add(checks.errors(value), ["assets", index])
+
+    def add_header(self, header: dict[str, Any]) -> None:
+        check = _fast_check()
+        if check is None or not check(header):
+            self._add(_validator().iter_errors(header), [])
+
+    def lines(self) -> list[str]:
+        kept = sorted(self._kept, key=lambda e: [str(p) if isinstance(p, str) else f"{p:020d}" for p in e[0]])
+        lines = [f"manifest fails its schema at {'/'.join(str(p) for p in path) or '(top level)'}: {message[:200]}"
+                 for path, message in kept[:ERROR_LINES]]
+        if self.count > ERROR_LINES:
+            lines.append(f"manifest fails its schema in {self.count - ERROR_LINES} more places")
+        return lines
+
+
+@lru_cache(maxsize=1)
+def _asset_validator() -> jsonschema.protocols.Validator:
+    import jsonschema.validators
+
+    own = _asset_checks().schema
+    return jsonschema.validators.validator_for(own)(own)

@@ -50,7 +50,7 @@ import zstandard
 from statekit.backup import manifest as mf
 from statekit.backup import openclaw_format as ocf
 from statekit.backup import statekit_format as skf
-from statekit.backup.archive import BombError, open_tar_stream, write_all
+from statekit.backup.archive import BombError, members_of, open_tar_stream, write_all
 from statekit.backup.checks import oversized_problem
 from statekit.backup.assets import _root_id, configured_agent_dirs, configured_workspaces, is_within, read_config
 from statekit.backup.assets import credentials_dir as assets_credentials_dir
@@ -179,7 +179,7 @@ def _copy_file(source: Path, dest: Path, step: RestoreStep, progress: Progress) 
         _write_member(handle, dest, step.size, step.sha256, progress)
 
 
-def _finish_file(path: Path, mode: int, mtime: float) -> None:
+def _finish_file(path: Path | str, mode: int, mtime: float) -> None:
     os.chmod(path, mode)
     os.utime(path, (mtime, mtime))
 
@@ -205,7 +205,7 @@ def _iter_payload(archive: Path, compression: str, report: VerifyReport | None =
     limit = report.decompressed_bytes if report is not None and report.decompressed_bytes > 0 else ABSOLUTE_CAP
     try:
         with open_tar_stream(archive, compression, limit) as (tar, counter):
-            for member in tar:
+            for member in members_of(tar):
                 step = (steps or {}).get(_member_key(member))
                 oversized = oversized_problem(member, counter.limit - member.offset_data)
                 if oversized is None and step is not None and member.isreg() and step.kind in ("file", "sqlite") \
@@ -300,6 +300,34 @@ def _write_verified(archive: Path, peeked: skf.Peeked, destinations: Mapping[str
     return report
 
 
+class _StagedFiles(Mapping[str, Path]):
+    """Where the one pass writes each file member (archive path -> its path in the staging dir), made on lookup:
+    no Path per file is held beside the steps."""
+
+    def __init__(self, steps: dict[str, RestoreStep], staged: Callable[[str], str]) -> None:
+        self._steps = steps
+        self._staged = staged
+
+    def __getitem__(self, archive_path: str) -> Path:
+        return Path(self._staged(self._steps[archive_path].destination_text))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._steps)
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+
+def _staging_of(target: Path, staging: Path) -> Callable[[str], str]:
+    """``dest`` (the target or a path below it, as str) -> the same place below ``staging``: string work, no Path per
+    file (destinations are normalised absolute paths, made by joining onto the target)."""
+    top, into = str(target), str(staging)
+    if top == os.sep:
+        return lambda dest: os.path.join(into, os.path.relpath(dest, top))
+    cut = len(top)
+    return lambda dest: into + dest[cut:]
+
+
 def _restore_to_target_verifying(archive: Path, peeked: skf.Peeked, steps: list[RestoreStep], target: Path,
                                  progress: Progress) -> None:
     """Restore into a fresh ``target`` in one pass: every member is written into a private staging dir inside the
@@ -308,35 +336,33 @@ def _restore_to_target_verifying(archive: Path, peeked: skf.Peeked, steps: list[
     made) is removed: nothing is published."""
     created_target = not target.exists()
     created: list[Path] = []
+    top = str(target)
     try:
         _make_dirs(target, created)
         staging = Path(tempfile.mkdtemp(prefix=TARGET_STAGING_PREFIX, dir=target))
-
-        def staged(dest: Path) -> Path:
-            return staging.joinpath(dest.relative_to(target))
-
+        staged = _staging_of(target, staging)
         files = [s for s in steps if s.kind in ("file", "sqlite") and s.copy_from is None]
-        for directory in sorted({staged(s.destination.parent) for s in steps if s.destination != target}
-                                | {staged(s.destination) for s in steps if s.kind == "dir"}, key=lambda d: len(d.parts)):
-            _make_dirs(directory, created)
-        _write_verified(archive, peeked, {s.archive_path: staged(s.destination) for s in files}, progress)
+        parents = {os.path.dirname(staged(s.destination_text)) for s in steps if s.destination_text != top}
+        for directory in sorted(parents | {staged(s.destination_text) for s in steps if s.kind == "dir"}, key=lambda d: d.count(os.sep)):
+            _make_dirs(Path(directory), created)
+        _write_verified(archive, peeked, _StagedFiles({s.archive_path: s for s in files}, staged), progress)
         for step in files:
-            _finish_file(staged(step.destination), step.mode, step.mtime)
+            _finish_file(staged(step.destination_text), step.mode, step.mtime)
         for step in (s for s in steps if s.kind == "symlink"):  # links last, so nothing is ever written through one
-            os.symlink(step.link_target or "", staged(step.destination))
-            os.utime(staged(step.destination), (step.mtime, step.mtime), follow_symlinks=False)
-        dirs = sorted((s for s in steps if s.kind == "dir"), key=lambda s: len(s.destination.parts), reverse=True)
+            os.symlink(step.link_target or "", staged(step.destination_text))
+            os.utime(staged(step.destination_text), (step.mtime, step.mtime), follow_symlinks=False)
+        dirs = sorted((s for s in steps if s.kind == "dir"), key=lambda s: s.destination_text.count(os.sep), reverse=True)
         for step in dirs:
-            if step.destination != target:
-                os.chmod(staged(step.destination), step.mode & 0o7777)
-                os.utime(staged(step.destination), (step.mtime, step.mtime))
-        for directory in {staged(s.destination.parent) for s in steps if s.destination != target}:
-            fsync_dir(directory)
+            if step.destination_text != top:
+                os.chmod(staged(step.destination_text), step.mode & 0o7777)
+                os.utime(staged(step.destination_text), (step.mtime, step.mtime))
+        for directory in parents:
+            fsync_dir(Path(directory))
         for name in sorted(os.listdir(staging)):  # publish: every digest matched
             os.rename(staging / name, target / name)
         os.rmdir(staging)
         for step in dirs:
-            if step.destination == target:
+            if step.destination_text == top:
                 os.chmod(target, step.mode & 0o7777)
                 os.utime(target, (step.mtime, step.mtime))
         fsync_dir(target)
@@ -675,7 +701,8 @@ def restore_archive(
     check_destinations(path, steps, target if target is not None else live_state, external)
     for step in steps:  # nothing is written through a symlinked directory out of the tree it belongs to
         if step.base is not None:
-            ensure_inside(step.destination if step.destination == step.base else step.destination.parent, step.base)
+            dest = step.destination_text
+            ensure_inside(Path(dest if dest == str(step.base) else os.path.dirname(dest)), step.base)
     if target is not None:
         result = RestoreResult(path, report.format, "target", target, steps, dry_run, notes=notes, relocated=relocated)
         if not dry_run and peeked is not None:
@@ -733,7 +760,7 @@ def check_destinations(archive: Path, steps: list[RestoreStep], top: Path, exter
     """Every destination stays below the directory it belongs to (the target, the state dir, or the operator's path
     for an external tree), holds no ``..`` or ``.`` component, and no two steps share one: else the archive fails
     verification (exit 5) and nothing is written."""
-    seen: dict[Path, str] = {}
+    seen: dict[str, str] = {}  # destination (str: a Path per file would be held) -> archive path
     for step in steps:
         dest = step.destination
         base = step.base if step.base is not None else top
@@ -745,12 +772,12 @@ def check_destinations(archive: Path, steps: list[RestoreStep], top: Path, exter
             problem = "has a relative or '..' destination"
         elif not is_inside(dest, base):
             problem = f"would be written outside {base}"
-        elif dest in seen:
-            problem = f"has the same destination as {seen[dest]}"
+        elif step.destination_text in seen:
+            problem = f"has the same destination as {seen[step.destination_text]}"
         if problem:
             raise VerificationError(f"{archive}: archive failed verification, nothing was restored: member "
                                     f"{display_path(step.archive_path)} {problem} ({display_path(str(dest))})")
-        seen[dest] = step.archive_path
+        seen[step.destination_text] = step.archive_path
 
 
 def _live_state_dir(report: VerifyReport, state_dir: Path | None) -> Path:

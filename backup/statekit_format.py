@@ -24,7 +24,7 @@ from typing import BinaryIO
 import zstandard
 
 from statekit.backup import manifest as mf
-from statekit.backup.archive import ZSTD_MAGIC, BombError, copy_member, open_tar_stream, tar_over_stream, write_all
+from statekit.backup.archive import ZSTD_MAGIC, BombError, copy_member, members_of, open_tar_stream, tar_over_stream, write_all
 from statekit.backup.checks import (
     ABSOLUTE_CAP, BLOCK, BOUND_SLACK, MANIFEST_MAX, MemberSink, Scratch, VerifyReport, beneath_symlink, link_escapes,
     member_path_problem, member_type_problem, oversized_problem, padded, tar_archive_size, tar_member_size,
@@ -136,7 +136,7 @@ def _db_problem(asset: mf.Asset, facts: DbFacts) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Written:
     """What ``backup create`` established about a member's bytes as it wrote them: their SHA-256 (taken over exactly
     the bytes handed to the tar writer) and, for a database, the facts of the ``integrity_check`` its snapshot
@@ -147,6 +147,7 @@ class Written:
 
     sha256: str
     facts: DbFacts | None = None
+    asset: mf.Asset | None = None  # the record create wrote: the equal record read back from the manifest is this one (held once)
 
 
 class WriteFailed(Exception):
@@ -317,10 +318,10 @@ def _read_members(report: VerifyReport, forward: ForwardPass, scratch: Scratch, 
     links: set[str] = set()
     try:
         with tar_over_stream(forward, "zstd", min(MANIFEST_MAX + (64 << 10), max_bytes)) as (tar, counter):
-            for member in tar:
+            for member in members_of(tar):
                 report.entries += 1
                 if state.root is None:
-                    state.root = _read_manifest(report, tar, member, extract)
+                    state.root = _read_manifest(report, tar, member, extract, written)
                     if state.root is None:
                         return
                     assert report.manifest is not None  # _read_manifest returns a root only with the manifest read
@@ -351,7 +352,8 @@ def _read_members(report: VerifyReport, forward: ForwardPass, scratch: Scratch, 
     state.complete = True
 
 
-def _read_manifest(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.TarInfo, extract: Extract | None = None) -> str | None:
+def _read_manifest(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.TarInfo, extract: Extract | None = None,
+                   written: Mapping[str, Written] | None = None) -> str | None:
     parts = member.name.split("/")
     if len(parts) != 2 or parts[1] != mf.MANIFEST_NAME or not member.isreg():
         report.problems.append(f"first member is {member.name!r}, expected <root>/{mf.MANIFEST_NAME}")
@@ -364,16 +366,26 @@ def _read_manifest(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.T
         report.problems.append(f"manifest is {member.size} bytes, larger than the {MANIFEST_MAX} byte limit")
         return None
     handle = tar.extractfile(member)
-    raw = handle.read() if handle is not None else b""
+    digest = hashlib.sha256()
+
+    def read(n: int) -> bytes:  # the member's bytes as the parse asks for them, hashed on the way: never held whole
+        block = handle.read(n) if handle is not None else b""
+        digest.update(block)
+        return block
+
     if extract is not None:
-        if hashlib.sha256(raw).hexdigest() != extract.manifest_sha256:
+        while read(CHUNK):
+            pass
+        if digest.hexdigest() != extract.manifest_sha256:
             report.problems.append("the archive changed after its manifest was read for the restore plan (its manifest differs now)")
             return None
         report.manifest = extract.manifest  # the same bytes, parsed and schema-checked when the restore was planned
         return parts[0]
     try:
-        report.manifest = mf.Manifest.parse(raw)
-        report.manifest_sha256 = hashlib.sha256(raw).hexdigest()
+        report.manifest = mf.Manifest.read(read, _known_records(written))
+        while read(CHUNK):  # the parse stops at the end of the document: hash the whole member
+            pass
+        report.manifest_sha256 = digest.hexdigest()
     except mf.ManifestError as exc:
         report.problems.extend(exc.problems)
         return None
@@ -381,6 +393,18 @@ def _read_manifest(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.T
         report.problems.append(str(exc))
         return None
     return parts[0]
+
+
+def _known_records(written: Mapping[str, Written] | None) -> Callable[[str], mf.Asset | None] | None:
+    """The records ``backup create`` holds for what it wrote, by archive path (its verify pass reads them back)."""
+    if not written:
+        return None
+
+    def known(archive_path: str) -> mf.Asset | None:
+        record = written.get(archive_path)
+        return record.asset if record is not None else None
+
+    return known
 
 
 def _check_member(
@@ -400,10 +424,12 @@ def _check_member(
     if problem:
         report.problems.append(problem)
         return
-    if name in seen:
+    asset = declared.get(name)
+    key = asset.archive_path if asset is not None else name  # the manifest's str: a member's own name is not kept
+    if key in seen:
         report.problems.append(f"duplicate member {name}")
         return
-    seen.add(name)
+    seen.add(key)
     under = beneath_symlink(name, links)
     if under:
         report.problems.append(f"member {name} is nested beneath the symlink {under}")
@@ -418,7 +444,6 @@ def _check_member(
         if link_escapes(name, member.linkname, root):
             report.problems.append(f"symlink {name} points outside the archive root ({member.linkname})")
             return
-    asset = declared.get(name)
     if asset is None:
         report.problems.append(f"member {name} is not declared in the manifest")
         return
@@ -501,14 +526,13 @@ def restore_steps(
         root_id, rel = where
         rel_parts = PurePosixPath(rel).parts
         base: Path | None
+        aside = "/".join(p for p in ("state" if root_id == "state" else "external", "" if root_id == "state" else root_id, rel) if p)
         if root_id == "state":
             base = target if target is not None else state_dir
             destination = base.joinpath(*rel_parts)
-            aside = "/".join(("state", rel)) if rel else "state"
         elif target is not None:
             base = target.joinpath(".statekit", "external", root_id)
             destination = base.joinpath(*rel_parts)
-            aside = "/".join(p for p in ("external", root_id, rel) if p)
         elif external is not None and root_id in external:
             # base None: the missing directories up to the operator's path are created (no tree of ours to guard)
             base = None
@@ -516,7 +540,6 @@ def restore_steps(
                 destination = external[root_id]
             else:
                 destination = external[root_id].joinpath(*rel_parts)
-            aside = "/".join(p for p in ("external", root_id, rel) if p)
         else:
             if left_out is not None:
                 left_out.append({"archive_path": asset.archive_path, "kind": asset.kind, "asset": root_id,
@@ -535,7 +558,7 @@ def restore_steps(
                 size=asset.size,
                 link_target=asset.link_target,
                 link_scope=asset.link_scope,
-                aside_rel=aside,
+                aside_rel=None if aside == asset.archive_path.split("/payload/", 1)[-1] else aside,  # derived, not held twice
                 base=base,
                 external_root=None if root_id == "state" else root_id,
             )

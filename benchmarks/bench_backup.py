@@ -29,6 +29,14 @@ each build's create and restore run once unmeasured first), as an installed stat
 to the floor and to before:
 
         .venv/bin/python benchmarks/bench_backup.py --before /work/main/.venv/bin/python --rounds 3 [--size-mb 300]
+
+Memory mode (``--memory-files N``): generates N transcripts of 5 KB in two agents' session dirs (the shape of an old
+install of many small files; ``--state-dir`` instead measures copies of those trees), then runs ``backup create``
+(with its verify), ``backup verify``, ``backup restore --dry-run`` and ``backup restore --target`` once per
+interpreter (``--before`` when given, then ``--after``) and prints each one's peak RSS (``ru_maxrss`` of the fresh
+child: this small process forks it, so the figure is the child's own), CPU and wall:
+
+        .venv/bin/python benchmarks/bench_backup.py --memory-files 100000 --before /work/main/.venv/bin/python
 """
 
 from __future__ import annotations
@@ -404,6 +412,54 @@ def report_cpu(results: dict[str, list[tuple[float, float]]]) -> list[str]:
     return lines
 
 
+def generate_small(state: Path, files: int, size: int = 5 * 1024, seed: int = 7) -> None:
+    """``files`` JSONL transcripts of ``size`` bytes, alternating between two agents' session dirs."""
+    rng = random.Random(seed)
+    for agent in ("main", "work"):
+        (state / "agents" / agent / "sessions").mkdir(parents=True, exist_ok=True)
+    for n in range(files):
+        line = json.dumps({"type": "message", "id": f"m{n}", "message": {"role": "user", "content": _text(rng, 30)}}) + "\n"
+        body = (line * (size // len(line) + 1))[:size - 1] + "\n"
+        (state / "agents" / ("main", "work")[n % 2] / "sessions" / f"s-{n:06d}.jsonl").write_text(body, encoding="utf-8")
+
+
+def _memory_child(cmd: list[str]) -> dict[str, float]:
+    """Peak RSS (MB), CPU (user+sys, s) and wall (s) of one fresh child process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=_env(None), stdout=subprocess.DEVNULL, cwd="/")
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(map(str, cmd[:7]))} exited {os.waitstatus_to_exitcode(status)}")
+    return {"rss_mb": round(usage.ru_maxrss / 1024, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+            "wall_s": round(time.perf_counter() - start, 1)}
+
+
+def bench_memory(state: Path, work: Path, interpreters: list[tuple[str, str]]) -> dict[str, dict[str, dict[str, float]]]:
+    """create (with verify), verify, restore --dry-run, restore --target of ``state`` with each interpreter, once."""
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    for name, python in interpreters:
+        out, dry, restored = work / f"out-{name}", work / f"dry-{name}", work / f"restored-{name}"
+        row = results[name] = {}
+        row["create"] = _memory_child([python, "-m", "statekit", "backup", "create", "--state-dir", str(state), "--output", str(out),
+                                       "--no-progress", "--quiet"])
+        archive = max(out.glob("*.tar.zst"))
+        row["verify"] = _memory_child([python, "-m", "statekit", "backup", "verify", str(archive), "--no-progress", "--quiet"])
+        row["restore --dry-run"] = _memory_child([python, "-m", "statekit", "backup", "restore", str(archive), "--target", str(dry),
+                                                  "--dry-run", "--no-progress", "--quiet"])
+        row["restore --target"] = _memory_child([python, "-m", "statekit", "backup", "restore", str(archive), "--target",
+                                                 str(restored), "--yes", "--no-progress", "--quiet"])
+        shutil.rmtree(restored, ignore_errors=True)
+        shutil.rmtree(out, ignore_errors=True)
+    return results
+
+
+def report_memory(results: dict[str, dict[str, dict[str, float]]]) -> list[str]:
+    lines = [f"{'build':<8} {'command':<20} {'peak RSS MB':>12} {'CPU s':>8} {'wall s':>8}"]
+    for name, rows in results.items():
+        lines += [f"{name:<8} {op:<20} {m['rss_mb']:>12.1f} {m['cpu_s']:>8.2f} {m['wall_s']:>8.1f}" for op, m in rows.items()]
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size-mb", type=int, default=300)
@@ -416,11 +472,19 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None, help="write the measurements here")
     parser.add_argument("--before", default=None, help="CPU mode: the interpreter of the statekit to compare with")
     parser.add_argument("--after", default=sys.executable, help="CPU mode: the interpreter of the statekit measured")
+    parser.add_argument("--memory-files", type=int, default=None,
+                        help="memory mode: peak RSS of create/verify/restore of N generated 5 KB files (or of --state-dir)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-backup-", dir=args.workdir))
     trees: list[tuple[str, Path]] = []
     try:
-        if not args.state_dir or args.generate:
+        if args.memory_files is not None and not args.state_dir:
+            state = work / "small" / "home" / ".openclaw"
+            t0 = time.perf_counter()
+            generate_small(state, args.memory_files)
+            print(f"generated {args.memory_files} files of 5 KB in {time.perf_counter() - t0:.1f}s", flush=True)
+            trees.append((f"{args.memory_files} small files", state))
+        elif not args.state_dir or args.generate:
             state = work / "generated" / "home" / ".openclaw"
             t0 = time.perf_counter()
             counts = generate(state, args.size_mb)
@@ -435,6 +499,14 @@ def main() -> int:
             tree_bytes = sum(p.stat().st_size for p in state.rglob("*") if p.is_file() and not p.is_symlink())
             scratch = state.parent.parent / "bench"
             scratch.mkdir()
+            if args.memory_files is not None:
+                print(f"cpus: {os.cpu_count()}, load average at the start: {os.getloadavg()[0]:.2f}", flush=True)
+                interpreters = ([("before", args.before)] if args.before else []) + [("after", args.after)]
+                memory = bench_memory(state, scratch, interpreters)
+                print(f"== {label} ({tree_bytes / 1e6:.1f} MB)")
+                print("\n".join(report_memory(memory)), flush=True)
+                results[label] = {"tree_bytes": tree_bytes, "memory": memory}
+                continue
             if args.before is not None:
                 print(f"cpus: {os.cpu_count()}, load average at the start: {os.getloadavg()[0]:.2f}", flush=True)
                 cpu = bench_cpu(state, scratch, args.rounds, args.before, args.after)

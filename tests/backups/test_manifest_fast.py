@@ -13,9 +13,11 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
 from statekit.backup import manifest as manifest_module
 from statekit.backup.create import create_backup
-from statekit.backup.manifest import schema_problems
+from statekit.backup.manifest import Manifest, ManifestError, encode, schema_problems
 
 ODD_VALUES: list[Any] = [None, True, False, 0, 1, -1, 1.5, 2**70, "", "x", "../escape", "/abs", [], {}, ["x"], {"k": 1}]
 
@@ -73,8 +75,13 @@ def _fast_accepts(document: Any) -> bool:
     return check(document)
 
 
+def _document(result_manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest as a reader gets it back: a plain JSON document (``BackupResult.manifest`` holds its assets as a view)."""
+    return manifest_module.decode(encode(result_manifest))
+
+
 def test_the_fast_check_never_accepts_what_jsonschema_rejects(state_tree, tmp_path) -> None:
-    document = _small(create_backup(state_tree.root, tmp_path / "out", record=False).manifest)
+    document = _small(_document(create_backup(state_tree.root, tmp_path / "out", record=False).manifest))
     assert _fast_accepts(document) and _jsonschema_accepts(document)
     tried = rejected = 0
     for mutant in _mutants(document):
@@ -88,10 +95,31 @@ def test_the_fast_check_never_accepts_what_jsonschema_rejects(state_tree, tmp_pa
 
 
 def test_a_manifest_the_fast_check_accepts_needs_no_jsonschema(state_tree, tmp_path, monkeypatch) -> None:
-    document = create_backup(state_tree.root, tmp_path / "out", record=False).manifest
+    document = _document(create_backup(state_tree.root, tmp_path / "out", record=False).manifest)
 
     def refuse() -> None:
         raise AssertionError("jsonschema ran on a manifest the fast check accepts")
 
     monkeypatch.setattr(manifest_module, "_validator", refuse)
+    monkeypatch.setattr(manifest_module, "_asset_validator", refuse)
     assert schema_problems(document) == []
+    assert Manifest.parse(encode(document)).to_json() == document  # read one asset at a time: the compiled checks alone
+
+
+def test_reading_one_asset_at_a_time_accepts_exactly_what_the_schema_accepts(state_tree, tmp_path) -> None:
+    """``Manifest.parse`` checks each asset on its own and the rest of the document once: every mutant of every
+    field is refused by it exactly when jsonschema refuses the whole document, with jsonschema's reasons."""
+    document = _small(_document(create_backup(state_tree.root, tmp_path / "out", record=False).manifest))
+    tried = 0
+    for mutant in _mutants(document):
+        tried += 1
+        whole = schema_problems(mutant)
+        if whole:
+            with pytest.raises(ManifestError) as caught:
+                Manifest.parse(encode(mutant))
+            assert caught.value.problems[0].startswith("manifest fails its schema at "), caught.value.problems
+            assert {line.split(": ", 1)[0] for line in caught.value.problems} <= {line.split(": ", 1)[0] for line in whole} | {
+                line.split(": ", 1)[0] for line in caught.value.problems if "more places" in line}
+        else:
+            assert Manifest.parse(encode(mutant)).to_json()["assets"] == mutant["assets"]
+    assert tried > 1000

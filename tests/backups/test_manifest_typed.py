@@ -77,3 +77,15 @@ def test_the_shipped_manifest_schema_is_a_valid_schema() -> None:
     broken = {**schema(), "type": 17}
     with pytest.raises(jsonschema.exceptions.SchemaError):
         cls.check_schema(broken)
+
+
+def test_the_manifest_written_one_asset_at_a_time_is_the_bytes_encode_gives(state_tree, tmp_path: Path) -> None:
+    """create writes the manifest piece by piece (Manifest.encoded): the same bytes as the whole document encoded at
+    once, so archives from before and after read the same; a name that is not UTF-8 is kept as its JSON escape."""
+    (state_tree.root / "notes-\udcff.txt").write_bytes(b"x")  # surrogateescape: the byte 0xff in a file name
+    result = create_backup(state_tree.root, tmp_path / "out", record=False)
+    manifest = Manifest.parse(encode(result.manifest))
+    assert b"".join(manifest.encoded()) == encode(manifest.to_json()) == encode(result.manifest)
+    assert b"\\udcff" in encode(result.manifest)
+    empty = Manifest(manifest.created_at, manifest.state_dir, manifest.options)
+    assert b"".join(empty.encoded()) == encode(empty.to_json())

@@ -1,0 +1,83 @@
+"""Memory per file of backup create (with its verify pass), verify and restore: a state dir of 100,000 small files
+must back up and restore in under 200 MB, so what each of them holds per archived file is bounded here.
+
+Measured in a fresh interpreter (what earlier tests left is not counted), as the difference between the traced peaks
+of two trees of 200 and 1,200 small files, over the 1,000 files between: object sizes, not the machine or the load.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import make_state
+
+SMALL, BIG = 200, 1200
+
+
+def install(tmp_path: Path, files: int) -> Path:
+    """``files`` small transcripts in two agents' session dirs (the shape of an old install of many small files)."""
+    return make_state(tmp_path, {f"agents/{('main', 'work')[n % 2]}/sessions/s-{n:06d}.jsonl": f'{{"n": {n}}}\n' for n in range(files)})
+
+
+MEASURE = """
+import gc, json, shutil, sys, tracemalloc
+from pathlib import Path
+from statekit.backup.create import create_backup
+from statekit.backup.restore import restore_archive
+from statekit.backup.verify import verify_archive
+
+def peak(call):
+    gc.collect()
+    tracemalloc.reset_peak()
+    start = tracemalloc.get_traced_memory()[0]
+    result = call()
+    return result, tracemalloc.get_traced_memory()[1] - start
+
+def measure(state, work):
+    out = {}
+    created, out["create"] = peak(lambda: create_backup(state, work / "out", record=False))
+    archive = created.archive_path
+    del created
+    report, out["verify"] = peak(lambda: verify_archive(archive))
+    assert report.ok, report.problems
+    del report
+    _, out["restore_dry_run"] = peak(lambda: restore_archive(archive, target=work / "dry", dry_run=True))
+    _, out["restore_target"] = peak(lambda: restore_archive(archive, target=work / "restored"))
+    shutil.rmtree(work / "restored")
+    return out
+
+warm, *pairs = sys.argv[1:]
+tracemalloc.start()
+measure(Path(warm), Path(warm).parent / "warm-work")  # imports, compiled schema checks and caches before measuring
+results = [measure(Path(state), Path(work)) for state, work in zip(pairs[::2], pairs[1::2])]
+print(json.dumps(results))
+"""
+
+
+def peaks(tmp_path: Path) -> tuple[dict[str, int], dict[str, int]]:
+    warm = install(tmp_path / "warm", 5)
+    small, big = install(tmp_path / "small", SMALL), install(tmp_path / "big", BIG)
+    argv = [str(warm), str(small), str(tmp_path / "small-work"), str(big), str(tmp_path / "big-work")]
+    out = subprocess.run([sys.executable, "-c", MEASURE, *argv], capture_output=True, text=True, check=True).stdout
+    first, second = json.loads(out)
+    return first, second
+
+
+# Bytes per file, at most (CPython 3.11 object sizes). 4ab327b: create 6,178, verify and restore --dry-run 1,486,
+# restore --target 2,584. This branch: 1,227, 1,070, 1,070, 1,925.
+BOUNDS = {"create": 2000, "verify": 1300, "restore_dry_run": 1300, "restore_target": 2250}
+
+
+def test_create_verify_and_restore_hold_one_compact_record_per_small_file(tmp_path: Path) -> None:
+    """Before (4ab327b) create's peak grew by ~6 KB per file: an Entry with a Path and an ``os.stat_result``, an Asset
+    with a ``__dict__``, the planned manifest and the manifest as dicts, its JSON text three times, verify's
+    ``json.loads`` of it beside typed copies, tarfile's list of every TarInfo; verify and restore held the parsed
+    manifest twice over and a dataclass with a Path per restore step. Now the manifest is written and read one asset
+    at a time and each file costs one compact record (and a restore one compact step)."""
+    small, big = peaks(tmp_path)
+    per_file = {op: (big[op] - small[op]) / (BIG - SMALL) for op in small}
+    over = {op: round(value) for op, value in per_file.items() if value >= BOUNDS[op]}
+    assert not over, f"bytes per file over {BOUNDS}: {over}"
