@@ -300,6 +300,7 @@ class Migration:
         self.global_conn, _ = open_global(self.state_dir, self.report.warnings)
         if backup_result is not None:
             self._record_backup(backup_result)
+            backup_result = None  # its asset records (~650 bytes a file) are not held through the imports
         for stale in close_interrupted_runs(self.global_conn, now_ms()):
             self.report.notices.append(interrupted_run_notice(stale))
         open_run(self.global_conn, self.run_id, self.report.started_at, {"kind": "legacy-state", "state_dir": str(self.state_dir)})
