@@ -100,6 +100,19 @@ class SinkFile:
             self._fd = -1
 
 
+# The job each zstd worker compresses at a time. zstd's own choice at level 3 (four times its 2 MiB window, and
+# the window again as overlap) held ~40 MB of buffers over two workers, whatever the archive's size; 1 MiB jobs
+# hold ~8 MB, compress as fast and lose ~2 % of the ratio (a 391 MB agent database: 17.9 -> 18.2 MB).
+ZSTD_JOB_BYTES = 1 << 20
+
+
+def zstd_parameters(level: int, threads: int) -> zstandard.ZstdCompressionParameters:
+    """Level ``level`` with a frame checksum; with worker threads (``threads`` != 0), jobs of ``ZSTD_JOB_BYTES``."""
+    if threads == 0:
+        return zstandard.ZstdCompressionParameters.from_level(level, write_checksum=True)
+    return zstandard.ZstdCompressionParameters.from_level(level, threads=threads, job_size=ZSTD_JOB_BYTES, write_checksum=True)
+
+
 class ArchiveWriter:
     """Append tar members to a new ``.tar.zst`` file (``.tar.gz`` with ``compression="gzip"``); :meth:`finish` fsyncs it."""
 
@@ -113,7 +126,7 @@ class ArchiveWriter:
                 self._zstd: gzip.GzipFile | zstandard.ZstdCompressionWriter = gzip.GzipFile(
                     filename="", mode="wb", fileobj=self.sink, compresslevel=level, mtime=0)
             else:
-                self._compressor = zstandard.ZstdCompressor(level=level, threads=threads, write_checksum=True)
+                self._compressor = zstandard.ZstdCompressor(compression_params=zstd_parameters(level, threads))
                 self._zstd = self._compressor.stream_writer(cast(IO[bytes], self.sink), closefd=False, write_size=CHUNK)
             # Plain "w" mode over a tell()-able writer: tarfile writes headers and data straight
             # through (its "w|" stream buffer re-copies its whole buffer on every small write).

@@ -366,7 +366,8 @@ def walk_root(root: Root, excluded: list[Path], special: Mapping[str, list[Path]
             raise StatekitError(f"{directory}: cannot read directory ({exc.strerror}); nothing was archived") from None
         subdirs: list[tuple[Path, str]] = []
         snapshotted = _snapshotted_names(directory, children)
-        for child in children:
+        for index, child in enumerate(children):
+            children[index] = None  # type: ignore[call-overload]  # each DirEntry (its cached stat) let go of once handled
             path = Path(child.path)
             rel = f"{rel_dir}/{child.name}" if rel_dir else child.name
             try:
