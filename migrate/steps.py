@@ -38,6 +38,7 @@ from statekit.migrate.config_aliases import ConfigRewrite, rebase_paths, render,
 from statekit.migrate.receipts import receipt_row, source_key, write_receipts
 from statekit.migrate.relocate import marker_path, read_marker, relocation_steps
 from statekit.migrate.retire import retired_path
+from statekit.seams import checkpoint
 from statekit.states import ReceiptStatus
 from statekit.db import BUSY_TIMEOUT_MS, SQLiteError, connect, immediate
 from statekit.errors import SourceError
@@ -261,9 +262,11 @@ def apply_config_step(step: dict[str, Any], state_dir: Path, run_id: str, report
     atomic_write_bytes(retired, data, PRIVATE_FILE_MODE)
     st = config.stat()
     os.utime(retired, ns=(st.st_atime_ns, st.st_mtime_ns))
+    checkpoint("config-retired")
     # 2. the new file, atomically (0600)
     dest = state_dir / target
     atomic_write_bytes(dest, new_bytes, PRIVATE_FILE_MODE)
+    checkpoint("config-written")
     # 3. a legacy name goes away once openclaw.json holds its content
     if renamed:
         config.unlink()
@@ -298,6 +301,7 @@ def _record_config_receipt(
                     "retired_to": relative_posix(retired, state_dir), "changes": changes,
                 },
             )])
+        checkpoint("config-recorded")
     except SQLiteError as exc:
         report.warnings.append(f"config receipt not recorded ({exc}); the old config is at {relative_posix(retired, state_dir)}")
     finally:
