@@ -187,6 +187,7 @@ def test_a_run_killed_in_the_config_rewrite_converges(tmp_path: Path, point: str
     assert not h.lost_sources(state, originals, require_receipt=True)
     assert not h.leftovers(state)
     assert "interrupted" in h.run_statuses(state)
+    h.record_crash("migrate", True, [])
 
 
 # --------------------------------------------------------------------------- the full set (-m slow)
