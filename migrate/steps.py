@@ -17,10 +17,13 @@ the ones marked ``apply`` at the end of a ``migrate`` run:
     aliases (:mod:`migrate.config_aliases`) and rebases paths under a
     relocated root, then makes it valid for OpenClaw 2026.9.6
     (:mod:`migrate.config_openclaw96`: retired keys, retired enum values, the
-    multi-agent default marker). Only when something changes: the old file is copied
+    multi-agent default marker). Only when something changes: a
+    ``migration_sources`` receipt (kind ``config``, committed first: the rerun
+    of a run killed before the new file was written redoes the step under it,
+    keeping the copy already made) lets ``statekit recover`` put the old file
+    back; the old file is copied
     byte-exact to ``.statekit/migrated/<run_id>/<its name>``, the new one is
-    written atomically (0600), and a ``migration_sources`` receipt (kind
-    ``config``) lets ``statekit recover`` put the old file back. A config
+    written atomically (0600). A config
     that does not parse, or that 9.6 would still refuse for a key statekit
     cannot rewrite (status ``refused``), is reported (a run warning, exit 3)
     and left byte-identical: never half-rewritten.
@@ -28,9 +31,11 @@ the ones marked ``apply`` at the end of a ``migrate`` run:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from statekit.documents import parse_json5_document
@@ -38,10 +43,11 @@ from statekit.migrate.config_aliases import ConfigRewrite, rebase_paths, render,
 from statekit.migrate.receipts import receipt_row, source_key, write_receipts
 from statekit.migrate.relocate import marker_path, read_marker, relocation_steps
 from statekit.migrate.retire import retired_path
+from statekit.seams import checkpoint
 from statekit.states import ReceiptStatus
-from statekit.db import BUSY_TIMEOUT_MS, SQLiteError, connect, immediate
+from statekit.db import BUSY_TIMEOUT_MS, Connection, SQLiteError, connect, immediate
 from statekit.errors import SourceError
-from statekit.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, ensure_private_dir, fsync_dir, read_regular_file, sha256_bytes
+from statekit.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, ensure_private_dir, fsync_dir, open_regular_file, read_regular_file, sha256_bytes
 from statekit.layout import (
     CANONICAL_DIR_NAME,
     CONFIG_NAME,
@@ -49,6 +55,7 @@ from statekit.layout import (
     LEGACY_DIR_NAMES,
     ResolvedStateDir,
     global_db_path,
+    migrated_dir,
     relative_posix,
 )
 
@@ -255,33 +262,41 @@ def apply_config_step(step: dict[str, Any], state_dir: Path, run_id: str, report
     if not rewrite.changed and not renamed:
         return
     new_bytes = render(rewrite.document) if rewrite.changed else data
-    # 1. byte-exact copy of the old file in the run's retired folder
-    retired = retired_path(state_dir, run_id, rel)
-    ensure_private_dir(retired.parent)
-    atomic_write_bytes(retired, data, PRIVATE_FILE_MODE)
     st = config.stat()
+    changes = ([f"renamed {rel} → {target}"] if renamed else []) + rewrite.changes
+    # 1. the receipt, before anything changes: a run killed after it leaves the same file (same bytes, same mtime: the
+    #    same key) still to rewrite, and the rerun does the step again under that receipt, or finds it done. (Written
+    #    after the new file, a kill in between lost it: the rerun found the config rewritten, with nothing to record.)
+    retired, made = _record_config_receipt(state_dir, run_id, rel, target, data, new_bytes, st.st_mtime_ns // 1_000_000, changes, report)
+    # 2. byte-exact copy of the old file in the run's retired folder (kept as it is when a killed run made it)
+    if not made:
+        ensure_private_dir(retired.parent)
+        atomic_write_bytes(retired, data, PRIVATE_FILE_MODE)
     os.utime(retired, ns=(st.st_atime_ns, st.st_mtime_ns))
-    # 2. the new file, atomically (0600)
+    checkpoint("config-retired")
+    # 3. the new file, atomically (0600)
     dest = state_dir / target
     atomic_write_bytes(dest, new_bytes, PRIVATE_FILE_MODE)
-    # 3. a legacy name goes away once openclaw.json holds its content
+    checkpoint("config-written")
+    # 4. a legacy name goes away once openclaw.json holds its content
     if renamed:
         config.unlink()
         fsync_dir(config.parent)
-    changes = ([f"renamed {rel} → {target}"] if renamed else []) + rewrite.changes
     for line in changes:
         report.changes.append(f"config: {line}")
     report.notices.extend(f"config: {note}" for note in rewrite.notes)
-    _record_config_receipt(state_dir, run_id, rel, target, data, new_bytes, st.st_mtime_ns // 1_000_000, retired, changes, report)
 
 
 def _record_config_receipt(
-    state_dir: Path, run_id: str, rel: str, target: str, old: bytes, new: bytes, mtime_ms: int, retired: Path,
-    changes: list[str], report: Any,
-) -> None:
+    state_dir: Path, run_id: str, rel: str, target: str, old: bytes, new: bytes, mtime_ms: int, changes: list[str], report: Any,
+) -> tuple[Path, bool]:
+    """Record the rewrite of the config ``old`` (committed before the file is touched); returns where its old bytes are
+    kept and whether they are there already: the copy a killed run made for this same key, else this run's retired path."""
+    retired = retired_path(state_dir, run_id, rel)
     path = global_db_path(state_dir)
     if not path.is_file():
-        return
+        return retired, False
+    made = False
     conn = connect(path)
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -289,6 +304,8 @@ def _record_config_receipt(
         sha = sha256_bytes(old)
         key = source_key(CONFIG_KIND, rel, (), sha, len(old), mtime_ms, None)
         with immediate(conn):
+            earlier = _earlier_copy(conn, state_dir, migrated_dir(state_dir, run_id).parent, key, sha)
+            retired, made = (earlier, True) if earlier is not None else (retired, False)
             write_receipts(conn, [receipt_row(
                 key=key, rel=rel, target_tables=(), sha256=sha, size=len(old), record_count=None, run_id=run_id,
                 status=ReceiptStatus.COMPLETED, now_ms=int(time.time() * 1000), removed_source=True,
@@ -298,10 +315,31 @@ def _record_config_receipt(
                     "retired_to": relative_posix(retired, state_dir), "changes": changes,
                 },
             )])
+        checkpoint("config-recorded")
     except SQLiteError as exc:
         report.warnings.append(f"config receipt not recorded ({exc}); the old config is at {relative_posix(retired, state_dir)}")
     finally:
         conn.close()
+    return retired, made
+
+
+def _earlier_copy(conn: Connection, state_dir: Path, migrated: Path, key: str, sha: str) -> Path | None:
+    """The retired copy the ``completed`` receipt ``key`` names, when it holds the bytes ``sha`` (a run killed in the
+    step after its receipt made it; killed before: None), under ``migrated`` (``.statekit/migrated``), not a link."""
+    row = conn.execute("SELECT report_json FROM migration_sources WHERE source_key = ? AND status = ?", (key, ReceiptStatus.COMPLETED)).fetchone()
+    try:
+        kept = json.loads(row[0]).get("retired_to") if row and row[0] else None
+    except (ValueError, RecursionError, AttributeError):
+        return None
+    parts = PurePosixPath(kept).parts if isinstance(kept, str) else ()
+    copy = state_dir.joinpath(*parts)
+    if ".." in parts or copy == migrated or not copy.is_relative_to(migrated):
+        return None
+    try:
+        with open_regular_file(copy) as handle:
+            return copy if hashlib.file_digest(handle, "sha256").hexdigest() == sha else None
+    except OSError:
+        return None
 
 
 __all__ = ["plan_steps", "apply_steps", "config_step", "compute_config", "config_warnings"]

@@ -155,6 +155,41 @@ def test_interrupted_retirement_of_the_last_source_is_finished(tmp_path: Path, p
     assert again.returncode == 0 and "Nothing to migrate" in again.stdout, again
 
 
+CONFIG_POINTS = ("config-retired", "config-written", "config-recorded")
+
+
+def _config_world(base: Path) -> Path:
+    """A source and a config the run rewrites for OpenClaw 2026.9.6 (every-family's: a retired key, the default marker)."""
+    state = _tiny_state(base)
+    shutil.copy(h.FIXTURES / "every-family" / ".openclaw" / "openclaw.json", state / "openclaw.json")
+    return state
+
+
+@pytest.mark.parametrize("point", CONFIG_POINTS)
+def test_a_run_killed_in_the_config_rewrite_converges(tmp_path: Path, point: str) -> None:
+    """Killed inside the config step (its old bytes kept, the new file written, its receipt recorded, in whatever
+    order the step does them): the rerun ends as an uninterrupted run, with one retired copy of the old config and
+    its ``completed`` receipt. (A kill between the new file and its receipt once left the receipt missing: the rerun
+    found the config already rewritten and had nothing to do.)"""
+    reference = _config_world(tmp_path / "reference")
+    assert h.fork_cli("migrate", "--state-dir", reference, "--yes", "--no-backup").returncode == 0
+    state = _config_world(tmp_path / "killed")
+    first = h.fork_cli("migrate", "--state-dir", state, "--yes", "--no-backup", env={"STATEKIT_CRASHPOINT": point})
+    assert first.killed, first
+    rerun = h.fork_cli("migrate", "--state-dir", state, "--yes", "--no-backup")
+    assert rerun.returncode == 0 and not rerun.traceback, rerun
+    assert h.bookkeeping(state) == h.bookkeeping(reference)
+    assert ("openclaw.json", "completed", 1) in h._rows(state / "state" / "openclaw.sqlite",
+                                                          "SELECT source_path, status, removed_source FROM migration_sources")
+    assert h.tree_outcome(state) == h.tree_outcome(reference)  # one retired copy of the old config, the same new one
+    originals = {rel: (h.FIXTURES / src).read_bytes() for rel, src in
+                 (("cron/jobs.json", "readers/cron/jobs.json"), ("openclaw.json", "every-family/.openclaw/openclaw.json"))}
+    assert not h.lost_sources(state, originals, require_receipt=True)
+    assert not h.leftovers(state)
+    assert "interrupted" in h.run_statuses(state)
+    h.record_crash("migrate", True, [])
+
+
 # --------------------------------------------------------------------------- the full set (-m slow)
 
 
