@@ -692,7 +692,7 @@ def restore_steps(report: VerifyReport, base: Path) -> tuple[list[RestoreStep], 
         steps.append(
             RestoreStep(
                 archive_path=name,
-                destination=destination,
+                destination_text=str(destination),
                 kind=kind,
                 action=RestoreStepAction.CREATE,
                 mode=mode,
@@ -700,7 +700,7 @@ def restore_steps(report: VerifyReport, base: Path) -> tuple[list[RestoreStep], 
                 sha256=member.sha256,
                 size=member.size,
                 link_target=member.linkname if kind == "symlink" else None,
-                aside_rel="/".join(("state", rel)) if rel else "state",
+                aside="/".join(("state", rel)) if rel else "state",
                 base=base,
                 copy_from=member.linkname if member.kind == "hardlink" else None,
             )

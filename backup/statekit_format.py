@@ -549,7 +549,7 @@ def restore_steps(
         steps.append(
             RestoreStep(
                 archive_path=asset.archive_path,
-                destination=destination,
+                destination_text=str(destination),
                 kind=kind,
                 action=RestoreStepAction.CREATE,
                 mode=asset.mode if kind == "dir" else file_mode(kind, asset.role, asset.mode),
@@ -558,7 +558,7 @@ def restore_steps(
                 size=asset.size,
                 link_target=asset.link_target,
                 link_scope=asset.link_scope,
-                aside_rel=None if aside == asset.archive_path.split("/payload/", 1)[-1] else aside,  # derived, not held twice
+                aside=None if aside == asset.archive_path.split("/payload/", 1)[-1] else aside,  # derived, not held twice
                 base=base,
                 external_root=None if root_id == "state" else root_id,
             )
