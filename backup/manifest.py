@@ -374,12 +374,14 @@ def schema_problems(data: Any, limit: int = 5) -> list[str]:
     if check is not None and check(data):
         return []
     errors = sorted(_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
-    lines = []
-    for error in errors[:limit]:
-        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        lines.append(f"manifest fails its schema at {where}: {error.message[:200]}")
-    if len(errors) > limit:
-        lines.append(f"manifest fails its schema in {len(errors) - limit} more places")
+    return _schema_lines([(list(e.absolute_path), e.message) for e in errors[:limit]], len(errors), limit)
+
+
+def _schema_lines(shown: list[tuple[list[Any], str]], count: int, limit: int) -> list[str]:
+    """One line per schema error shown (its path in the document, its message), then one for the ``count`` beyond ``limit``."""
+    lines = [f"manifest fails its schema at {'/'.join(str(p) for p in path) or '(top level)'}: {message[:200]}" for path, message in shown]
+    if count > limit:
+        lines.append(f"manifest fails its schema in {count - limit} more places")
     return lines
 
 
@@ -594,11 +596,7 @@ class _SchemaErrors:
 
     def lines(self) -> list[str]:
         kept = sorted(self._kept, key=lambda e: [str(p) if isinstance(p, str) else f"{p:020d}" for p in e[0]])
-        lines = [f"manifest fails its schema at {'/'.join(str(p) for p in path) or '(top level)'}: {message[:200]}"
-                 for path, message in kept[:ERROR_LINES]]
-        if self.count > ERROR_LINES:
-            lines.append(f"manifest fails its schema in {self.count - ERROR_LINES} more places")
-        return lines
+        return _schema_lines(kept[:ERROR_LINES], self.count, ERROR_LINES)
 
 
 @lru_cache(maxsize=1)
