@@ -24,7 +24,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, cast
@@ -198,11 +198,7 @@ class MigrationReport:
         yield text[start:].encode("utf-8")
 
     def _source_pieces(self) -> Iterator[bytes]:
-        yield b"["
-        for number, outcome in enumerate(self.outcomes):
-            entry = json.dumps(outcome.to_json(), ensure_ascii=False, sort_keys=True).encode("utf-8")
-            yield b", " + entry if number else entry
-        yield b"]"
+        return _joined_pieces(b"[", (json.dumps(o.to_json(), ensure_ascii=False, sort_keys=True).encode("utf-8") for o in self.outcomes), b"]")
 
     def to_json(self, *, sources: bool = True) -> dict[str, Any]:
         return {
@@ -230,11 +226,17 @@ _MODES_PLACEHOLDER = "\x00statekit: the modes of the undo facts\x00"
 
 def _mapping_pieces(mapping: dict[str, Any]) -> Iterator[bytes]:
     """``json.dumps(mapping, ensure_ascii=False, sort_keys=True)`` in UTF-8 pieces, one item at a time."""
-    yield b"{"
-    for number, key in enumerate(sorted(mapping)):
-        item = f"{json.dumps(key, ensure_ascii=False)}: {json.dumps(mapping[key], ensure_ascii=False, sort_keys=True)}".encode("utf-8")
+    items = (f"{json.dumps(key, ensure_ascii=False)}: {json.dumps(mapping[key], ensure_ascii=False, sort_keys=True)}".encode("utf-8")
+             for key in sorted(mapping))
+    return _joined_pieces(b"{", items, b"}")
+
+
+def _joined_pieces(opening: bytes, items: Iterable[bytes], closing: bytes) -> Iterator[bytes]:
+    """A JSON array or object in pieces, as ``json.dumps`` separates its items (``", "``)."""
+    yield opening
+    for number, item in enumerate(items):
         yield b", " + item if number else item
-    yield b"}"
+    yield closing
 
 
 def _handing_out(plan: Plan) -> Iterator[PlannedSource]:
