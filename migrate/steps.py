@@ -31,7 +31,6 @@ the ones marked ``apply`` at the end of a ``migrate`` run:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -47,7 +46,7 @@ from statekit.seams import checkpoint
 from statekit.states import ReceiptStatus
 from statekit.db import BUSY_TIMEOUT_MS, Connection, SQLiteError, connect, immediate
 from statekit.errors import SourceError
-from statekit.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, ensure_private_dir, fsync_dir, open_regular_file, read_regular_file, sha256_bytes
+from statekit.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, ensure_private_dir, fsync_dir, read_regular_file, sha256_bytes, sha256_file
 from statekit.layout import (
     CANONICAL_DIR_NAME,
     CONFIG_NAME,
@@ -336,8 +335,7 @@ def _earlier_copy(conn: Connection, state_dir: Path, migrated: Path, key: str, s
     if ".." in parts or copy == migrated or not copy.is_relative_to(migrated):
         return None
     try:
-        with open_regular_file(copy) as handle:
-            return copy if hashlib.file_digest(handle, "sha256").hexdigest() == sha else None
+        return copy if sha256_file(copy, follow_symlinks=False) == sha else None
     except OSError:
         return None
 

@@ -168,9 +168,10 @@ def ensure_inside(path: Path, root: Path, *, database: bool = False) -> Path:
 # ---------------------------------------------------------------------------- reading
 
 
-def sha256_file(path: Path) -> str:
-    """SHA-256 of a regular file (a FIFO or device is refused with OSError, never read); streams in C."""
-    with open_regular_file(path, follow_symlinks=True) as handle:
+def sha256_file(path: Path, *, follow_symlinks: bool = True) -> str:
+    """SHA-256 of a regular file (a FIFO or device is refused with OSError, never read; a symlink too, unless
+    ``follow_symlinks``); streams in C."""
+    with open_regular_file(path, follow_symlinks=follow_symlinks) as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
