@@ -305,6 +305,7 @@ class Migration:
             backup_result = None  # its asset records (~650 bytes a file) are not held through the imports
         for stale in close_interrupted_runs(self.global_conn, now_ms()):
             self.report.notices.append(interrupted_run_notice(stale))
+        self.report.warnings.extend(plan.name_warnings())
         open_run(self.global_conn, self.run_id, self.report.started_at, {"kind": "legacy-state", "state_dir": str(self.state_dir)})
         checkpoint("run-opened")
         self.receipts = load_receipts(self.global_conn)
@@ -1145,6 +1146,7 @@ def migrate(
             from statekit.migrate.steps import config_warnings
 
             report.warnings.extend(config_warnings(plan.steps))  # a config OpenClaw 2026.9.6 would refuse is not "done"
+            report.warnings.extend(plan.name_warnings())
             report.finished_at = report.started_at
             _close_stale_runs(state_dir, report)
             return report

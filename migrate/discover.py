@@ -79,6 +79,26 @@ class Discovery:
     user_content: list[tuple[str, str, int]] = field(default_factory=list)  # (rel, reason, file count)
     statekit_files: int = 0
     unrecognised: list[FileEntry] = field(default_factory=list)
+    # What a legacy file under a name that is not UTF-8 would be: each a warning, the file left in place (shown_rel)
+    unnamed_legacy: list[str] = field(default_factory=list)
+
+
+UNDECODABLE = "name is not valid UTF-8"
+
+
+def is_utf8(rel: str) -> bool:
+    """False for a name the OS gave with bytes that are not UTF-8 (``os.fsdecode`` keeps them as surrogates): such a
+    path cannot be recorded in a receipt, a report or a database, nor printed."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_rel(rel: str) -> str:
+    """``rel`` as text that can be printed and stored: each byte that is not UTF-8 as ``\\xNN``."""
+    return os.fsencode(rel).decode("utf-8", "backslashreplace")
 
 
 def _file_type(mode: int) -> str:
@@ -134,6 +154,9 @@ def walk(state_dir: Path) -> Iterator[tuple[str, os.DirEntry[str] | None, str | 
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
                 is_dir = False
+            if is_dir and not is_utf8(entry.name):
+                yield rel, None, UNDECODABLE  # not descended into: nothing under it can be named either
+                continue
             if is_dir:
                 if rel == STATEKIT_DIR_NAME:
                     yield rel, None, "statekit"
@@ -160,7 +183,7 @@ def _probe_workspace(state_dir: Path, rel_dir: str, readers: tuple[Reader, ...])
             # link at a legacy path is planned as "unreadable" instead of vanishing from every bucket.
             for path in sorted(Path(p) for p in glob.glob(os.path.join(glob.escape(str(root)), pattern))):
                 rel = f"{rel_dir}/{path.relative_to(root).as_posix()}"
-                if rel in seen or not reader.claims(rel):
+                if rel in seen or not is_utf8(rel) or not reader.claims(rel):
                     continue
                 try:
                     st = path.lstat()
@@ -171,12 +194,23 @@ def _probe_workspace(state_dir: Path, rel_dir: str, readers: tuple[Reader, ...])
     return found
 
 
+def _unnamed(found: Discovery, item: FileEntry) -> None:
+    """A file whose name is not UTF-8: listed as unrecognised (shown escaped), and a warning if a reader would claim it."""
+    shown = shown_rel(item.rel)
+    found.unrecognised.append(FileEntry(shown, item.size, item.mtime_ms, item.file_type))
+    if reader_for(shown) is not None:
+        found.unnamed_legacy.append(shown)
+
+
 def discover(state_dir: Path) -> Discovery:
     found = Discovery(state_dir=state_dir)
     pending_sidecars: list[FileEntry] = []
     for rel, entry, pruned in walk(state_dir):
         if entry is None:
             count = _count_files(state_dir / rel)
+            if pruned == UNDECODABLE:
+                found.user_content.append((shown_rel(rel) + "/", UNDECODABLE, count))
+                continue
             if pruned == "statekit":
                 found.statekit_files += count
                 continue
@@ -190,6 +224,9 @@ def discover(state_dir: Path) -> Discovery:
         except OSError:
             continue
         item = FileEntry(rel, st.st_size, st.st_mtime_ns // 1_000_000, _file_type(st.st_mode))
+        if not is_utf8(entry.name):
+            _unnamed(found, item)
+            continue
         claimed = reader_for(rel)  # the registry loads on the first file (cached)
         if claimed is not None:
             found.legacy.append((item, claimed))

@@ -129,6 +129,12 @@ class Plan:
     statekit_files: int
     database_sidecars: list[FileEntry] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)  # planned non-source steps (relocation, config)
+    unnamed_legacy: list[str] = field(default_factory=list)  # legacy files whose name is not UTF-8 (shown escaped)
+
+    def name_warnings(self) -> list[str]:
+        """One line per legacy file statekit cannot name (not UTF-8): left in place, a warning every run."""
+        return [f"{rel}: file name is not valid UTF-8, so statekit cannot record it; left in place"
+                " (rename it to UTF-8 and run migrate again)" for rel in self.unnamed_legacy]
 
     def counts(self) -> dict[str, int]:
         return dict(sorted(Counter(s.action for s in self.sources).items()))
@@ -512,6 +518,7 @@ def build_plan(
         unrecognised=found.unrecognised,
         statekit_files=found.statekit_files,
         database_sidecars=found.database_sidecars,
+        unnamed_legacy=found.unnamed_legacy,
     )
     from statekit.migrate.steps import plan_steps
 

@@ -60,6 +60,7 @@ def render_plan(plan: Plan) -> str:
     problems = [s for s in plan.sources if s.action in tuple(PlanProblem)]
     for s in problems:
         lines.append(f"  ! {s.reason}")
+    lines += [f"  ! {warning}" for warning in plan.name_warnings()]
     for s in plan.sources:
         for warning in s.warnings:
             lines.append(f"  note: {warning}")
@@ -83,7 +84,7 @@ def plan_warnings(plan: Plan) -> list[str]:
     """What makes the plan exit 3: unreadable or conflicting sources, refused or unparseable steps (one line each)."""
     lines = [s.reason or f"{s.rel}: {s.action}" for s in plan.sources if s.action in tuple(PlanProblem)]
     lines += [f"step refused: {step.get('description')}" for step in plan.steps if step.get("status") in ("refused", "unparseable")]
-    return lines
+    return lines + plan.name_warnings()
 
 
 def plan_exit_code(plan: Plan) -> ExitCode:

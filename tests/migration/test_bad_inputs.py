@@ -234,3 +234,34 @@ def test_failed_source_is_retried_only_when_changed_or_asked(tmp_path: Path) -> 
     (state / rel).write_text(good)
     assert migrate_cli(state)[0] == 0
     assert rows(agent_db(state), "SELECT count(*) FROM transcript_events WHERE session_id='r-1'") == [(3,)]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file names that are not UTF-8 are a POSIX thing")
+def test_a_file_name_that_is_not_utf8_is_named_left_in_place_and_the_rest_imports(tmp_path: Path) -> None:
+    state = make_state(tmp_path, {"agents/main/sessions/good-1.jsonl": transcript("good-1")})
+    sessions = os.fsencode(state / "agents/main/sessions")
+    bad_file = sessions + b"/bad\xff.jsonl"
+    Path(os.fsdecode(bad_file)).write_text(transcript("bad-1"))
+    bad_dir = os.fsencode(state) + b"/notes\xfe"
+    os.mkdir(bad_dir)
+    Path(os.fsdecode(bad_dir + b"/x.txt")).write_bytes(b"kept")
+    before = Path(os.fsdecode(bad_file)).read_bytes()
+
+    planned = run_cli("plan", "--state-dir", state)
+    assert planned.returncode == 3, planned.stderr
+    assert "agents/main/sessions/bad\\xff.jsonl: file name is not valid UTF-8" in planned.stdout
+    assert "notes\\xfe/  (name is not valid UTF-8)" in planned.stdout
+    assert "Traceback" not in planned.stderr
+    as_json = run_cli("plan", "--state-dir", state, "--json")
+    assert as_json.returncode == 3
+    assert {"path": "agents/main/sessions/bad\\xff.jsonl", "size": len(before), "type": "file"} in json.loads(as_json.stdout)["unrecognised"]
+
+    for _run in range(2):  # every run says it again: work left undone
+        code, _, err = migrate_cli(state)
+        assert code == 3
+        assert_one_line_about(err, "agents/main/sessions/bad\\xff.jsonl: file name is not valid UTF-8")
+        assert Path(os.fsdecode(bad_file)).read_bytes() == before
+        assert Path(os.fsdecode(bad_dir + b"/x.txt")).read_bytes() == b"kept"
+    assert rows(agent_db(state), "SELECT count(*) FROM transcript_events WHERE session_id='good-1'") == [(3,)]
+    assert rows(agent_db(state), "SELECT count(*) FROM transcript_events WHERE session_id='bad-1'") == [(0,)]
+    assert not (state / "agents/main/sessions/good-1.jsonl").exists()  # retired
