@@ -42,6 +42,7 @@ from statekit.legacy_readers.base import (
 from statekit.legacy_readers.writer import forget_schema_facts, tables_of, unguarded
 from statekit.migrate.plan import Plan, PlannedSource, build_plan, check_state_dir, ensure_not_schema_error, finish_glanced, plan_source
 from statekit.migrate.discover import FileEntry
+from statekit.migrate.outcomes import OutcomeLog, SourceOutcome
 from statekit.migrate.receipts import (
     Receipt,
     came_back_line,
@@ -111,37 +112,13 @@ class MigrateOptions:
     env: dict[str, str] | None = None
 
 
-@dataclass(slots=True)  # one per file: no __dict__ each
-class SourceOutcome:
-    kind: str
-    rel: str
-    agent_id: str | None
-    status: str  # a statekit.states.SourceOutcome value
-    records: int | None = None
-    message: str | None = None
-    retired_to: str | None = None
-    notices: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "path": self.rel,
-            "agent_id": self.agent_id,
-            "status": self.status,
-            "records": self.records,
-            "message": self.message,
-            "retired_to": self.retired_to,
-            "notices": self.notices,
-        }
-
-
 @dataclass
 class MigrationReport:
     state_dir: Path
     run_id: str | None
     status: str  # completed | warning | failed | nothing-to-do
     backup_path: Path | None = None
-    outcomes: list[SourceOutcome] = field(default_factory=list)
+    outcomes: OutcomeLog = field(default_factory=OutcomeLog)  # final once recorded (migrate.outcomes)
     warnings: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     changes: list[str] = field(default_factory=list)
@@ -157,10 +134,7 @@ class MigrationReport:
         return ExitCode.WARNINGS if self.warnings else ExitCode.OK
 
     def counts(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for outcome in self.outcomes:
-            counts[outcome.status] = counts.get(outcome.status, 0) + 1
-        return dict(sorted(counts.items()))
+        return self.outcomes.counts()
 
     def report_text(self) -> str:
         """``json.dumps(self.to_json(), ensure_ascii=False, sort_keys=True)``: the text :meth:`report_utf8` encodes."""
@@ -198,7 +172,7 @@ class MigrationReport:
         yield text[start:].encode("utf-8")
 
     def _source_pieces(self) -> Iterator[bytes]:
-        return _joined_pieces(b"[", (json.dumps(o.to_json(), ensure_ascii=False, sort_keys=True).encode("utf-8") for o in self.outcomes), b"]")
+        return _joined_pieces(b"[", self.outcomes.entries(), b"]")
 
     def to_json(self, *, sources: bool = True) -> dict[str, Any]:
         return {
@@ -263,7 +237,8 @@ class Migration:
         self.options = options
         self.progress = progress or null_progress
         self.run_id = str(uuid.uuid4())
-        self.report = MigrationReport(state_dir=state_dir, run_id=self.run_id, status="running", started_at=now_ms())
+        self.report = MigrationReport(state_dir=state_dir, run_id=self.run_id, status="running", started_at=now_ms(),
+                                      outcomes=OutcomeLog(state_dir / STATEKIT_DIR_NAME))
         self.global_conn: Connection | None = None
         self.agent_conns: dict[str, Connection] = {}
         self.receipts: dict[str, Receipt] = {}

@@ -97,16 +97,18 @@ def test_plan_validates_a_well_typed_index_without_jsonschema(tmp_path: Path, mo
 
 def test_the_run_report_text_is_the_one_json_dumps_gives(tmp_path: Path) -> None:
     """MigrationReport.report_text (one source at a time) writes the bytes json.dumps of the whole report wrote."""
-    from statekit.migrate.apply import MigrationReport, SourceOutcome
+    from statekit.migrate.apply import MigrationReport
+    from statekit.migrate.outcomes import OutcomeLog, SourceOutcome
 
     state = install(tmp_path, 3)
     report = migrate(state, MigrateOptions(backup=False))
     stored = rows(global_db(state), "SELECT report_json FROM migration_runs")
     assert stored == [(json.dumps(report.to_json(), ensure_ascii=False, sort_keys=True),)]
     odd = MigrationReport(state_dir=tmp_path / "ünï", run_id="r", status="warning", warnings=["a \"quoted\" ✓ line", "\x00x"])
-    odd.outcomes = [SourceOutcome("k", f"agents/main/sessions/é{n}.jsonl", "main", "imported", n, notices=["n\n"]) for n in range(3)]
-    for outcomes in (odd.outcomes, []):
-        odd.outcomes = outcomes
+    for count in (3, 0):
+        odd.outcomes = OutcomeLog()
+        for n in range(count):
+            odd.outcomes.append(SourceOutcome("k", f"agents/main/sessions/é{n}.jsonl", "main", "imported", n, notices=["n\n"]))
         assert odd.report_text() == json.dumps(odd.to_json(), ensure_ascii=False, sort_keys=True)
     odd.warnings.append(json.loads(json.dumps("\x00statekit: the sources of the run\x00")))  # the marker itself, quoted
     assert odd.report_text() == json.dumps(odd.to_json(), ensure_ascii=False, sort_keys=True)
@@ -115,10 +117,12 @@ def test_the_run_report_text_is_the_one_json_dumps_gives(tmp_path: Path) -> None
 def test_the_run_report_text_streams_the_undo_modes_as_json_dumps_writes_them() -> None:
     """The undo facts' modes (one per source not 0600: 100,000 at most) are written one item at a time, in the bytes
     json.dumps of the whole report gives: unicode and quoted paths, a marker quoted in a path, no modes at all."""
-    from statekit.migrate.apply import MigrationReport, SourceOutcome
+    from statekit.migrate.apply import MigrationReport
+    from statekit.migrate.outcomes import SourceOutcome
 
     report = MigrationReport(state_dir=Path("/s"), run_id="r", status="completed")
-    report.outcomes = [SourceOutcome("k", f"agents/main/sessions/é{n}.jsonl", "main", "imported", n) for n in range(3)]
+    for n in range(3):
+        report.outcomes.append(SourceOutcome("k", f"agents/main/sessions/é{n}.jsonl", "main", "imported", n))
     modes = {"agents": 0o755, 'agents/ü "q"/x.jsonl': 0o644, "agents/a": 0o700, "\x00statekit: the modes of the undo facts\x00": 1}
     for undo_modes in ({k: v for k, v in modes.items() if not k.startswith("\x00")}, modes, {}):
         report.undo = {"version": 1, "databases": {"state/openclaw.sqlite": {"digest": "d"}}, "modes": undo_modes, "relocated": None}
