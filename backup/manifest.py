@@ -191,23 +191,13 @@ class Manifest:
         :meth:`parse` of the whole. ``known(archive_path)``: an asset the caller already holds (``backup create``
         verifying what it wrote); one equal to the parsed record is used instead of a second copy."""
         assets: list[Asset] = []
-        errors = _SchemaErrors()
-        check = _asset_checks()
 
-        def take(value: Any, index: int) -> None:
-            if errors.count or not check.fast(value):
-                errors.add_asset(value, index, check)
-                if errors.count:
-                    return
+        def keep(value: Any) -> None:
             asset = Asset.from_json(value)
             same = known(asset.archive_path) if known is not None and isinstance(asset.archive_path, str) else None
             assets.append(same if same is not None and same == asset else asset)
 
-        header = read_document(read, take)
-        errors.add_header(header)
-        if errors.count:
-            raise ManifestError(errors.lines())
-        return cls._from_checked(header, assets)
+        return cls._from_checked(_read_checked(read, keep), assets)
 
     @property
     def archive_root(self) -> str | None:
@@ -255,6 +245,52 @@ class Manifest:
         yield from _encoded_list(asdict(s) for s in self.skipped)
         yield b',\n "totals": '
         yield json_text_bytes(json.dumps(self.totals(), indent=1, ensure_ascii=False).replace("\n", "\n ") + "\n}\n")
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestSummary:
+    """What ``backup list`` shows of an archive's manifest: read through every asset, none of them kept."""
+
+    install_id: str | None
+    assets: int
+    has_content: bool  # a file or database, not only directories and links
+
+
+def read_summary(read: Callable[[int], bytes]) -> ManifestSummary:
+    """The :class:`ManifestSummary` of a manifest read from ``read``, which must pass every check :meth:`Manifest.read`
+    makes (ValueError, ManifestError otherwise): a manifest of 100,000 assets is counted without a record each."""
+    count = 0
+    content = False
+
+    def tally(value: Any) -> None:
+        nonlocal count, content
+        count += 1
+        content = content or value["kind"] in ("file", "sqlite")
+
+    header = _read_checked(read, tally)
+    _parse_iso_utc(header["created_at"])  # as Manifest.read refuses it
+    install_id = header.get("install_id")
+    return ManifestSummary(install_id if isinstance(install_id, str) else None, count, content)
+
+
+def _read_checked(read: Callable[[int], bytes], on_asset: Callable[[Any], None]) -> dict[str, Any]:
+    """The manifest's top-level object (``assets`` empty) read from ``read``, each asset schema-checked and, while
+    every one so far passed, handed to ``on_asset``; ManifestError with every problem found (schema_problems' lines)."""
+    errors = _SchemaErrors()
+    check = _asset_checks()
+
+    def take(value: Any, index: int) -> None:
+        if errors.count or not check.fast(value):
+            errors.add_asset(value, index, check)
+            if errors.count:
+                return
+        on_asset(value)
+
+    header = read_document(read, take)
+    errors.add_header(header)
+    if errors.count:
+        raise ManifestError(errors.lines())
+    return header
 
 
 def totals_of(kinds_and_sizes: Iterable[tuple[str, int]]) -> dict[str, int]:

@@ -24,7 +24,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import zstandard
 
@@ -155,15 +155,28 @@ class InstallScope:
 ALL_INSTALLS = InstallScope(None)
 
 
+T = TypeVar("T")
+
+
 def read_manifest_head(path: Path) -> mf.Manifest | None:
     """The manifest (first member) of a statekit archive, decompressing only that far (None unless it is valid)."""
+    return _first_manifest(path, mf.Manifest.read)
+
+
+def read_manifest_summary(path: Path) -> mf.ManifestSummary | None:
+    """What ``list`` shows of that manifest, keeping no record per asset (None unless it is valid)."""
+    return _first_manifest(path, mf.read_summary)
+
+
+def _first_manifest(path: Path, parse: Callable[[Callable[[int], bytes]], T]) -> T | None:
+    """``parse`` of the manifest (the first member) read from the archive at ``path`` as it decompresses."""
     try:
         with open_tar_stream(path, "zstd", 300 << 20) as (tar, _counter):
             member = tar.next()
             if member is None or not member.name.endswith("/" + mf.MANIFEST_NAME):
                 return None
             handle = tar.extractfile(member)
-            return mf.Manifest.parse(handle.read()) if handle is not None else None
+            return parse(handle.read) if handle is not None else None
     except (OSError, EOFError, ValueError, tarfile.TarError, zstandard.ZstdError):
         return None
 
@@ -190,15 +203,15 @@ def list_archives(*output_dirs: Path) -> list[ArchiveInfo]:
                 continue
             seen.add(path)
             side = _read_sidecar(path)
-            head = None if path.name.endswith(AGE_SUFFIX) else read_manifest_head(path)  # an encrypted one: its sidecar says
-            assets = len(head.assets) if head else side.get("assets")
+            head = None if path.name.endswith(AGE_SUFFIX) else read_manifest_summary(path)  # an encrypted one: its sidecar says
+            assets = head.assets if head else side.get("assets")
             verified = side.get("verified")
             side_install = side.get("install_id")
             found.append(ArchiveInfo(
                 path, created, path.stat().st_size, assets if isinstance(assets, int) else None,
                 verified if isinstance(verified, bool) else None, side.get("checked_at"),
                 install_id=head.install_id if head else (side_install if isinstance(side_install, str) and is_install_id(side_install) else None),
-                has_content=any(a.kind in ("file", "sqlite") for a in head.assets) if head else None,
+                has_content=head.has_content if head else None,
             ))
     return sorted(found, key=lambda a: (a.created, a.path.name), reverse=True)
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, overload
 
+from statekit.fsutil import ensure_private_dir
+
 SPILL_BYTES = 1 << 20  # entries held in memory before the log moves them to its file (~4,000 outcomes)
 
 
@@ -123,7 +125,7 @@ class OutcomeLog(Sequence[SourceOutcome]):
     def _spill(self) -> None:
         if self._file is None:
             if self._spill_dir is not None:
-                self._spill_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+                ensure_private_dir(self._spill_dir)
             self._file = tempfile.TemporaryFile(dir=self._spill_dir)  # 0600; unnamed where the OS allows (O_TMPFILE)
         self._file.seek(0, os.SEEK_END)
         self._file.write(self._held)

@@ -349,7 +349,11 @@ def read_regular_file(path: Path, limit: int = READ_LIMIT) -> bytes:
     hang a run that only wanted to read it) or larger than ``limit`` (EFBIG).
     """
     with open_regular_file(path, follow_symlinks=True) as handle:
-        data = handle.read(limit + 1)
+        # read(n) allocates n bytes first: ask for the file's size (+1 to see growth), not the limit (64 MiB each call)
+        expected = min(os.fstat(handle.fileno()).st_size, limit) + 1
+        data = handle.read(expected)
+        if len(data) == expected <= limit:  # it grew since the stat: the rest, up to the limit
+            data += handle.read(limit + 1 - expected)
     if len(data) > limit:
         raise OSError(errno.EFBIG, f"is larger than {limit} bytes, too large to read", str(path))
     return data

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from statekit.backup.create import create_backup
-from statekit.backup.manifest import Asset, Manifest, ManifestError, encode
-from statekit.backup.retention import read_manifest_head
+from statekit.backup.manifest import Asset, Manifest, ManifestError, ManifestSummary, encode
+from statekit.backup.retention import read_manifest_head, read_manifest_summary
 from statekit.backup.verify import verify_archive
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,6 +29,10 @@ def test_written_manifest_reads_back_typed_and_round_trips(state_tree, tmp_path:
     assert report.manifest.to_json() == result.manifest
     head = read_manifest_head(result.archive_path)
     assert head is not None and [a.id for a in head.assets] == [a["id"] for a in result.manifest["assets"]]
+    summary = read_manifest_summary(result.archive_path)  # what `backup list` reads: the counts, no record per asset
+    assert summary == ManifestSummary(result.manifest["install_id"], len(result.manifest["assets"]),
+                                   any(a["kind"] in ("file", "sqlite") for a in result.manifest["assets"]))
+    assert summary.assets > 1 and summary.has_content
 
 
 def test_invalid_manifest_is_refused_with_the_schema_reasons(state_tree, tmp_path: Path) -> None:
