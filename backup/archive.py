@@ -271,21 +271,11 @@ def write_joined(path: Path, head: MemberFile, payload: Path, *, level: int, pay
     """
     sink = SinkFile(path)
     try:
-        with open_regular_file(head.data) as data:
-            size = os.fstat(data.fileno()).st_size
-            header = head.header(size)
-            padding = b"\0" * ((-size) % tarfile.BLOCKSIZE)
+        with _member_of_file(head) as (size, pieces):
             compressor = zstandard.ZstdCompressor(level=level, write_checksum=True)
-            with compressor.stream_writer(cast(IO[bytes], sink), size=len(header) + size + len(padding), closefd=False,
-                                          write_size=CHUNK) as frame:
-                frame.write(header)
-                copied = 0
-                while block := data.read(CHUNK):
-                    frame.write(block)
-                    copied += len(block)
-                if copied != size:
-                    raise OSError(errno.EIO, f"{head.data}: changed size while it was archived")
-                frame.write(padding)  # the frame ends when the writer closes (one flush: a second would add an empty frame)
+            with compressor.stream_writer(cast(IO[bytes], sink), size=size, closefd=False, write_size=CHUNK) as frame:
+                for piece in pieces:  # the frame ends when the writer closes (one flush: a second would add an empty frame)
+                    frame.write(piece)
         head_sha256 = sink.digest.digest()  # nothing but the head frame is written yet
         with open(payload, "rb") as source:
             _copy_fd(source.fileno(), sink)
@@ -313,22 +303,60 @@ def gzip_trailer(sha256: bytes) -> bytes:
 GZIP_TRAILER_LEN = len(gzip_trailer(bytes(32)))
 
 
-def write_payload_then_tail(path: Path, payload: Path, tail: bytes, *, level: int, payload_hash: Any) -> None:
-    """Write ``path`` (exclusive, 0600) as the gzip members of ``payload``, one gzip member of ``tail`` and the
-    digest trailer member; fsync. ``payload_hash`` is a SHA-256 object fed with the payload file's bytes as
-    they were written (the payload itself is copied in the kernel, never re-read).
+@contextmanager
+def _member_of_file(member: MemberFile) -> Iterator[tuple[int, Iterator[bytes]]]:
+    """``member`` as tar bytes (PAX header, the file's data in chunks, padding): their length and the pieces."""
+    with open_regular_file(member.data) as data:
+        size = os.fstat(data.fileno()).st_size
+        header = member.header(size)
+        padding = b"\0" * ((-size) % tarfile.BLOCKSIZE)
+
+        def pieces() -> Iterator[bytes]:
+            yield header
+            copied = 0
+            while block := data.read(CHUNK):
+                copied += len(block)
+                yield block
+            if copied != size:
+                raise OSError(errno.EIO, f"{member.data}: changed size while it was archived")
+            yield padding
+
+        yield len(header) + size + len(padding), pieces()
+
+
+class _HashedSink:
+    """Writes to ``sink`` that also feed ``digest`` (the gzip member after the payload, into the archive's SHA-256)."""
+
+    def __init__(self, sink: SinkFile, digest: Any) -> None:
+        self.sink, self.digest = sink, digest
+
+    def write(self, data: bytes) -> int:
+        self.digest.update(data)
+        return self.sink.write(data)
+
+    def flush(self) -> None:
+        pass
+
+
+def write_payload_then_tail(path: Path, payload: Path, first: MemberFile, rest: bytes, *, level: int, payload_hash: Any) -> None:
+    """Write ``path`` (exclusive, 0600) as the gzip members of ``payload``, one gzip member of the tar members
+    ``first`` (streamed from its file) and ``rest``, and the digest trailer member; fsync. ``payload_hash`` is a
+    SHA-256 object fed with the payload file's bytes as they were written (the payload itself is copied in the
+    kernel, never re-read).
 
     gzip members and tar members both concatenate: the result is one valid
-    ``.tar.gz`` ending with ``tail``'s members (OpenClaw's manifest is the last one).
+    ``.tar.gz`` ending with the tail's members (OpenClaw's manifest is the last one).
     """
     sink = SinkFile(path)
     try:
         with open(payload, "rb") as source:
             _copy_fd(source.fileno(), sink)
-        member = gzip.compress(tail, compresslevel=level, mtime=0)
-        sink.write(member)
         whole = payload_hash.copy()
-        whole.update(member)
+        with _member_of_file(first) as (_size, pieces), \
+                gzip.GzipFile(filename="", mode="wb", compresslevel=level, fileobj=_HashedSink(sink, whole), mtime=0) as member:
+            for piece in pieces:
+                member.write(piece)
+            member.write(rest)
         sink.write(gzip_trailer(whole.digest()))
         sink.fsync_close()
     except BaseException:

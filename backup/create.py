@@ -385,14 +385,16 @@ def _write_archive(
     try:
         if ctx.layout.fmt == "openclaw":
             assert ctx.plan is not None
-            data = manifest.to_json()
-            data, ctx.openclaw_manifest = ocf.build_documents(manifest, data, manifest.assets, used_roots, ctx.plan,
-                                                               ctx.layout.root, ctx.env)
-            digests = member_bytes(f"{archive_root}/{ocf.DIGESTS_NAME}", mf.encode(data), mode=PRIVATE_FILE_MODE,
-                                   mtime=manifest.created_at.timestamp())
-            head = member_bytes(f"{archive_root}/{ocf.MANIFEST_NAME}", ocf.encode_document(ctx.openclaw_manifest), mode=0o644,
-                                mtime=manifest.created_at.timestamp())
-            write_payload_then_tail(partial, payload, digests + head + END_OF_ARCHIVE, level=level, payload_hash=payload_sha256)
+            ctx.openclaw_manifest = ocf.build_manifest_of(manifest, used_roots, ctx.plan, ctx.layout.root, ctx.env)
+            head_bytes = ocf.encode_document(ctx.openclaw_manifest)
+            after = {"openclaw_manifest_sha256": hashlib.sha256(head_bytes).hexdigest()}
+            spooled = _spool_manifest(manifest, ctx.staging / ocf.DIGESTS_NAME, ocf.DIGESTS_FORMAT, after)
+            digests = MemberFile(f"{archive_root}/{ocf.DIGESTS_NAME}", spooled, mode=PRIVATE_FILE_MODE,
+                                 mtime=manifest.created_at.timestamp())
+            head = member_bytes(f"{archive_root}/{ocf.MANIFEST_NAME}", head_bytes, mode=0o644, mtime=manifest.created_at.timestamp())
+            write_payload_then_tail(partial, payload, digests, head + END_OF_ARCHIVE, level=level, payload_hash=payload_sha256)
+            spooled.unlink()
+            data = {**manifest.summary_json(), "format": ocf.DIGESTS_FORMAT, **after}
         else:
             spooled = _spool_manifest(manifest, ctx.staging / mf.MANIFEST_NAME)
             member = MemberFile(f"{archive_root}/{mf.MANIFEST_NAME}", spooled, mode=PRIVATE_FILE_MODE,
@@ -408,11 +410,11 @@ def _write_archive(
     return data
 
 
-def _spool_manifest(manifest: Manifest, path: Path) -> Path:
+def _spool_manifest(manifest: Manifest, path: Path, document_format: str = mf.FORMAT, after: dict[str, str] | None = None) -> Path:
     """Write the manifest's JSON into a private file of the staging dir, one asset at a time (its text is never
-    held whole: 48 MB for 100,000 files)."""
+    held whole: 48 MB for 100,000 files); ``document_format`` and ``after``: see :meth:`Manifest.encoded`."""
     with os.fdopen(create_file(path, PRIVATE_FILE_MODE), "wb", buffering=CHUNK) as out:
-        for piece in manifest.encoded():
+        for piece in manifest.encoded(document_format, after):
             out.write(piece)
     return path
 

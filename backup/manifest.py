@@ -12,7 +12,7 @@ import codecs
 import io
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -211,9 +211,9 @@ class Manifest:
     def totals(self) -> dict[str, int]:
         return totals_of((a.kind, a.size) for a in self.assets)
 
-    def _head_json(self) -> dict[str, Any]:
+    def _head_json(self, document_format: str = FORMAT) -> dict[str, Any]:
         return {
-            "format": FORMAT,
+            "format": document_format,
             "schema_version": SCHEMA_VERSION,
             "created_at": iso_utc(self.created_at),
             "statekit_version": self.statekit_version,
@@ -235,16 +235,20 @@ class Manifest:
         return {**self._head_json(), "assets": AssetDicts(self.assets), "skipped": [asdict(s) for s in self.skipped],
                 "totals": self.totals()}
 
-    def encoded(self) -> Iterator[bytes]:
+    def encoded(self, document_format: str = FORMAT, after: Mapping[str, str] | None = None) -> Iterator[bytes]:
         """The bytes ``encode(self.to_json())`` returns, piece by piece (one asset's JSON at a time), so a manifest of
-        any size is written without its whole text or a dict per asset in memory."""
-        head = json.dumps(self._head_json(), indent=1, ensure_ascii=False)
+        any size is written without its whole text or a dict per asset in memory. ``document_format`` and ``after``
+        (string members after ``totals``) make the document ``--format openclaw`` stores beside OpenClaw's manifest."""
+        head = json.dumps(self._head_json(document_format), indent=1, ensure_ascii=False)
         yield json_text_bytes(head[: -len("\n}")] + ',\n "assets": ')
         yield from _encoded_list(a.to_json() for a in self.assets)
         yield b',\n "skipped": '
         yield from _encoded_list(asdict(s) for s in self.skipped)
         yield b',\n "totals": '
-        yield json_text_bytes(json.dumps(self.totals(), indent=1, ensure_ascii=False).replace("\n", "\n ") + "\n}\n")
+        yield json_text_bytes(json.dumps(self.totals(), indent=1, ensure_ascii=False).replace("\n", "\n "))
+        for key, value in (after or {}).items():
+            yield json_text_bytes(f",\n {json.dumps(key, ensure_ascii=False)}: {json.dumps(value, ensure_ascii=False)}")
+        yield b"\n}\n"
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ import re
 import tarfile
 import unicodedata
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
@@ -42,7 +42,7 @@ import zstandard
 from statekit.backup import manifest as mf
 from statekit import __version__
 from statekit.backup.assets import AssetPlan, Root, configured_workspaces, credentials_dir, read_config
-from statekit.backup.archive import BombError, GZIP_TRAILER_LEN, GZIP_TRAILER_TAG, copy_member, gzip_trailer, open_tar_stream
+from statekit.backup.archive import BombError, GZIP_TRAILER_LEN, GZIP_TRAILER_TAG, copy_member, gzip_trailer, members_of, open_tar_stream
 from statekit.backup.checks import (
     MANIFEST_MAX, MemberSink, OPENCLAW_MANIFEST_MAX, OPENCLAW_MAX_ENTRIES, OPENCLAW_RATIO, Scratch,
     VerifyReport, beneath_symlink, hash_range, link_escapes, member_path_problem, member_type_problem, oversized_problem,
@@ -237,21 +237,22 @@ def encode_document(document: dict[str, Any]) -> bytes:
     return mf.json_text_bytes(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
-def build_documents(manifest: mf.Manifest, data: dict[str, Any], kept: list[mf.Asset], used_roots: list[Root], plan: AssetPlan,
-                    root: str, env: Mapping[str, str] | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``--format openclaw``: OpenClaw's ``manifest.json`` and statekit's digest record beside it.
+def build_manifest_of(manifest: mf.Manifest, used_roots: list[Root], plan: AssetPlan, root: str,
+                      env: Mapping[str, str] | None) -> dict[str, Any]:
+    """``--format openclaw``: OpenClaw's ``manifest.json`` for what ``manifest`` archived.
 
-    The digest record is statekit's manifest (every entry with size, SHA-256, mode, mtime; databases with
-    user_version and role) under the OpenClaw archive paths, plus the SHA-256 of OpenClaw's manifest.
+    statekit's digest record goes beside it: statekit's manifest (every entry with size, SHA-256, mode, mtime;
+    databases with user_version and role) under the OpenClaw archive paths, format :data:`DIGESTS_FORMAT`, plus the
+    SHA-256 of OpenClaw's manifest (``Manifest.encoded(DIGESTS_FORMAT, {"openclaw_manifest_sha256": ...})``).
     """
     state_dir = str(plan.state_dir)
     state_archive = archive_path_for(root, state_dir)
-    links = [(a.archive_path, a.link_target or "") for a in kept if a.kind == "symlink"]
+    links = [(a.archive_path, a.link_target or "") for a in manifest.assets if a.kind == "symlink"]
     external = [(entry, target) for entry, target in links if link_is_external(entry, target, state_dir, state_archive)]
     config = read_config(plan.config_file, [])
     workspaces = sorted({str(p) for p in configured_workspaces(config, plan.state_dir).values()})
     skipped = [{"kind": "entry", "sourcePath": s.source_path, "reason": s.reason} for s in manifest.skipped]
-    oc = build_manifest(
+    return build_manifest(
         archive_root=root, created_at=manifest.created_at, runtime_version=f"statekit {__version__}", state_dir=state_dir,
         config_path=str(plan.config_file) if plan.config_file is not None else None,
         oauth_dir=str(credentials_dir(plan.state_dir, env if env is not None else os.environ)),
@@ -259,10 +260,6 @@ def build_documents(manifest: mf.Manifest, data: dict[str, Any], kept: list[mf.A
         assets=[(asset_kind(r.id), str(r.path)) for r in used_roots],
         skipped=skipped, external_links=external, include_workspace=bool(manifest.options.get("include_workspaces")),
     )
-    digests = dict(data)
-    digests["format"] = DIGESTS_FORMAT
-    digests["openclaw_manifest_sha256"] = hashlib.sha256(encode_document(oc)).hexdigest()
-    return digests, oc
 
 
 # --------------------------------------------------------------------------- verify
@@ -329,7 +326,7 @@ def gzip_digest_problem(path: Path, progress: ProgressFn | None = None) -> tuple
     return None, True
 
 
-@dataclass
+@dataclass(slots=True)  # one per entry of the archive: no __dict__ each
 class OcMember:
     """One entry of an OpenClaw archive as verify saw it (restore plans from these)."""
 
@@ -364,6 +361,10 @@ def _oc_read_member(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.
         sink.discard()
 
 
+def _case_folded(name: str) -> str:
+    return unicodedata.normalize("NFC", name).lower()
+
+
 def verify_openclaw(report: VerifyReport, scratch: Scratch, max_bytes: int, progress: ProgressFn | None = None) -> None:
     start_phase(progress, "checksum", os.path.getsize(report.path), "bytes")
     trailer_problem, has_trailer = gzip_digest_problem(report.path, progress)
@@ -373,14 +374,14 @@ def verify_openclaw(report: VerifyReport, scratch: Scratch, max_bytes: int, prog
     compressed = os.path.getsize(report.path)
     limit = min(max(compressed * OPENCLAW_RATIO, 1 << 20), max_bytes)
     members: dict[str, OcMember] = {}
-    folded: dict[str, str] = {}
+    folded: dict[int, str] = {}  # the hash of each name's case-folded form -> that name (not a folded copy of every name)
     manifests: list[tuple[str, bytes]] = []
-    digests: list[bytes] = []
+    digests: list[DigestRecord | str] = []  # statekit's record beside OpenClaw's manifest, or why it cannot be read
     links: set[str] = set()
     root: str | None = None
     try:
         with open_tar_stream(report.path, "gzip", limit, progress) as (tar, counter):
-            for member in tar:
+            for member in members_of(tar):
                 report.entries += 1
                 if report.entries > OPENCLAW_MAX_ENTRIES:
                     report.problems.append(f"archive has more than {OPENCLAW_MAX_ENTRIES} entries")
@@ -398,10 +399,11 @@ def verify_openclaw(report: VerifyReport, scratch: Scratch, max_bytes: int, prog
                 if name in members:
                     report.problems.append(f"duplicate entry path {name}")
                     continue
-                key = unicodedata.normalize("NFC", name).lower()
-                if key in folded:
-                    report.problems.append(f"entries {folded[key]} and {name} collide on case-insensitive filesystems")
-                folded[key] = name
+                key = _case_folded(name)
+                other = folded.get(hash(key))
+                if other is not None and _case_folded(other) == key:
+                    report.problems.append(f"entries {other} and {name} collide on case-insensitive filesystems")
+                folded[hash(key)] = name
                 under = beneath_symlink(name, links)
                 if under:
                     report.problems.append(f"entry {name} is nested beneath the symlink {under}")
@@ -436,7 +438,7 @@ def verify_openclaw(report: VerifyReport, scratch: Scratch, max_bytes: int, prog
                         report.problems.append(f"{name} is larger than {MANIFEST_MAX} bytes")
                         continue
                     handle = tar.extractfile(member)
-                    digests.append(handle.read() if handle is not None else b"")
+                    digests.append(read_digest_record(handle.read if handle is not None else _nothing, name, members))
                     continue
                 _oc_read_member(report, tar, member, entry, scratch)
             while counter.read(CHUNK):
@@ -607,50 +609,101 @@ def _check_openclaw_snapshots(report: VerifyReport, data: dict[str, Any], root: 
                 report.notes.append(f"opaque SQLite file {entry.name} fails integrity_check: {entry.db.integrity}")
 
 
-def _check_statekit_digests(report: VerifyReport, raw: bytes, manifest_raw: bytes, root: str, members: dict[str, OcMember]) -> None:
+@dataclass(frozen=True, slots=True)
+class DeclaredEntry:
+    """One asset of statekit's digest record, as verify compares it with the archive's entry."""
+
+    kind: str
+    size: Any
+    sha256: Any
+    link_target: Any
+    schema_version: Any
+
+
+@dataclass(slots=True)
+class DigestRecord:
+    """statekit's digest record read one asset at a time (a record of 100,000 assets is ~50 MB of JSON)."""
+
+    header: dict[str, Any]  # every member but the assets
+    # By archive path: for an entry the walk had already read (the record is near the archive's end), what comparing
+    # them found (None: they agree; the key is the entry's own name object); for any other, the asset to compare later.
+    declared: dict[str, DeclaredEntry | str | None]
+    malformed: bool  # an asset that is not an object with a str archive_path and a known kind
+
+
+def _nothing(_size: int) -> bytes:
+    return b""
+
+
+def read_digest_record(read: Callable[[int], bytes], where: str, members: dict[str, OcMember]) -> DigestRecord | str:
+    """The record read from ``read`` and compared with the ``members`` read so far, or the line that says why it is
+    not one."""
+    declared: dict[str, DeclaredEntry | str | None] = {}
+    malformed = False
+
+    def take(asset: Any, _index: int) -> None:
+        nonlocal malformed
+        if malformed or not isinstance(asset, dict) or not isinstance(asset.get("archive_path"), str) or asset.get("kind") not in mf.KINDS:
+            malformed = True
+            return
+        found = DeclaredEntry(asset["kind"], asset.get("size"), asset.get("sha256"), asset.get("link_target"), asset.get("schema_version"))
+        entry = members.get(asset["archive_path"])
+        if entry is None:
+            declared[asset["archive_path"]] = found
+        else:
+            declared[entry.name] = _digest_problem(entry, found)
+
+    try:
+        header = mf.read_document(read, take)
+    except ValueError as exc:
+        return f"{where}: {exc}"
+    return DigestRecord(header, declared, malformed)
+
+
+def _digest_problem(entry: OcMember, asset: DeclaredEntry) -> str | None:
+    """How the archive's ``entry`` differs from what statekit's digest record says of it (None: it does not)."""
+    name, kind = entry.name, asset.kind
+    if kind == "dir":
+        return None if entry.kind == "dir" else f"entry {name} should be a directory"
+    if kind == "symlink":
+        return None if entry.kind == "symlink" and entry.linkname == asset.link_target else f"symlink {name} differs from the digest record"
+    if entry.kind not in ("file", "hardlink"):
+        return f"entry {name} should be a regular file"
+    if entry.size != asset.size or entry.sha256 != asset.sha256:
+        return f"entry {name}: size or sha256 differs from the digest record (content altered)"
+    if kind == "sqlite" and (entry.db is None or not entry.db.ok or entry.db.user_version != asset.schema_version):
+        return f"sqlite entry {name} fails its checks or its user_version differs from the digest record"
+    return None
+
+
+def _check_statekit_digests(report: VerifyReport, record: DigestRecord | str, manifest_raw: bytes, root: str,
+                            members: dict[str, OcMember]) -> None:
     """statekit's own record beside OpenClaw's manifest: size and SHA-256 of every entry, user_version of every database."""
     where = f"{root}/{DIGESTS_NAME}"
-    try:
-        data = mf.decode(raw)
-    except ValueError as exc:
-        report.problems.append(f"{where}: {exc}")
+    if isinstance(record, str):
+        report.problems.append(record)
         return
-    assets = data.get("assets")
-    if data.get("format") != DIGESTS_FORMAT or data.get("schema_version") != 1 or not isinstance(assets, list):
+    data = record.header
+    if data.get("format") != DIGESTS_FORMAT or data.get("schema_version") != 1 or not isinstance(data.get("assets"), list):
         report.problems.append(f"{where} is not a statekit digest record of a known version")
         return
     if data.get("openclaw_manifest_sha256") != hashlib.sha256(manifest_raw).hexdigest():
         report.problems.append(f"{root}/{mf.MANIFEST_NAME} does not match the digest statekit recorded for it")
-    declared: dict[str, dict[str, Any]] = {}
-    for asset in assets:
-        if not isinstance(asset, dict) or not isinstance(asset.get("archive_path"), str) or asset.get("kind") not in mf.KINDS:
-            report.problems.append(f"{where}: malformed asset record")
-            return
-        declared[asset["archive_path"]] = asset
+    if record.malformed:
+        report.problems.append(f"{where}: malformed asset record")
+        return
+    declared = record.declared
     checked = 0
     metadata = {f"{root}/{mf.MANIFEST_NAME}", where}
     for name, entry in members.items():
         if name in metadata:
             continue
-        asset = declared.get(name)
-        if asset is None:
+        if name not in declared:
             if entry.kind != "dir":
                 report.problems.append(f"entry {name} is not in {where}")
             continue
-        kind = asset["kind"]
-        if kind == "dir":
-            problem = None if entry.kind == "dir" else f"entry {name} should be a directory"
-        elif kind == "symlink":
-            problem = None if entry.kind == "symlink" and entry.linkname == asset.get("link_target") else \
-                f"symlink {name} differs from the digest record"
-        elif entry.kind not in ("file", "hardlink"):
-            problem = f"entry {name} should be a regular file"
-        elif entry.size != asset.get("size") or entry.sha256 != asset.get("sha256"):
-            problem = f"entry {name}: size or sha256 differs from the digest record (content altered)"
-        elif kind == "sqlite" and (entry.db is None or not entry.db.ok or entry.db.user_version != asset.get("schema_version")):
-            problem = f"sqlite entry {name} fails its checks or its user_version differs from the digest record"
-        else:
-            problem = None
+        asset = declared[name]
+        problem = _digest_problem(entry, asset) if isinstance(asset, DeclaredEntry) else asset
         if problem:
             report.problems.append(problem)
         else:

@@ -29,4 +29,4 @@ def test_each_format_module_verifies_and_plans_a_restore() -> None:
     for module in (statekit_format, openclaw_format):
         assert callable(getattr(module, "restore_steps"))
     assert callable(statekit_format.verify_statekit) and callable(openclaw_format.verify_openclaw)
-    assert callable(openclaw_format.build_documents)
+    assert callable(openclaw_format.build_manifest_of)

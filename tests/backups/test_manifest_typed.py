@@ -93,3 +93,8 @@ def test_the_manifest_written_one_asset_at_a_time_is_the_bytes_encode_gives(stat
     assert b"\\udcff" in encode(result.manifest)
     empty = Manifest(manifest.created_at, manifest.state_dir, manifest.options)
     assert b"".join(empty.encoded()) == encode(empty.to_json())
+    # --format openclaw's digest record: the same document under its own format, OpenClaw's manifest digest after totals
+    after = {"openclaw_manifest_sha256": "ab" * 32}
+    for record in (manifest, empty):
+        assert b"".join(record.encoded("statekit-openclaw-digests", after)) == encode(
+            {**record.to_json(), "format": "statekit-openclaw-digests", **after})

@@ -124,6 +124,21 @@ def test_verify_a_96_shaped_archive_and_say_what_it_cannot_prove(state_tree, tmp
     assert report.to_json()["statekit_digests"] is False
 
 
+def test_names_that_collide_on_a_case_insensitive_filesystem_fail(state_tree, tmp_path):
+    """Entries whose names differ only in case or Unicode normalisation (NFC) would overwrite each other on macOS
+    or Windows: each pair is named once; names that merely look alike do not collide."""
+    register_agents(state_tree)
+    notes = state_tree.root / "workspace"
+    for name in ("Notes.md", "notes.md", "caf\u00e9.md", "cafe\u0301.md", "cafe.md", "NOTES-2.md"):
+        (notes / name).write_text(name)
+    report = verify_archive(make_openclaw_archive(state_tree, tmp_path / "oc.tar.gz"))
+    collisions = sorted(p for p in report.problems if "collide on case-insensitive filesystems" in p)
+    assert len(collisions) == 2, report.problems
+    assert any("/Notes.md and " in p and p.endswith("/notes.md collide on case-insensitive filesystems") for p in collisions), collisions
+    assert any("caf\u00e9.md" in p and "cafe\u0301.md" in p for p in collisions), collisions
+    assert not any("cafe.md " in p or "NOTES-2" in p for p in collisions), collisions
+
+
 def test_global_database_without_its_role_fails(state_tree, tmp_path):
     conn = open_db(state_tree.global_db)
     conn.execute("UPDATE schema_meta SET role = 'agent'")
