@@ -31,7 +31,7 @@ import hashlib
 import math
 import os
 from collections.abc import Callable
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path, PureWindowsPath
 from typing import Any, BinaryIO
 
 from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
@@ -145,9 +145,25 @@ def _strip_file_era(record: dict[str, Any]) -> None:
         record.pop(name, None)
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _json_copy(value: Any) -> Any:
+    """``copy.deepcopy`` of a parsed JSON document (dicts, lists and scalars: no value shared twice, no cycle),
+    without deepcopy's memo and dispatch per value; a value of any other type goes through ``copy.deepcopy``."""
+    kind = type(value)
+    if kind is dict:
+        return {key: item if type(item) in _SCALARS else _json_copy(item) for key, item in value.items()}
+    if kind is list:
+        return [item if type(item) in _SCALARS else _json_copy(item) for item in value]
+    if kind in _SCALARS:
+        return value
+    return copy.deepcopy(value)
+
+
 def normalise_entry(entry: dict[str, Any]) -> dict[str, Any]:
     """The entry as stored in ``entry_json``: room→groupChannel, runtime and file-era fields stripped."""
-    result = copy.deepcopy(entry)
+    result = _json_copy(entry)
     if not isinstance(result.get("groupChannel"), str) and isinstance(result.get("room"), str):
         result["groupChannel"] = result["room"]
     result.pop("room", None)
@@ -286,11 +302,19 @@ def session_row(key: str, entry: dict[str, Any], updated_at: int, mkey: str, con
     }
 
 
+def _posix_name(path: str) -> str:
+    """``PurePosixPath(path).name`` without the path object: the last part that is neither empty nor ``.``."""
+    for part in reversed(path.split("/")):
+        if part and part != ".":
+            return part
+    return ""
+
+
 def transcript_name(entry: dict[str, Any]) -> str:
     """The transcript's file name inside its own agent's sessions dir (never an absolute path elsewhere)."""
     raw = entry.get("sessionFile")
     if isinstance(raw, str) and raw.strip():
-        name = PureWindowsPath(raw.strip()).name if "\\" in raw else PurePosixPath(raw.strip()).name
+        name = PureWindowsPath(raw.strip()).name if "\\" in raw else _posix_name(raw.strip())
         if name and name not in (".", ".."):
             return name
     return f"{entry['sessionId'].strip()}.jsonl"

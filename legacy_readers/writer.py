@@ -143,9 +143,28 @@ _UNMATCHED = _Unmatched()
 _TrackedRow = tuple[Any, ...]  # the column names (one tuple per row shape), then the values, in one tuple
 
 
-def _matchable(value: Any) -> Any:
-    """A row value as the tracker keeps it: a JSON document (a whole session entry) is not kept alive for a delete's match."""
-    return _UNMATCHED if isinstance(value, (Json, dict, list)) else value
+_JSON_VALUES = (Json, dict, list)
+# The exact types of the values rows mostly hold: a row of these alone is kept as it is, with no test per value.
+_PLAIN_TYPES = frozenset({str, int, float, bool, bytes, type(None)})
+_KEY_TYPES = frozenset({str, int, float})  # keyable without a test (a subclass, or a bool, goes through _keyable)
+
+
+def _all_keyable(values: tuple[Any, ...]) -> bool:
+    return _KEY_TYPES.issuperset(map(type, values)) or all(map(_keyable, values))
+
+
+def _plain(values: Iterable[Any]) -> bool:
+    """Every value is of a plain type exactly: bound as it is (``_bind`` changes none), kept by the tracker as it is."""
+    return _PLAIN_TYPES.issuperset(map(type, values))
+
+
+def _tracked(names: tuple[str, ...], row: Mapping[str, Any], plain: bool | None = None) -> _TrackedRow:
+    """The row as the tracker keeps it: a JSON value (a whole session entry) is not kept alive for a delete's match.
+
+    ``plain``: :func:`_plain` of the row's values, when the caller already knows it."""
+    if plain if plain is not None else _plain(row.values()):
+        return (names, *row.values())
+    return (names, *[_UNMATCHED if isinstance(value, _JSON_VALUES) else value for value in row.values()])
 
 
 @dataclass
@@ -157,11 +176,11 @@ class _Tracker:
     owned: dict[tuple[str, tuple[tuple[str, Any], ...]], int] = field(default_factory=dict)
     _names: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)  # one column tuple per row shape
 
-    def row(self, table: str, key: Sequence[str], row: Mapping[str, Any]) -> None:
-        values = tuple(row[k] for k in key)
-        if all(_keyable(v) for v in values):
+    def row(self, table: str, key: Sequence[str], row: Mapping[str, Any], plain: bool | None = None) -> None:
+        values = tuple(map(row.__getitem__, key))
+        if _all_keyable(values):
             names = tuple(row)
-            self.keyed.setdefault((table, tuple(key)), {})[values] = (self._names.setdefault(names, names), *map(_matchable, row.values()))
+            self.keyed.setdefault((table, tuple(key)), {})[values] = _tracked(self._names.setdefault(names, names), row, plain)
 
     def rows(self, table: str, owner: Where, count: int) -> None:
         frozen = {k: tuple(sorted(set(v), key=repr)) if isinstance(v, (list, tuple, set, frozenset)) else v for k, v in owner.items()}
@@ -499,8 +518,10 @@ class DatabaseWriter:
         fitted = self.fit(table, row, optional=optional, extra=extra)
         columns = list(fitted)
         sql = _upsert_sql(table, tuple(columns), tuple(key), update if isinstance(update, bool) else tuple(update), where)
-        self._execute(table, columns, sql, [[_bind(fitted[c]) for c in columns]])
-        self._tracker.row(table, key, fitted)
+        params = list(fitted.values())
+        plain = _plain(params)
+        self._execute(table, columns, sql, [params if plain else [_bind(v) for v in params]])
+        self._tracker.row(table, key, fitted, plain)
         return int(self.conn.changes())
 
     def newer_wins(self, table: str, row: Mapping[str, Any], key: Sequence[str], column: str, *, ties: bool = False, **kwargs: Any) -> int:

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import copy
+from pathlib import PurePosixPath
+
 import pytest
 
-from statekit.legacy_readers.session_index import canonicalize_key, normalise_entry, select_entries
+from statekit.legacy_readers.session_index import _posix_name, canonicalize_key, normalise_entry, select_entries, transcript_name
 
 
 @pytest.mark.parametrize(
@@ -62,3 +65,38 @@ def test_normalise_strips_file_era_fields() -> None:
     assert out["compactionCheckpoints"][0]["preCompaction"] == {"sessionId": "p"}
     assert out["compactionCheckpoints"][0]["postCompaction"] == {"sessionId": "q"}
     assert entry["sessionFile"]  # the input is not mutated
+
+
+@pytest.mark.parametrize("raw", [
+    "/home/u/.openclaw/agents/main/sessions/s-1.jsonl", "s-1.jsonl", "a/b/", "a/b/.", "a/./b", "//x", "/", "//", "///", ".",
+    "..", "a/..", "./", "a//b//", "/.", "x/ /", "a\x00b/c", "é/ü.jsonl", "", "...", "a/.../.",
+])
+def test_the_posix_name_of_a_session_file_is_what_pathlib_says(raw: str) -> None:
+    assert _posix_name(raw) == PurePosixPath(raw).name
+
+
+def test_a_session_file_name_from_posix_and_windows_paths() -> None:
+    assert transcript_name({"sessionFile": " /home/u/s/s-1.jsonl ", "sessionId": "x"}) == "s-1.jsonl"
+    assert transcript_name({"sessionFile": "C:\\u\\s\\s-2.jsonl", "sessionId": "x"}) == "s-2.jsonl"
+    assert transcript_name({"sessionFile": "/home/u/..", "sessionId": " s-3 "}) == "s-3.jsonl"
+    assert transcript_name({"sessionFile": "/", "sessionId": "s-4"}) == "s-4.jsonl"
+
+
+class _Tagged(dict):  # type: ignore[type-arg]
+    pass
+
+
+def test_normalise_entry_copies_the_whole_document() -> None:
+    entry = {"sessionId": "s", "skillsSnapshot": {"resolvedSkills": [1], "kept": [{"a": [1.5, None, True]}]},
+             "compactionCheckpoints": [{"sessionFile": "f", "preCompaction": {"sessionFile": "g", "n": 1}}],
+             "other": _Tagged(x=[1]), "room": "r"}
+    before = copy.deepcopy(entry)
+    out = normalise_entry(entry)
+    assert entry == before  # the parsed entry is not changed
+    assert out["skillsSnapshot"] == {"kept": [{"a": [1.5, None, True]}]}
+    assert out["compactionCheckpoints"] == [{"preCompaction": {"n": 1}}]
+    assert out["groupChannel"] == "r" and "room" not in out
+    out["skillsSnapshot"]["kept"][0]["a"].append(2)
+    out["other"]["x"].append(2)
+    assert entry == before  # nothing is shared with it
+    assert type(out["other"]) is _Tagged

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -89,6 +90,27 @@ def test_expectations_follow_what_was_written(conn: Connection) -> None:
     assert _count(db, expectation.table, expectation.where, expectation.params) == 2
     conn.execute("DELETE FROM plugin_state_entries WHERE entry_key = 'a'")  # rows gone after commit: the check sees it
     assert _count(db, expectation.table, expectation.where, expectation.params) == 1
+
+
+class _Document(dict):  # type: ignore[type-arg]
+    """A dict subclass: a JSON value all the same."""
+
+
+def test_rows_with_and_without_json_values_are_bound_and_tracked_alike(conn: Connection) -> None:
+    db = DatabaseWriter(conn, "global")
+    key = ("plugin_id", "namespace", "entry_key")
+    values: dict[str, object] = {"plain": "1", "json": Json({"a": 1}), "dict": _Document(a=[1.0]), "list": [True, None], "float": 2.5}
+    for name, value in values.items():
+        db.upsert("plugin_state_entries", {"plugin_id": "p", "namespace": "n", "entry_key": name, "value_json": value,
+                                           "created_at": 1, "expires_at": None}, key)
+    stored = dict(db.select("plugin_state_entries", ("entry_key", "value_json")))
+    assert stored == {"plain": "1", "json": '{"a":1}', "dict": '{"a":[1]}', "list": "[true,null]", "float": "2.5"}
+    db.delete("plugin_state_entries", {"value_json": '{"a":1}'})  # a JSON value is matched by no delete (the row is gone in SQL)
+    db.delete("plugin_state_entries", {"value_json": "1"})  # a plain value is
+    db.delete("plugin_state_entries", {"created_at": True, "entry_key": "float"})  # True == 1: the tracker compares as Python does
+    [expectation] = db.expectations()
+    assert expectation.count == 3
+    assert json.loads(expectation.params[0]) == [["p", "n", name] for name in ("dict", "json", "list")]
 
 
 def test_replace_owned_counts_the_owner_rows(conn: Connection) -> None:
