@@ -8,7 +8,7 @@
     python benchmarks/run.py --quick --before /work/main/.venv/bin/python   # + another build, in the same pairs
 
 Each shape is generated once under --workdir (kept between runs). For every pair, a fresh
-hard-linked copy of the shape is made and statekit and the floor run one after the other, the
+copy of the shape is made and statekit and the floor run one after the other, the
 order alternating between pairs; the table gives the median (and min-max) of the per-pair
 ratios statekit/floor, statekit's MB/s and the peak RSS of each child (``ru_maxrss`` from
 ``wait4``). CPU = user + sys of the child process tree; prefer it to wall time on a shared
@@ -245,7 +245,10 @@ def fresh_copy(state: Path, scratch: Path) -> Path:
     if scratch.exists():
         shutil.rmtree(scratch)
     scratch.mkdir(parents=True)
-    subprocess.run(["cp", "-al", str(state), str(scratch / ".openclaw")], check=True)
+    # A real copy, not hard links: statekit makes each retired file 0600 (a chmod of the inode), so a hard-linked copy
+    # changed the shape itself after its first run (every later run then saw 0600 sources, and their undo facts
+    # recorded no modes). Reflinks where the filesystem has them.
+    subprocess.run(["cp", "-a", "--reflink=auto", str(state), str(scratch / ".openclaw")], check=True)
     return scratch / ".openclaw"
 
 
