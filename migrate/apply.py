@@ -79,6 +79,7 @@ from statekit.errors import (
     transient_sqlite_name,
 )
 from statekit.db import Connection, NotADatabaseFile, OperationalError, SQLiteError, error_name, immediate, open_rw, read_only_view, table_names
+from statekit.heap import release_free_heap
 from statekit.seams import checkpoint
 from statekit.fsutil import HashingReader, UnsafePathError, fsync_dir, open_regular_file, remove_orphaned_temps, sha256_file
 from statekit.progress import ProgressReader, null_progress, start_phase
@@ -272,6 +273,8 @@ class Migration:
 
         databases_before = existing_databases(self.state_dir)
         modes_before = path_modes(self.state_dir, [s.rel for s in plan.sources] + config_rels(plan, self.state_dir))
+        if self.options.backup:
+            release_free_heap()  # what planning freed (an index parsed whole), before the backup's own peak
         backup_result = self._backup() if self.options.backup else None
         checkpoint("migrate-backup-done")
         self.global_conn, _ = open_global(self.state_dir, self.report.warnings)
@@ -321,6 +324,7 @@ class Migration:
         status = RunStatus.WARNING if self.report.warnings else RunStatus.COMPLETED
         self.report.status = status
         self.report.finished_at = now_ms()
+        release_free_heap()  # what the backup and the imports freed, before SQLite stores the report (twice its size)
         checkpoint("before-close-run")
         close_run(self.global_conn, self.run_id, self.report.finished_at, status, self.report.report_pieces)
         return self.report
