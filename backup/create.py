@@ -45,7 +45,8 @@ from statekit.backup.encryption import AGE_SUFFIX, Recipients, encrypt_file
 from statekit.backup.passphrase import key_path, remove_orphan_keys
 from statekit.backup.assets import AssetPlan, Entry, Root, completeness_problems, noted_skip, plan_assets, quiet_skip
 from statekit.backup.lock import backup_lock
-from statekit.backup.manifest import Asset, Manifest, Skipped, display_path
+from statekit.backup.manifest import Asset, Manifest, Skipped
+from statekit.errors import display_path
 from statekit.backup.runs import mark_interrupted, record_in_state_dir
 from statekit.backup.snapshot import DbFacts, snapshot_db
 from statekit.backup.statekit_format import Written

@@ -21,6 +21,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from statekit import __version__
+from statekit.errors import display_path
 from statekit.fast_schema import compile_check
 from statekit.values import datetime_to_iso, parse_iso
 
@@ -307,23 +308,6 @@ def totals_of(kinds_and_sizes: Iterable[tuple[str, int]]) -> dict[str, int]:
         size += bytes_
     return {"assets": assets, "bytes": size, "files": counts["file"], "sqlite": counts["sqlite"], "dirs": counts["dir"],
             "symlinks": counts["symlink"]}
-
-
-def display_path(text: str) -> str:
-    """A name for a one-line message: a byte that is not UTF-8 (a ``surrogateescape`` code point) as ``\\xNN``,
-    control characters (newlines) escaped; everything else as it is."""
-    if text.isprintable():
-        return text
-    out = []
-    for char in text:
-        code = ord(char)
-        if 0xDC80 <= code <= 0xDCFF:
-            out.append(f"\\x{code - 0xDC00:02x}")
-        elif char.isprintable():
-            out.append(char)
-        else:
-            out.append(repr(char)[1:-1])
-    return "".join(out)
 
 
 iso_utc = datetime_to_iso  # the manifest's times: ``toISOString`` form

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from statekit.backup.checks import OPENCLAW, VerifyReport
-from statekit.backup.manifest import display_path
+from statekit.errors import display_path
 from statekit.backup.restore_steps import RestoreStep
 from statekit.db import SQLiteError, connect, immediate, read_only_view, table_columns, table_names
 from statekit.layout import global_db_path

@@ -54,7 +54,7 @@ from statekit.backup.archive import BombError, members_of, open_tar_stream, writ
 from statekit.backup.checks import oversized_problem
 from statekit.backup.assets import _root_id, configured_agent_dirs, configured_workspaces, is_within, read_config
 from statekit.backup.assets import credentials_dir as assets_credentials_dir
-from statekit.backup.manifest import display_path
+from statekit.errors import display_path
 from statekit.backup.restore_steps import RestoreStep
 from statekit.backup.journal import STAGE_MARKER, JournalStep, Recovery, RestoreJournal, now_iso, pending, settle
 from statekit.backup.encryption import AGE_SUFFIX, DECRYPT_SCRATCH_PREFIX, Identities, IdentityNeeded, decrypted_copy, is_encrypted

@@ -20,6 +20,7 @@ from pathlib import Path
 from statekit.legacy_readers import all_readers, reader_for
 from statekit.legacy_readers.base import Reader, match_patterns
 from statekit.db import SQLITE_HEADER
+from statekit.errors import display_path
 from statekit.fsutil import temp_writer_pid
 from statekit.layout import STATEKIT_DIR_NAME
 
@@ -79,7 +80,7 @@ class Discovery:
     user_content: list[tuple[str, str, int]] = field(default_factory=list)  # (rel, reason, file count)
     statekit_files: int = 0
     unrecognised: list[FileEntry] = field(default_factory=list)
-    # What a legacy file under a name that is not UTF-8 would be: each a warning, the file left in place (shown_rel)
+    # What a legacy file under a name that is not UTF-8 would be: each a warning, the file left in place (display_path)
     unnamed_legacy: list[str] = field(default_factory=list)
 
 
@@ -95,10 +96,6 @@ def is_utf8(rel: str) -> bool:
         return False
     return True
 
-
-def shown_rel(rel: str) -> str:
-    """``rel`` as text that can be printed and stored: each byte that is not UTF-8 as ``\\xNN``."""
-    return os.fsencode(rel).decode("utf-8", "backslashreplace")
 
 
 def _file_type(mode: int) -> str:
@@ -196,7 +193,7 @@ def _probe_workspace(state_dir: Path, rel_dir: str, readers: tuple[Reader, ...])
 
 def _unnamed(found: Discovery, item: FileEntry) -> None:
     """A file whose name is not UTF-8: listed as unrecognised (shown escaped), and a warning if a reader would claim it."""
-    shown = shown_rel(item.rel)
+    shown = display_path(item.rel)
     found.unrecognised.append(FileEntry(shown, item.size, item.mtime_ms, item.file_type))
     if reader_for(shown) is not None:
         found.unnamed_legacy.append(shown)
@@ -209,7 +206,7 @@ def discover(state_dir: Path) -> Discovery:
         if entry is None:
             count = _count_files(state_dir / rel)
             if pruned == UNDECODABLE:
-                found.user_content.append((shown_rel(rel) + "/", UNDECODABLE, count))
+                found.user_content.append((display_path(rel) + "/", UNDECODABLE, count))
                 continue
             if pruned == "statekit":
                 found.statekit_files += count

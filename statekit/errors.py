@@ -305,6 +305,24 @@ def shown_key(key: str) -> str:
     return "<key sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:8] + ">"
 
 
+def display_path(text: str) -> str:
+    """A name for a one-line message: a byte that is not UTF-8 (a ``surrogateescape`` code point) as ``\\xNN``,
+    control characters (newlines) escaped; everything else as it is."""
+    if text.isprintable():
+        return text
+    out = []
+    for char in text:
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif char.isprintable():
+            out.append(char)
+        else:
+            out.append(repr(char)[1:-1])
+    return "".join(out)
+
+
+
 class ValueRangeError(StatekitError):
     """A value no SQLite column can hold (an integer beyond 64 bits): the source is refused, named, left in place."""
 

@@ -13,7 +13,7 @@ from statekit.cli.common import (
     DryRunOpt, JsonOpt, NoProgressOpt, QuietOpt, StateDirOpt, VerboseOpt, YesOpt, confirm_or_refuse, existing_dir, existing_file,
     existing_state_dir, output, run_command,
 )
-from statekit.errors import ExitCode, UsageError, describe_exit_codes
+from statekit.errors import ExitCode, UsageError, describe_exit_codes, display_path
 from statekit.layout import BACKUP_DIR_ENV, resolve_state_dir
 from statekit.output import Output, human_size, table
 from statekit.values import datetime_to_iso as iso_utc
@@ -168,13 +168,6 @@ Example:
 
 {describe_exit_codes(PRUNE_EXIT_CODES)}
 """
-
-
-def display_path(text: str) -> str:
-    """A path or message as printed: names that are not UTF-8 or hold newlines escaped (see backup.manifest)."""
-    from statekit.backup.manifest import display_path as escaped
-
-    return escaped(text)
 
 
 def _recipients(keys: list[str] | None, files: list[Path] | None) -> Recipients | None:
