@@ -89,10 +89,8 @@ class OutcomeLog(Sequence[SourceOutcome]):
 
     def entries(self) -> Iterator[bytes]:
         """Each outcome's report entry, in order, read back one at a time (nothing else is copied)."""
-        start = 0
         for number in range(len(self._ends)):
-            yield self._entry(start, self._ends[number] - 1)  # without its newline
-            start = self._ends[number]
+            yield self._entry(number)
 
     def __len__(self) -> int:
         return len(self._ends)
@@ -109,10 +107,11 @@ class OutcomeLog(Sequence[SourceOutcome]):
     def __getitem__(self, index: int | slice) -> SourceOutcome | list[SourceOutcome]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        number = range(len(self))[index]  # IndexError as a list gives it
-        return SourceOutcome.from_entry(self._entry(self._ends[number - 1] if number else 0, self._ends[number] - 1))
+        return SourceOutcome.from_entry(self._entry(range(len(self))[index]))  # IndexError as a list gives it
 
-    def _entry(self, start: int, end: int) -> bytes:
+    def _entry(self, number: int) -> bytes:
+        """Entry ``number``'s bytes, without the newline after it."""
+        start, end = self._ends[number - 1] if number else 0, self._ends[number] - 1
         if start >= self._in_file:
             return bytes(self._held[start - self._in_file:end - self._in_file])
         assert self._file is not None
