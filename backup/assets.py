@@ -21,10 +21,10 @@ from typing import Any
 
 import json5
 
-from statekit.backup.manifest import Skipped, shared_mode
+from statekit.backup.manifest import Skipped
 from statekit.db import is_sqlite_file
 from statekit.errors import StatekitError, UsageError
-from statekit.fsutil import read_regular_file
+from statekit.fsutil import read_regular_file, shared_mode
 from statekit.layout import (
     AGENT_DB_NAME,
     GLOBAL_DB_REL,

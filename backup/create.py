@@ -54,7 +54,7 @@ from statekit.backup.verify import VerifyReport, verify_archive
 from statekit.errors import BusyError, ExitCode, StateDirError, StatekitError, UsageError, VerificationError
 from statekit.progress import start_phase
 from statekit.seams import checkpoint
-from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE, atomic_write_bytes, create_file, fsync_dir, open_regular_file, remove_orphaned_temps
+from statekit.fsutil import CHUNK, PRIVATE_FILE_MODE, atomic_write_bytes, create_file, fsync_dir, open_regular_file, remove_orphaned_temps, shared_mode
 from statekit.layout import BACKUP_DIR_ENV, canonical_state_dir, lock_path
 from statekit.locking import exclusive_lock
 from statekit.install import ensure_install_id, read_install_id
@@ -245,7 +245,7 @@ def _stage_copy(item: _Item, ctx: _Context) -> None:
     if changed:
         ctx.warnings.append(f"{item.asset.source_path}: changed while being copied (read twice); archived the bytes of the second read")
     item.asset.size = size
-    item.asset.mode, item.asset.mtime = mf.shared_mode(st.st_mode & 0o7777), st.st_mtime
+    item.asset.mode, item.asset.mtime = shared_mode(st.st_mode & 0o7777), st.st_mtime
     item.staged = dest
 
 
@@ -278,7 +278,7 @@ def _add_file(writer: ArchiveWriter, item: _Item) -> None:
         return
     with open_regular_file(item.path) as handle:
         before = os.fstat(handle.fileno())
-        asset.size, asset.mode, asset.mtime = before.st_size, mf.shared_mode(before.st_mode & 0o7777), before.st_mtime
+        asset.size, asset.mode, asset.mtime = before.st_size, shared_mode(before.st_mode & 0o7777), before.st_mtime
         try:
             asset.sha256 = writer.add_stream(asset.archive_path, handle, asset.size, mode=asset.mode, mtime=asset.mtime)
         except OSError as exc:

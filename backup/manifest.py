@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from statekit import __version__
 from statekit.errors import display_path
+from statekit.fsutil import shared_mode
 from statekit.fast_schema import compile_check
 from statekit.values import datetime_to_iso, parse_iso
 
@@ -82,14 +83,6 @@ class Asset:
         if type(values.get("mode")) is int:
             values["mode"] = shared_mode(values["mode"])
         return cls(**values)
-
-
-_MODES: dict[int, int] = {}
-
-
-def shared_mode(mode: int) -> int:
-    """One int object per permission value (at most 4,096 of them), however many assets carry it."""
-    return _MODES.setdefault(mode, mode) if 0 <= mode <= 0o7777 else mode
 
 
 _ASSET_FIELDS = tuple(Asset.__dataclass_fields__)

@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from statekit.db import Connection, SQLiteError, read_only_view
-from statekit.fsutil import PRIVATE_FILE_MODE, sha256_file
+from statekit.fsutil import PRIVATE_FILE_MODE, sha256_file, shared_mode
 from statekit.layout import AGENT_DB_NAME, global_db_path, relative_posix
 
 FACTS_KEY = "undo"
@@ -53,7 +53,7 @@ def path_modes(state_dir: Path, rels: list[str]) -> dict[str, int]:
     for rel in rels:
         parts = PurePosixPath(rel).parts
         try:
-            mode = os.lstat(state_dir.joinpath(*parts)).st_mode & 0o7777
+            mode = shared_mode(os.lstat(state_dir.joinpath(*parts)).st_mode & 0o7777)  # one int per mode value
         except OSError:
             continue
         if mode != PRIVATE_FILE_MODE:
@@ -62,7 +62,7 @@ def path_modes(state_dir: Path, rels: list[str]) -> dict[str, int]:
             above = "/".join(parts[:depth])
             if above not in modes:
                 try:
-                    modes[above] = os.lstat(state_dir.joinpath(*parts[:depth])).st_mode & 0o7777
+                    modes[above] = shared_mode(os.lstat(state_dir.joinpath(*parts[:depth])).st_mode & 0o7777)
                 except OSError:
                     continue
     return dict(sorted(modes.items()))

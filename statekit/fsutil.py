@@ -189,6 +189,15 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+_MODES: dict[int, int] = {}
+
+
+def shared_mode(mode: int) -> int:
+    """One int object per permission value (at most 4,096 of them), however many files carry it: a backup's assets
+    and a run's undo facts hold one mode per file (100,000 ints of 28 bytes otherwise)."""
+    return _MODES.setdefault(mode, mode) if 0 <= mode <= 0o7777 else mode
+
+
 def chmod_best_effort(path: Path, mode: int, warnings: list[str] | None = None) -> None:
     """chmod, tolerating filesystems that refuse it (NFS, SMB, some Docker volumes)."""
     try:
