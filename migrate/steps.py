@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -44,7 +45,7 @@ from statekit.migrate.relocate import marker_path, read_marker, relocation_steps
 from statekit.migrate.retire import retired_path
 from statekit.seams import checkpoint
 from statekit.states import ReceiptStatus
-from statekit.db import BUSY_TIMEOUT_MS, Connection, SQLiteError, connect, immediate
+from statekit.db import BUSY_TIMEOUT_MS, Connection, SQLiteError, connect, immediate, read_only_view
 from statekit.errors import SourceError
 from statekit.fsutil import PRIVATE_FILE_MODE, atomic_write_bytes, ensure_private_dir, fsync_dir, read_regular_file, sha256_bytes, sha256_file
 from statekit.layout import (
@@ -56,6 +57,7 @@ from statekit.layout import (
     global_db_path,
     migrated_dir,
     relative_posix,
+    statekit_dir,
 )
 
 CONFIG_KIND = "config"
@@ -142,8 +144,56 @@ def _refused_step(rel: str, rewrite: ConfigRewrite) -> dict[str, Any]:
     }
 
 
+def _unfinished_rename(state_dir: Path, config: Path, resolved: ResolvedStateDir, env: Any) -> tuple[Path, Path] | None:
+    """A legacy-named config a killed run left beside the ``openclaw.json`` it wrote (killed after the new file, before
+    the old name was removed): ``(the legacy file, its retired copy)`` when its own ``completed`` receipt proves it —
+    the same bytes and mtime (the receipt's key), ``written_path`` this ``openclaw.json`` holding ``written_sha256``,
+    and the retired copy holding the old bytes. Anything else (a user's own second file) is left alone."""
+    if (resolved.origin not in FOUND_ORIGINS or _explicit_config(env) or config != state_dir / CONFIG_NAME
+            or not global_db_path(state_dir).is_file()):
+        return None
+    for name in LEGACY_CONFIG_NAMES:
+        legacy = state_dir / name
+        try:
+            st = legacy.lstat()
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            old = read_regular_file(legacy)
+        except OSError:
+            continue
+        sha = sha256_bytes(old)
+        key = source_key(CONFIG_KIND, name, (), sha, len(old), st.st_mtime_ns // 1_000_000, None)
+        try:
+            with read_only_view(global_db_path(state_dir)) as conn:
+                row = conn.execute("SELECT report_json FROM migration_sources WHERE source_key = ? AND status = ?",
+                                   (key, ReceiptStatus.COMPLETED)).fetchone()
+                report = json.loads(row[0]) if row and row[0] else None
+                if (not isinstance(report, dict) or report.get("written_path") != CONFIG_NAME
+                        or report.get("written_sha256") != sha256_file(config, follow_symlinks=False)):
+                    continue
+                copy = _earlier_copy(conn, state_dir, statekit_dir(state_dir) / "migrated", key, sha)
+        except (OSError, SQLiteError, ValueError, RecursionError):
+            continue
+        if copy is not None:
+            return legacy, copy
+    return None
+
+
+def _finish_rename_step(state_dir: Path, legacy: Path, copy: Path) -> dict[str, Any]:
+    name, kept = legacy.name, relative_posix(copy, state_dir)
+    return {
+        "kind": CONFIG_KIND, "apply": True, "status": "planned", "path": name, "target": CONFIG_NAME, "finish_rename": True,
+        "changes": [f"remove {name} (an interrupted run renamed it to {CONFIG_NAME}; its bytes are kept at {kept})"],
+        "notes": [],
+        "description": f"config {name}: an interrupted run wrote {CONFIG_NAME} from it and kept its bytes at {kept}; "
+                       f"the old name is removed",
+    }
+
+
 def config_step(state_dir: Path, config_path: Path | None, resolved: ResolvedStateDir, env: Any) -> dict[str, Any] | None:
     config = _config_file(state_dir, config_path)
+    if config is not None and (leftover := _unfinished_rename(state_dir, config, resolved, env)) is not None:
+        return _finish_rename_step(state_dir, *leftover)
     if config is None:
         if config_path is not None and config_path.is_file():
             return _outside_step(config_path)
@@ -247,6 +297,9 @@ def apply_steps(plan: Any, state_dir: Path, run_id: str, report: Any) -> None:
 
 
 def apply_config_step(step: dict[str, Any], state_dir: Path, run_id: str, report: Any, resolved: ResolvedStateDir, env: Any) -> None:
+    if step.get("finish_rename"):
+        _finish_rename(state_dir, report, resolved, env)
+        return
     rel = step["path"]
     config = state_dir / rel
     data = read_regular_file(config)
@@ -284,6 +337,20 @@ def apply_config_step(step: dict[str, Any], state_dir: Path, run_id: str, report
     for line in changes:
         report.changes.append(f"config: {line}")
     report.notices.extend(f"config: {note}" for note in rewrite.notes)
+
+
+def _finish_rename(state_dir: Path, report: Any, resolved: ResolvedStateDir, env: Any) -> None:
+    """Remove the legacy name an interrupted run left, when its receipt still proves it (checked again: the plan was
+    made before the pre-migration backup)."""
+    leftover = _unfinished_rename(state_dir, state_dir / CONFIG_NAME, resolved, env)
+    if leftover is None:
+        report.warnings.append("config: a legacy-named config planned for removal no longer matches its receipt; left as it is")
+        return
+    legacy, copy = leftover
+    legacy.unlink()
+    fsync_dir(legacy.parent)
+    report.changes.append(f"config: renamed {legacy.name} → {CONFIG_NAME} (finished: an interrupted run had written "
+                          f"{CONFIG_NAME}; the old bytes are kept at {relative_posix(copy, state_dir)})")
 
 
 def _record_config_receipt(

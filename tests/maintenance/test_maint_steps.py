@@ -255,3 +255,44 @@ def test_crash_after_rename_before_the_run_is_recorded_next_time(tmp_path: Path,
     report = _migrate(home)
     assert any(c.startswith("State dir:") for c in report.changes)
     assert not (moved.path / ".statekit" / "relocated.json").exists()
+
+
+def _renamed_then_old_name_back(tmp_path: Path) -> tuple[Path, Path]:
+    """A default state dir whose ``clawdbot.json`` a run renamed; then the old name put back as it was (same bytes,
+    same mtime): what a run killed after writing ``openclaw.json`` and before removing the old name leaves."""
+    home = _legacy_home(tmp_path, ".openclaw", "clawdbot.json")
+    state = home / ".openclaw"
+    report = _migrate(home)
+    assert report.status == "completed", report.warnings
+    retired = state / ".statekit" / "migrated" / report.run_id / "clawdbot.json"
+    (state / "clawdbot.json").write_bytes(retired.read_bytes())
+    os.utime(state / "clawdbot.json", ns=(retired.stat().st_atime_ns, retired.stat().st_mtime_ns))
+    return home, state
+
+
+def test_a_legacy_config_name_left_by_an_interrupted_rename_is_removed_once_its_receipt_proves_it(tmp_path: Path) -> None:
+    home, state = _renamed_then_old_name_back(tmp_path)
+    new_config = (state / "openclaw.json").read_bytes()
+    (step,) = [s for s in _plan(home).steps if s["kind"] == "config"]
+    assert step["apply"] and step["finish_rename"] and step["path"] == "clawdbot.json"
+    report = _migrate(home)
+    assert report.status == "completed", report.warnings
+    assert not (state / "clawdbot.json").exists() and (state / "openclaw.json").read_bytes() == new_config
+    assert any(c.startswith("config: renamed clawdbot.json → openclaw.json (finished") for c in report.changes)
+    assert _migrate(home).status == "nothing-to-do"
+
+
+@pytest.mark.parametrize("change", ["openclaw.json edited since", "clawdbot.json edited since", "no receipts"])
+def test_a_second_config_name_the_receipts_do_not_account_for_is_left_alone(tmp_path: Path, change: str) -> None:
+    """Both names present without the proof (the user's own file, or either one changed after the run): never removed."""
+    home, state = _renamed_then_old_name_back(tmp_path)
+    if change == "openclaw.json edited since":
+        (state / "openclaw.json").write_text((state / "openclaw.json").read_text().replace("{", '{"x": 1,', 1))
+    elif change == "clawdbot.json edited since":
+        (state / "clawdbot.json").write_text('{"gateway": {"port": 18789}}\n')
+    else:
+        global_db(state).unlink()
+    old = (state / "clawdbot.json").read_bytes()
+    assert not [s for s in _plan(home).steps if s.get("finish_rename")]
+    _migrate(home)
+    assert (state / "clawdbot.json").read_bytes() == old

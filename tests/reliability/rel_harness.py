@@ -409,10 +409,15 @@ def tree_outcome(state: Path) -> dict[str, str]:
 def lost_sources(state: Path, originals: Mapping[str, bytes], *, require_receipt: bool) -> list[str]:
     """Original files that are neither in place byte-identical nor retired byte-identical."""
     gdb = state / "state" / "openclaw.sqlite"
-    receipts: dict[str, list[tuple[str, int, str]]] = {}
+    receipts: dict[str, list[tuple[str, int, str, object]]] = {}
     if require_receipt and gdb.is_file():
-        for path, status, removed, run_id in _rows(gdb, "SELECT source_path, status, removed_source, last_run_id FROM migration_sources"):
-            receipts.setdefault(path, []).append((status, removed, run_id))
+        for path, status, removed, run_id, report in _rows(
+                gdb, "SELECT source_path, status, removed_source, last_run_id, report_json FROM migration_sources"):
+            try:
+                named = json.loads(report).get("retired_to")
+            except (ValueError, AttributeError):
+                named = None
+            receipts.setdefault(path, []).append((status, removed, run_id, named))
     migrated = state / ".statekit" / "migrated"
     problems = []
     for rel, data in originals.items():
@@ -428,7 +433,9 @@ def lost_sources(state: Path, originals: Mapping[str, bytes], *, require_receipt
             continue
         if require_receipt:
             runs = {c.relative_to(migrated).parts[0] for c in good}
-            if not any(status == "completed" and removed == 1 and run in runs for status, removed, run in receipts.get(rel, [])):
+            named_copies = {c.relative_to(state).as_posix() for c in good}  # a rerun that kept a killed run's copy names it
+            if not any(status == "completed" and removed == 1 and (run in runs or named in named_copies)
+                       for status, removed, run, named in receipts.get(rel, [])):
                 problems.append(f"{rel}: retired without a completed receipt naming that run")
     return problems
 

@@ -190,6 +190,42 @@ def test_a_run_killed_in_the_config_rewrite_converges(tmp_path: Path, point: str
     h.record_crash("migrate", True, [])
 
 
+def _legacy_named_config_world(base: Path) -> tuple[Path, dict[str, str]]:
+    """The default state dir (found through HOME, not named by a flag) holding a source and a config under a legacy
+    name: the run renames ``clawdbot.json`` to ``openclaw.json`` (rewritten for 9.6) and keeps the old bytes."""
+    state = _tiny_state(base)
+    shutil.copy(h.FIXTURES / "every-family" / ".openclaw" / "openclaw.json", state / "clawdbot.json")
+    home = state.parent
+    return state, {"HOME": str(home), "OPENCLAW_HOME": str(home), "OPENCLAW_STATE_DIR": "", "CLAWDBOT_STATE_DIR": "",
+                   "OPENCLAW_CONFIG_PATH": "", "CLAWDBOT_CONFIG_PATH": ""}
+
+
+@pytest.mark.parametrize("point", CONFIG_POINTS)
+def test_a_run_killed_renaming_a_legacy_named_config_converges(tmp_path: Path, point: str) -> None:
+    """Killed inside the config step of a legacy name (``config-written``: ``openclaw.json`` written, ``clawdbot.json``
+    not yet removed): the rerun ends as an uninterrupted run, with the old name gone, one retired copy of its bytes
+    and its receipt. (Before, the rerun found ``openclaw.json`` already rewritten, planned nothing, and both names
+    stayed for good.)"""
+    reference, ref_env = _legacy_named_config_world(tmp_path / "reference")
+    assert h.fork_cli("migrate", "--yes", "--no-backup", env=ref_env).returncode == 0
+    assert not (reference / "clawdbot.json").exists() and (reference / "openclaw.json").is_file()
+    state, env = _legacy_named_config_world(tmp_path / "killed")
+    first = h.fork_cli("migrate", "--yes", "--no-backup", env={**env, "STATEKIT_CRASHPOINT": point})
+    assert first.killed, first
+    rerun = h.fork_cli("migrate", "--yes", "--no-backup", env=env)
+    assert rerun.returncode == 0 and not rerun.traceback, rerun
+    assert not (state / "clawdbot.json").exists(), "the legacy name outlived the rerun"
+    assert h.bookkeeping(state) == h.bookkeeping(reference)
+    assert h.tree_outcome(state) == h.tree_outcome(reference)
+    originals = {"cron/jobs.json": (h.FIXTURES / "readers" / "cron" / "jobs.json").read_bytes(),
+                 "clawdbot.json": (h.FIXTURES / "every-family" / ".openclaw" / "openclaw.json").read_bytes()}
+    assert not h.lost_sources(state, originals, require_receipt=True)
+    assert not h.leftovers(state)
+    again = h.fork_cli("migrate", "--yes", "--no-backup", env=env)
+    assert again.returncode == 0 and "Nothing to migrate" in again.stdout, again
+    h.record_crash("migrate", True, [])
+
+
 # --------------------------------------------------------------------------- the full set (-m slow)
 
 
