@@ -40,7 +40,7 @@ from statekit.legacy_readers.base import (
     read_config,
 )
 from statekit.legacy_readers.writer import forget_schema_facts, tables_of, unguarded
-from statekit.migrate.plan import Plan, PlannedSource, build_plan, check_state_dir, ensure_not_schema_error, finish_glanced, plan_source
+from statekit.migrate.plan import PackedSources, Plan, PlannedSource, build_plan, check_state_dir, ensure_not_schema_error, finish_glanced, plan_source
 from statekit.migrate.discover import FileEntry
 from statekit.migrate.outcomes import OutcomeLog, SourceOutcome
 from statekit.migrate.receipts import (
@@ -60,7 +60,7 @@ from statekit.migrate.receipts import (
     write_receipts,
 )
 from statekit.migrate.retire import ChangedAtRetire, RetireBatch, parent_modes, retired_path
-from statekit.migrate.undo_facts import config_rels, existing_databases, path_modes, run_facts
+from statekit.migrate.undo_facts import PackedModes, config_rels, existing_databases, path_modes, run_facts
 from statekit import __version__
 from statekit.errors import (
     ExitCode,
@@ -214,8 +214,12 @@ def _joined_pieces(opening: bytes, items: Iterable[bytes], closing: bytes) -> It
     yield closing
 
 
-def _handing_out(plan: Plan) -> Iterator[PlannedSource]:
-    """``plan.sources`` in order, each let go of once handled (the plan of 100,000 files is not held to the end)."""
+def _handing_out(plan: Plan, packed: PackedSources | None) -> Iterator[PlannedSource]:
+    """The planned sources in order, each let go of once handled (the plan of 100,000 files is not held to the end):
+    ``plan.sources``, or what ``packed`` kept of them while the pre-migration backup ran (made one at a time)."""
+    if packed is not None:
+        yield from packed
+        return
     pending = plan.sources[::-1]
     plan.sources = []
     while pending:
@@ -272,8 +276,11 @@ class Migration:
         from statekit.migrate.steps import apply_steps  # state-dir relocation / config aliases (planned steps)
 
         databases_before = existing_databases(self.state_dir)
-        modes_before = path_modes(self.state_dir, [s.rel for s in plan.sources] + config_rels(plan, self.state_dir))
+        modes_before = PackedModes(path_modes(self.state_dir, [s.rel for s in plan.sources] + config_rels(plan, self.state_dir)))
+        import_bytes = sum(p.size or 0 for p in plan.sources if p.needs_import)
+        packed: PackedSources | None = None
         if self.options.backup:
+            packed, plan.sources = PackedSources(plan.sources), []  # the plan out of the small-object pages the backup fills
             release_free_heap()  # what planning freed (an index parsed whole), before the backup's own peak
         backup_result = self._backup() if self.options.backup else None
         checkpoint("migrate-backup-done")
@@ -288,10 +295,11 @@ class Migration:
         checkpoint("run-opened")
         self.receipts = load_receipts(self.global_conn)
         self.config = plan_config(plan)
-        start_phase(self.progress, "migrate", sum(p.size or 0 for p in plan.sources if p.needs_import), "bytes")
+        start_phase(self.progress, "migrate", import_bytes, "bytes")
+        handing_out, packed = _handing_out(plan, packed), None  # the generator alone holds what is left to hand out
         try:
             self._converge_interrupted_retirements()
-            for planned in _handing_out(plan):
+            for planned in handing_out:
                 if self._batchable(planned):
                     done = self._import_batched(planned)
                     if done is not None:
@@ -320,7 +328,7 @@ class Migration:
             except SQLiteError:
                 pass
             raise
-        self.report.undo = run_facts(self.state_dir, databases_before, modes_before, self._written_databases(), plan.steps)
+        self.report.undo = run_facts(self.state_dir, databases_before, modes_before.to_dict(), self._written_databases(), plan.steps)
         status = RunStatus.WARNING if self.report.warnings else RunStatus.COMPLETED
         self.report.status = status
         self.report.finished_at = now_ms()

@@ -10,7 +10,9 @@ import sys
 import tracemalloc
 from pathlib import Path
 
-from helpers import global_db, make_state, rows
+import pytest
+
+from helpers import FIXTURES, global_db, make_state, rows
 from statekit.migrate.apply import MigrationReport, SourceOutcome
 
 
@@ -218,3 +220,75 @@ def test_the_undo_facts_hold_one_int_per_mode_value_not_one_per_file(tmp_path: P
     modes = path_modes(state, rels)
     assert all(modes[rel] == 0o644 for rel in rels)
     assert len({id(modes[rel]) for rel in rels}) == 1
+
+
+def _every_field(source: object) -> list[tuple[str, object]]:
+    """Each field of a planned source, the reader by identity (``==`` on the dataclass skips compare=False fields)."""
+    import dataclasses
+
+    return [(f.name, id(value) if f.name == "reader" else value)
+            for f in dataclasses.fields(source) for value in [getattr(source, f.name)]]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("fixture", ["every-family", "demo-install"])
+def test_packed_sources_give_back_every_planned_source_field_for_field(tmp_path: Path, fixture: str) -> None:
+    """What the pre-migration backup runs beside: the plan packed (``PackedSources``) and unpacked is the plan, in
+    order, every field equal (the reader the same object); a glanced and a fully planned plan alike."""
+    import shutil
+
+    from statekit.migrate.plan import PackedSources, build_plan
+
+    state = tmp_path / "state"
+    shutil.copytree(FIXTURES / fixture / ".openclaw", state, symlinks=True)
+    extra = install(tmp_path / "small", 50)
+    shutil.copytree(extra / "agents" / "main" / "sessions", state / "agents" / "main" / "sessions", dirs_exist_ok=True)
+    for full in (False, True):
+        plan = build_plan(state, {}, full=full)
+        packed = PackedSources(plan.sources)
+        assert len(packed) == len(plan.sources) > 50
+        assert [_every_field(s) for s in packed] == [_every_field(s) for s in plan.sources]
+        assert [_every_field(s) for s in packed] == [_every_field(s) for s in plan.sources]  # iterating again: the same
+
+
+PACKED = """
+import gc, sys, tracemalloc
+from pathlib import Path
+from statekit.migrate.plan import PackedSources, build_plan
+from statekit.migrate.undo_facts import PackedModes, path_modes
+state = Path(sys.argv[1])
+plan = build_plan(state, {}, full=False)
+modes = path_modes(state, [s.rel for s in plan.sources])
+gc.collect()
+tracemalloc.start()
+packed, packed_modes = PackedSources(plan.sources), PackedModes(modes)
+del plan, modes
+gc.collect()
+held = tracemalloc.get_traced_memory()[0]
+tracemalloc.stop()
+print(len(packed), len(packed_modes), held, sum(len(rel) + 1 for rel in packed_modes))
+"""
+
+
+def test_the_packed_plan_and_modes_hold_their_paths_and_under_64_bytes_a_file(tmp_path: Path) -> None:
+    """Packed, 1,000 glanced transcripts and their modes hold each path's characters twice (one text per buffer)
+    and under 64 bytes a file more (the arrays: size, mtime, shape, where each path ends, the mode); before, a
+    planned file was ~320 bytes and a mode entry ~120 beside it, every path a string object of its own."""
+    state = install(tmp_path, 1000)
+    for path in state.rglob("*.jsonl"):
+        path.chmod(0o644)
+    out = subprocess.run([sys.executable, "-c", PACKED, str(state)], capture_output=True, text=True, check=True).stdout
+    sources, modes, held, path_chars = map(int, out.split())
+    assert sources == 1000 and modes >= 1000
+    assert (held - 2 * path_chars) / 1000 < 64, f"{held / 1000:.0f} bytes a file, {path_chars / 1000:.0f} of them path"
+
+
+def test_packed_modes_are_the_modes_in_sorted_order() -> None:
+    from statekit.migrate.undo_facts import PackedModes
+
+    modes = {"b/ü.jsonl": 0o644, "a": 0o755, "a/b": 0o700, "c d/e": 0o640, "z": 0o7777}
+    packed = PackedModes(modes)
+    assert list(packed) == sorted(modes) and packed.to_dict() == modes and list(packed.to_dict()) == sorted(modes)
+    assert all(packed[name] == mode for name, mode in modes.items()) and len(packed) == 5
+    with pytest.raises(KeyError):
+        packed["a/"]
+    assert PackedModes({}).to_dict() == {} and list(PackedModes({})) == []
