@@ -214,18 +214,6 @@ def _joined_pieces(opening: bytes, items: Iterable[bytes], closing: bytes) -> It
     yield closing
 
 
-def _handing_out(plan: Plan, packed: PackedSources | None) -> Iterator[PlannedSource]:
-    """The planned sources in order, each let go of once handled (the plan of 100,000 files is not held to the end):
-    ``plan.sources``, or what ``packed`` kept of them while the pre-migration backup ran (made one at a time)."""
-    if packed is not None:
-        yield from packed
-        return
-    pending = plan.sources[::-1]
-    plan.sources = []
-    while pending:
-        yield pending.pop()
-
-
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -278,9 +266,10 @@ class Migration:
         databases_before = existing_databases(self.state_dir)
         modes_before = PackedModes(path_modes(self.state_dir, [s.rel for s in plan.sources] + config_rels(plan, self.state_dir)))
         import_bytes = sum(p.size or 0 for p in plan.sources if p.needs_import)
-        packed: PackedSources | None = None
+        # The plan out of the small-object pages the backup and the imports fill (a session index parsed whole beside it)
+        packed = PackedSources(plan.sources)
+        plan.sources = []
         if self.options.backup:
-            packed, plan.sources = PackedSources(plan.sources), []  # the plan out of the small-object pages the backup fills
             release_free_heap()  # what planning freed (an index parsed whole), before the backup's own peak
         backup_result = self._backup() if self.options.backup else None
         checkpoint("migrate-backup-done")
@@ -296,7 +285,8 @@ class Migration:
         self.receipts = load_receipts(self.global_conn)
         self.config = plan_config(plan)
         start_phase(self.progress, "migrate", import_bytes, "bytes")
-        handing_out, packed = _handing_out(plan, packed), None  # the generator alone holds what is left to hand out
+        handing_out = packed.hand_out()  # each made when handed out, in plan order; the iterator alone holds the rest
+        del packed
         try:
             self._converge_interrupted_retirements()
             for planned in handing_out:

@@ -134,11 +134,19 @@ class PackedSources:
         return len(self._shape)
 
     def __iter__(self) -> Iterator[PlannedSource]:
+        return self._sources(let_go=False)
+
+    def hand_out(self) -> Iterator[PlannedSource]:
+        """The sources in order, each source kept as an object let go of once handed out (a rerun's planned sources
+        each carry a receipt: 100,000 of them are not held to the end)."""
+        return self._sources(let_go=True)
+
+    def _sources(self, let_go: bool) -> Iterator[PlannedSource]:
         start = 0
         for index, shape in enumerate(self._shape):
             end = self._ends[index]
             if shape < 0:
-                yield self._others[index]
+                yield self._others.pop(index) if let_go else self._others[index]
             else:
                 like = self._templates[shape]
                 yield PlannedSource(kind=like.kind, rel=self._text[start:end], agent_id=like.agent_id, size=self._sizes[index],

@@ -248,6 +248,7 @@ def test_packed_sources_give_back_every_planned_source_field_for_field(tmp_path:
         assert len(packed) == len(plan.sources) > 50
         assert [_every_field(s) for s in packed] == [_every_field(s) for s in plan.sources]
         assert [_every_field(s) for s in packed] == [_every_field(s) for s in plan.sources]  # iterating again: the same
+        assert [_every_field(s) for s in packed.hand_out()] == [_every_field(s) for s in plan.sources]  # as migrate takes them
 
 
 PACKED = """
