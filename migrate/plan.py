@@ -95,9 +95,10 @@ class PlannedSource:
 
 
 class PackedSources:
-    """Planned sources held in flat buffers while the pre-migration backup runs (``Migration.run``): ~70 bytes a
-    source instead of ~320 (the record, its path, size and mtime), and none of them in the allocator's small-object
-    pages, which the backup's own records then reuse (at 100,000 files the plan sat under the backup's peak).
+    """Planned sources held in flat buffers while a run's pre-migration backup and imports go on (``Migration.run``):
+    ~70 bytes a source instead of ~320 (the record, its path, size and mtime), and none of them in the allocator's
+    small-object pages, which the backup's records and a session index parsed whole then reuse (at 100,000 files
+    the plan sat under both peaks).
 
     A source the plan made from a glance or a plain file look (no hash, count, key, receipt, reason, warning or
     details yet) keeps only its path, size and mtime, beside the first source of the same kind, agent, tables,
