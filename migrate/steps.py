@@ -144,6 +144,11 @@ def _refused_step(rel: str, rewrite: ConfigRewrite) -> dict[str, Any]:
     }
 
 
+def _receipt_mtime_ms(st: os.stat_result) -> int:
+    """The mtime a config receipt's key records (statekit's own identity rule, as receipts always recorded it)."""
+    return st.st_mtime_ns // 1_000_000
+
+
 def _unfinished_rename(state_dir: Path, config: Path, resolved: ResolvedStateDir, env: Any) -> tuple[Path, Path] | None:
     """A legacy-named config a killed run left beside the ``openclaw.json`` it wrote (killed after the new file, before
     the old name was removed): ``(the legacy file, its retired copy)`` when its own ``completed`` receipt proves it —
@@ -162,7 +167,7 @@ def _unfinished_rename(state_dir: Path, config: Path, resolved: ResolvedStateDir
         except OSError:
             continue
         sha = sha256_bytes(old)
-        key = source_key(CONFIG_KIND, name, (), sha, len(old), st.st_mtime_ns // 1_000_000, None)
+        key = source_key(CONFIG_KIND, name, (), sha, len(old), _receipt_mtime_ms(st), None)
         try:
             with read_only_view(global_db_path(state_dir)) as conn:
                 row = conn.execute("SELECT report_json FROM migration_sources WHERE source_key = ? AND status = ?",
@@ -319,7 +324,7 @@ def apply_config_step(step: dict[str, Any], state_dir: Path, run_id: str, report
     # 1. the receipt, before anything changes: a run killed after it leaves the same file (same bytes, same mtime: the
     #    same key) still to rewrite, and the rerun does the step again under that receipt, or finds it done. (Written
     #    after the new file, a kill in between lost it: the rerun found the config rewritten, with nothing to record.)
-    retired, made = _record_config_receipt(state_dir, run_id, rel, target, data, new_bytes, st.st_mtime_ns // 1_000_000, changes, report)
+    retired, made = _record_config_receipt(state_dir, run_id, rel, target, data, new_bytes, _receipt_mtime_ms(st), changes, report)
     # 2. byte-exact copy of the old file in the run's retired folder (kept as it is when a killed run made it)
     if not made:
         ensure_private_dir(retired.parent)
