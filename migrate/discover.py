@@ -97,7 +97,6 @@ def is_utf8(rel: str) -> bool:
     return True
 
 
-
 def _file_type(mode: int) -> str:
     if stat.S_ISREG(mode):
         return "file"

@@ -170,15 +170,12 @@ def _unfinished_rename(state_dir: Path, config: Path, resolved: ResolvedStateDir
         key = source_key(CONFIG_KIND, name, (), sha, len(old), _receipt_mtime_ms(st), None)
         try:
             with read_only_view(global_db_path(state_dir)) as conn:
-                row = conn.execute("SELECT report_json FROM migration_sources WHERE source_key = ? AND status = ?",
-                                   (key, ReceiptStatus.COMPLETED)).fetchone()
-                report = json.loads(row[0]) if row and row[0] else None
-                if (not isinstance(report, dict) or report.get("written_path") != CONFIG_NAME
-                        or report.get("written_sha256") != sha256_file(config, follow_symlinks=False)):
-                    continue
-                copy = _earlier_copy(conn, state_dir, statekit_dir(state_dir) / "migrated", key, sha)
-        except (OSError, SQLiteError, ValueError, RecursionError):
+                report = _completed_report(conn, key)
+            written = report is not None and report.get("written_path") == CONFIG_NAME \
+                and report.get("written_sha256") == sha256_file(config, follow_symlinks=False)
+        except (OSError, SQLiteError):
             continue
+        copy = _earlier_copy(report, state_dir, statekit_dir(state_dir) / "migrated", sha) if written else None
         if copy is not None:
             return legacy, copy
     return None
@@ -375,7 +372,7 @@ def _record_config_receipt(
         sha = sha256_bytes(old)
         key = source_key(CONFIG_KIND, rel, (), sha, len(old), mtime_ms, None)
         with immediate(conn):
-            earlier = _earlier_copy(conn, state_dir, migrated_dir(state_dir, run_id).parent, key, sha)
+            earlier = _earlier_copy(_completed_report(conn, key), state_dir, migrated_dir(state_dir, run_id).parent, sha)
             retired, made = (earlier, True) if earlier is not None else (retired, False)
             write_receipts(conn, [receipt_row(
                 key=key, rel=rel, target_tables=(), sha256=sha, size=len(old), record_count=None, run_id=run_id,
@@ -394,14 +391,20 @@ def _record_config_receipt(
     return retired, made
 
 
-def _earlier_copy(conn: Connection, state_dir: Path, migrated: Path, key: str, sha: str) -> Path | None:
-    """The retired copy the ``completed`` receipt ``key`` names, when it holds the bytes ``sha`` (a run killed in the
-    step after its receipt made it; killed before: None), under ``migrated`` (``.statekit/migrated``), not a link."""
+def _completed_report(conn: Connection, key: str) -> dict[str, Any] | None:
+    """The report of the ``completed`` receipt ``key`` (None: no such receipt, or a report that is not a JSON object)."""
     row = conn.execute("SELECT report_json FROM migration_sources WHERE source_key = ? AND status = ?", (key, ReceiptStatus.COMPLETED)).fetchone()
     try:
-        kept = json.loads(row[0]).get("retired_to") if row and row[0] else None
-    except (ValueError, RecursionError, AttributeError):
+        report = json.loads(row[0]) if row and row[0] else None
+    except (ValueError, RecursionError):
         return None
+    return report if isinstance(report, dict) else None
+
+
+def _earlier_copy(report: dict[str, Any] | None, state_dir: Path, migrated: Path, sha: str) -> Path | None:
+    """The retired copy a ``completed`` receipt's ``report`` names, when it holds the bytes ``sha`` (a run killed in the
+    step after its receipt made it; killed before: None), under ``migrated`` (``.statekit/migrated``), not a link."""
+    kept = report.get("retired_to") if report is not None else None
     parts = PurePosixPath(kept).parts if isinstance(kept, str) else ()
     copy = state_dir.joinpath(*parts)
     if ".." in parts or copy == migrated or not copy.is_relative_to(migrated):

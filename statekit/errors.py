@@ -322,7 +322,6 @@ def display_path(text: str) -> str:
     return "".join(out)
 
 
-
 class ValueRangeError(StatekitError):
     """A value no SQLite column can hold (an integer beyond 64 bits): the source is refused, named, left in place."""
 
