@@ -606,7 +606,7 @@ class DatabaseWriter:
             if len(rows) == 1:
                 self.conn.execute(sql, rows[0])
             else:
-                self.conn.executemany(sql, rows)
+                self.conn.cursor().insert_rows(sql, rows)
         except OverflowError:
             raise ValueRangeError(int64_overflow_message(table, list(columns), rows)) from None
 

@@ -37,6 +37,7 @@ What the rest of the code relies on, kept as it was under ``sqlite3``:
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import os
 import re
 import shutil
@@ -275,6 +276,26 @@ class Cursor(apsw.Cursor):
         self._rowcount = total if self._dml else -1
         return self
 
+    def insert_rows(self, statements: str, rows: Sequence[Any]) -> None:
+        """Run one INSERT/UPDATE/DELETE for every binding set in ``rows``, with no row count (``rowcount`` unset).
+
+        The first row runs as :meth:`execute` runs it (the text checked on its first run); the rest in
+        apsw's own loop, with no Python call per row, under the budget of one statement per row.
+        """
+        if not rows:
+            return
+        self.execute(statements, rows[0])
+        if len(rows) == 1:
+            return
+        conn = self.connection
+        if isinstance(conn, Connection):
+            conn.reset_budget(statements=len(rows) - 1)
+        try:
+            super().executemany(statements, itertools.islice(rows, 1, None))
+        except apsw.InterruptError as exc:
+            raise self._budget_exceeded(exc) from None
+        self._rowcount = -1
+
     def executescript(self, statements: str) -> Cursor:
         """Run every statement of ``statements`` (results are discarded)."""
         conn = self.connection
@@ -366,9 +387,12 @@ class Connection(apsw.Connection):
         self._steps_left -= PROGRESS_INTERVAL
         return self._steps_left < 0  # True interrupts the statement
 
-    def reset_budget(self, unbounded: bool = False) -> None:
-        """A new statement, or a row handed back: the statement's budget starts again (``unbounded``: see the budget's doc)."""
-        self._steps_left = 1 << 62 if unbounded else self.step_budget
+    def reset_budget(self, unbounded: bool = False, statements: int = 1) -> None:
+        """A new statement, or a row handed back: the statement's budget starts again (``unbounded``: see the budget's doc).
+
+        ``statements``: that many runs of one statement in one call (:meth:`Cursor.insert_rows`), a budget each.
+        """
+        self._steps_left = 1 << 62 if unbounded else self.step_budget * statements
 
     @property
     def budget_exhausted(self) -> bool:
