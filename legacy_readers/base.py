@@ -32,13 +32,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO, ClassVar, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, cast
 
 from statekit.db import Connection
 from statekit.documents import load_schema, parse_json5_document
 from statekit.errors import SchemaError, SourceError
 from statekit.layout import DEFAULT_AGENT_ID, is_valid_agent_id, normalize_agent_id
 from statekit.states import ReaderAction
+
+if TYPE_CHECKING:
+    from statekit.legacy_readers.transcript_worker import TranscriptWorker
 
 ACTIONS: tuple[str, ...] = tuple(action.value for action in ReaderAction)
 
@@ -209,6 +212,7 @@ class ImportContext(ReadContext):
         planned_hashes: Mapping[str, str] | None = None,
         receipts: ReceiptLookup | None = None,
         earlier_import: Mapping[str, Any] | None = None,
+        parse_worker: TranscriptWorker | None = None,
     ) -> None:
         from statekit.legacy_readers.writer import Writer
 
@@ -221,6 +225,7 @@ class ImportContext(ReadContext):
         self.writer = Writer(global_db, agent_db_factory)
         self._run_cache = {} if run_cache is None else run_cache
         self._receipts = receipts if receipts is not None else _receipts_of(global_db)
+        self.parse_worker = parse_worker  # the run's parse process, for a source large enough to use it (transcript_worker)
 
     def run_cached(self, key: Any, compute: Callable[[], Any]) -> Any:
         """A value computed once per migrate run (facts earlier sources of the run settled, read once)."""

@@ -19,12 +19,14 @@ The file is streamed line by line; memory does not grow with its size.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import itertools
 import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from statekit.values import file_mtime_ms, js_json, ms
 from statekit.legacy_readers.base import ImportContext, Inspection, ReadContext, Reader, Source, WriteResult
@@ -140,19 +142,16 @@ def session_events_merge(db: DatabaseWriter, ctx: ImportContext, session_id: str
     return EventMerge()
 
 
-class TranscriptRows:
-    """Batched ``transcript_events`` + ``transcript_event_identities`` rows for one session.
+class EventRows:
+    """The ``transcript_events`` + ``transcript_event_identities`` rows of one session, built a batch at a time.
 
     One identity row per event with a non-empty string ``id``; a message
     ``idempotencyKey`` seen twice is kept on the first message only (the
-    column is unique per session), with a notice naming the line.
+    column is unique per session), with a notice naming the line. No database
+    here: the parse process (``transcript_worker``) builds the same rows.
     """
 
-    EVENT_COLUMNS = ("session_id", "seq", "event_json", "created_at")
-    IDENTITY_COLUMNS = ("session_id", "event_id", "seq", "event_type", "parent_id", "message_idempotency_key", "created_at")
-
-    def __init__(self, db: DatabaseWriter, session_id: str, rel: str, notices: list[str]) -> None:
-        self.db = db
+    def __init__(self, session_id: str, rel: str, notices: list[str], batch_lines: int = BATCH, batch_bytes: int = BATCH_BYTES) -> None:
         self.session_id = session_id
         self.rel = rel
         self.notices = notices
@@ -160,8 +159,11 @@ class TranscriptRows:
         self.identities: list[tuple[Any, ...]] = []
         self.seen_keys: set[str] = set()
         self.pending_bytes = 0
+        self.batch_lines = batch_lines
+        self.batch_bytes = batch_bytes
 
-    def add(self, number: int, seq: int, text: str, event: dict[str, Any], event_ms: int) -> None:
+    def add(self, number: int, seq: int, text: str, event: dict[str, Any], event_ms: int) -> bool:
+        """Add one event's rows; True when the batch is full (:meth:`take` it)."""
         self.events.append((self.session_id, seq, text, event_ms))
         self.pending_bytes += len(text)
         event_id = event.get("id")
@@ -179,23 +181,47 @@ class TranscriptRows:
             self.identities.append(
                 (self.session_id, event_id, seq, event.get("type"), parent if isinstance(parent, str) else None, key, event_ms)
             )
-        if len(self.events) >= BATCH or self.pending_bytes >= BATCH_BYTES:
+        return len(self.events) >= self.batch_lines or self.pending_bytes >= self.batch_bytes
+
+    def take(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """The rows added since the last take (event rows, identity rows)."""
+        taken = (self.events, self.identities)
+        self.events, self.identities, self.pending_bytes = [], [], 0
+        return taken
+
+
+EVENT_COLUMNS = ("session_id", "seq", "event_json", "created_at")
+IDENTITY_COLUMNS = ("session_id", "event_id", "seq", "event_type", "parent_id", "message_idempotency_key", "created_at")
+
+
+def write_event_rows(db: DatabaseWriter, session_id: str, events: list[tuple[Any, ...]], identities: list[tuple[Any, ...]]) -> None:
+    """Insert one batch of a session's event and identity rows (:class:`EventRows`)."""
+    owner = {"session_id": session_id}
+    if events:
+        db.insert_many("transcript_events", EVENT_COLUMNS, events, owner=owner, plain=True)
+    if identities:
+        db.insert_many(
+            "transcript_event_identities", IDENTITY_COLUMNS, identities, owner=owner, plain=True,
+            conflict="(session_id, event_id) DO UPDATE SET seq = excluded.seq, event_type = excluded.event_type,"
+            " parent_id = excluded.parent_id,"
+            " message_idempotency_key = excluded.message_idempotency_key, created_at = excluded.created_at",
+        )
+
+
+class TranscriptRows(EventRows):
+    """:class:`EventRows` written to ``db`` whenever a batch is full, and at :meth:`flush`."""
+
+    def __init__(self, db: DatabaseWriter, session_id: str, rel: str, notices: list[str]) -> None:
+        super().__init__(session_id, rel, notices)
+        self.db = db
+
+    def add(self, number: int, seq: int, text: str, event: dict[str, Any], event_ms: int) -> bool:
+        if super().add(number, seq, text, event, event_ms):
             self.flush()
+        return False
 
     def flush(self) -> None:
-        self.pending_bytes = 0
-        owner = {"session_id": self.session_id}
-        if self.events:
-            self.db.insert_many("transcript_events", self.EVENT_COLUMNS, self.events, owner=owner, plain=True)
-            self.events.clear()
-        if self.identities:
-            self.db.insert_many(
-                "transcript_event_identities", self.IDENTITY_COLUMNS, self.identities, owner=owner, plain=True,
-                conflict="(session_id, event_id) DO UPDATE SET seq = excluded.seq, event_type = excluded.event_type,"
-                " parent_id = excluded.parent_id,"
-                " message_idempotency_key = excluded.message_idempotency_key, created_at = excluded.created_at",
-            )
-            self.identities.clear()
+        write_event_rows(self.db, self.session_id, *self.take())
 
 
 def event_time_ms(value: Any) -> int | None:
@@ -405,6 +431,99 @@ def _header_info(source: Source, first: dict[str, Any] | None) -> tuple[str, int
     return from_name, CURRENT_VERSION, None, notices
 
 
+@dataclass
+class TranscriptHead:
+    """What a transcript's first line says: the session, its header version, the header's time (ms) if any."""
+
+    session_id: str
+    version: int
+    header_ms: int | None
+
+
+@dataclass
+class TranscriptTail:
+    """What the whole pass found: the events added, the notices, and where the readable prefix ended."""
+
+    added: int
+    notices: list[str]
+    prefix_warning: str | None = None
+    torn: int | None = None
+    unreadable_line: int | None = None
+    lines_not_imported: int = 0
+
+
+class TranscriptPass:
+    """One transcript read, parsed and turned into rows, a batch at a time (no database).
+
+    ``head`` is known once the first line is parsed (a file with no event, or a header
+    with a bad id, raises :class:`SourceError` here); :meth:`batches` yields the event and
+    identity rows in file order and then sets ``tail``. The apply loop runs it in this
+    process, or a parse process (``transcript_worker``) runs it and sends the batches.
+    """
+
+    def __init__(self, source: Source, handle: BinaryIO, abs_path: str, fallback_ms: int,
+                 batch_lines: int = BATCH, batch_bytes: int = BATCH_BYTES, first_batch_lines: int | None = None) -> None:
+        self.rel = source.rel
+        self.scan = _Scan(source, handle)
+        self._events = self.scan.events()
+        first = next(self._events, None)
+        if first is None:
+            raise SourceError(source.rel, "transcript is empty")
+        self._first = first
+        session_id, version, header, self.notices = _header_info(source, first[2])
+        self._header = header
+        self.v1_prefix = v1_id_prefix(abs_path, session_id) if version < 2 else None
+        self.head = TranscriptHead(session_id, version, event_time_ms(header.get("timestamp")) if header else None)
+        self.fallback_ms = fallback_ms
+        self.batch_lines, self.batch_bytes = batch_lines, batch_bytes
+        self.first_batch_lines = first_batch_lines or batch_lines  # batches grow from it (4x) to batch_lines
+        self.tail: TranscriptTail | None = None
+
+    def batches(self, merge: EventMerge) -> Iterator[tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]]:
+        """The rows, a batch at a time; ``merge`` leaves out the events a session already has (:class:`EventMerge`)."""
+        head, header = self.head, self._header
+        rows = EventRows(head.session_id, self.rel, self.notices, self.first_batch_lines, self.batch_bytes)
+        rows.seen_keys |= merge.keys
+        previous_ms = head.header_ms or self.fallback_ms
+        seq = merge.first_seq
+        upgrade = TranscriptReader._upgrade
+        for number, line, event in itertools.chain((self._first,), self._events):
+            if merge.known(line, event):
+                continue
+            changed = False
+            if head.version < CURRENT_VERSION:
+                changed = upgrade(event, seq, header is not None and seq == 0, head.version, self.v1_prefix, header is not None)
+            event_ms = event_time_ms(event.get("timestamp")) or previous_ms
+            previous_ms = event_ms
+            if rows.add(number, seq, js_json(event) if changed else line.decode("utf-8"), event, event_ms):
+                yield rows.take()
+                rows.batch_lines = min(rows.batch_lines * 4, self.batch_lines)
+            seq += 1
+        if rows.events or rows.identities:
+            yield rows.take()
+        added = seq - merge.first_seq  # the events this file added
+        scan = self.scan
+        self.tail = TranscriptTail(
+            added, self.notices, scan.prefix_warning(added, planned=False), scan.torn,
+            scan.unreadable[0] if scan.unreadable else None, (1 + scan.rest) if scan.unreadable else 0,
+        )
+
+
+class TranscriptRun(Protocol):
+    """A transcript's pass as the reader's ``write`` uses it: run here (:class:`TranscriptPass`) or by a parse process."""
+
+    head: TranscriptHead
+    tail: TranscriptTail | None
+
+    def batches(self, merge: EventMerge) -> Iterator[tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]]: ...
+
+
+@contextlib.contextmanager
+def local_pass(source: Source, handle: BinaryIO, fallback_ms: int) -> Iterator[TranscriptPass]:
+    """A :class:`TranscriptPass` run in this process (the same context shape as a parse process's)."""
+    yield TranscriptPass(source, handle, os.path.abspath(source.path), fallback_ms)
+
+
 class TranscriptReader(Reader):
     kind = "transcript-jsonl"
     family = "sessions"
@@ -482,49 +601,22 @@ class TranscriptReader(Reader):
             raise SourceError(source.rel, "cannot tell which agent owns this transcript")
         db = ctx.writer.agent(agent_id)
         fallback_ms = file_mtime_ms(source, ctx.now_ms)  # Math.floor(mtimeMs), as OpenClaw reads it
-        scan = _Scan(source, handle)
-        events = scan.events()
-        first_item = next(events, None)
-        if first_item is None:
-            raise SourceError(source.rel, "transcript is empty")
-        session_id, version, header, notices = _header_info(source, first_item[2])
-        v1_prefix = v1_id_prefix(os.path.abspath(source.path), session_id) if version < 2 else None
-        header_ms = event_time_ms(header.get("timestamp")) if header else None
-
-        ensure_session_row(db, ctx, agent_id, session_id, header_ms or fallback_ms, fallback_ms)
-        merge = session_events_merge(db, ctx, session_id)  # replaces what this session owns, or merges (a file that came back)
-
-        rows = TranscriptRows(db, session_id, source.rel, notices)
-        rows.seen_keys |= merge.keys
-        previous_ms = header_ms or fallback_ms
-        seq = merge.first_seq
-        last_ms = previous_ms
-
-        def all_events() -> Iterator[tuple[int, bytes, dict[str, Any]]]:
-            yield first_item
-            yield from events
-
-        for number, line, event in all_events():
-            if merge.known(line, event):
-                continue
-            changed = False
-            if version < CURRENT_VERSION:
-                changed = self._upgrade(event, seq, header is not None and seq == 0, version, v1_prefix, header is not None)
-            event_ms = event_time_ms(event.get("timestamp")) or previous_ms
-            previous_ms = event_ms
-            last_ms = max(last_ms, event_ms)
-            rows.add(number, seq, js_json(event) if changed else line.decode("utf-8"), event, event_ms)
-            seq += 1
-        rows.flush()
-        seq -= merge.first_seq  # the events this file added
-        result = WriteResult(records=seq, notices=notices)
-        prefix = scan.prefix_warning(seq, planned=False)
-        if prefix:
-            result.warnings.append(prefix)
-        merge.report(source.rel, seq, result)
+        worker = None if ctx.merging else ctx.parse_worker  # a second process parses a large file (not a merge)
+        with worker.transcript(source, handle, fallback_ms) if worker is not None else local_pass(source, handle, fallback_ms) as run:
+            head = run.head
+            ensure_session_row(db, ctx, agent_id, head.session_id, head.header_ms or fallback_ms, fallback_ms)
+            merge = session_events_merge(db, ctx, head.session_id)  # replaces what this session owns, or merges (a file that came back)
+            for events, identities in run.batches(merge):
+                write_event_rows(db, head.session_id, events, identities)
+            tail = run.tail
+            assert tail is not None  # set once the batches are through
+        result = WriteResult(records=tail.added, notices=tail.notices)
+        if tail.prefix_warning:
+            result.warnings.append(tail.prefix_warning)
+        merge.report(source.rel, tail.added, result)
         result.report.update({
-            "session_id": session_id, "header_version": version, "events": seq, "torn_line": scan.torn,
-            "unreadable_line": scan.unreadable[0] if scan.unreadable else None, "lines_not_imported": (1 + scan.rest) if scan.unreadable else 0,
+            "session_id": head.session_id, "header_version": head.version, "events": tail.added, "torn_line": tail.torn,
+            "unreadable_line": tail.unreadable_line, "lines_not_imported": tail.lines_not_imported,
         })
         return result
 
@@ -568,4 +660,4 @@ class TranscriptReader(Reader):
         return changed
 
 
-__all__ = ["EventMerge", "TranscriptReader", "TranscriptRows", "session_events_merge", "ensure_session_row", "event_time_ms", "v1_entry_id", "v1_id_prefix", "iter_lines"]
+__all__ = ["EventMerge", "TranscriptReader", "TranscriptRows", "session_events_merge", "ensure_session_row", "event_time_ms", "v1_entry_id", "v1_id_prefix", "iter_lines", "local_pass"]

@@ -40,6 +40,8 @@ from statekit.legacy_readers.base import (
     read_config,
 )
 from statekit.legacy_readers.writer import forget_schema_facts, tables_of, unguarded
+from statekit.legacy_readers.transcript_worker import OFFLOAD_BYTES, ParseWorkerLost, TranscriptWorker
+from statekit.legacy_readers.transcripts import TranscriptReader
 from statekit.migrate.plan import PackedSources, Plan, PlannedSource, build_plan, check_state_dir, ensure_not_schema_error, finish_glanced, plan_source
 from statekit.migrate.discover import FileEntry
 from statekit.migrate.outcomes import OutcomeLog, SourceOutcome
@@ -240,6 +242,8 @@ class Migration:
         self._dir_modes: dict[str, dict[str, int]] = {}  # parent directory -> its modes and its parents' (parent_modes)
         self._batch: _Batch | None = None  # small sources written, not yet committed (_import_batched)
         self.retirements: RetireBatch[tuple[str, dict[str, Any]]] = RetireBatch(state_dir, self._mark_retired, self.report.warnings)
+        # Large transcripts are parsed in a second process while this one writes (transcript_worker); one core: here
+        self.parse_worker = TranscriptWorker() if (os.cpu_count() or 1) > 1 else None
 
     # -- databases ----------------------------------------------------------
 
@@ -251,6 +255,8 @@ class Migration:
         return conn
 
     def close(self) -> None:
+        if self.parse_worker is not None:
+            self.parse_worker.close()
         for conn in self.agent_conns.values():
             conn.close()
         self.agent_conns.clear()
@@ -266,6 +272,8 @@ class Migration:
         databases_before = existing_databases(self.state_dir)
         modes_before = PackedModes(path_modes(self.state_dir, [s.rel for s in plan.sources] + config_rels(plan, self.state_dir)))
         import_bytes = sum(p.size or 0 for p in plan.sources if p.needs_import)
+        if self.parse_worker is not None and any(_offloaded(p) for p in plan.sources):
+            self.parse_worker.start()  # its start-up (an interpreter, the readers) beside the backup, not before a file
         # The plan out of the small-object pages the backup and the imports fill (a session index parsed whole beside it)
         packed = PackedSources(plan.sources)
         plan.sources = []
@@ -451,6 +459,7 @@ class Migration:
             planned_hashes={**planned.reopened, **({planned.rel: planned.sha256} if planned.sha256 else {})},
             receipts=self._receipt_lookup(),
             earlier_import=earlier.report if earlier is not None else None,
+            parse_worker=self.parse_worker if self.parse_worker is not None and planned.size >= OFFLOAD_BYTES else None,
         )
 
     def _write_opened(self, planned: PlannedSource, source: Source, raw: BinaryIO, ctx: ImportContext, *,
@@ -752,6 +761,11 @@ class Migration:
         }
 
 
+def _offloaded(planned: PlannedSource) -> bool:
+    """A transcript the run's parse process will parse (``transcript_worker``: large, to import; a merge aside)."""
+    return planned.kind == TranscriptReader.kind and planned.needs_import and planned.size >= OFFLOAD_BYTES
+
+
 def _relative_posix(path: Path, root: Path) -> str:
     """``layout.relative_posix`` without building paths, for a path under ``root`` (a retired copy under the state dir)."""
     text, prefix = os.fspath(path), os.fspath(root).rstrip(os.sep) + os.sep
@@ -946,6 +960,8 @@ def environmental(exc: BaseException) -> bool:
     ``SQLITE_LOCKED``); exhausted resources (``EMFILE``, ``ENFILE``, ``ENOMEM``, ``SQLITE_NOMEM``).
     """
     exc = root_error(exc)
+    if isinstance(exc, ParseWorkerLost):  # killed or out of memory: the file was not the problem
+        return True
     if isinstance(exc, NotADatabaseFile):  # a directory or link at a database path: named by database_failure
         return True
     if isinstance(exc, SQLiteError):
@@ -1026,7 +1042,8 @@ def database_failure(state_dir: Path, exc: SQLiteError) -> str:
 def machine_failure(state_dir: Path, exc: OSError) -> str:
     """One line for an OS error of the machine (full disk, too many open files, no memory) that stopped the run."""
     where = f" at {exc.filename}" if exc.filename else ""
-    return (f"{state_dir}: migration stopped{where}: {os_cause(exc)} run statekit migrate again; sources imported before it"
+    cause = f"{exc.strerror}:" if isinstance(exc, ParseWorkerLost) else os_cause(exc)
+    return (f"{state_dir}: migration stopped{where}: {cause} run statekit migrate again; sources imported before it"
             " are committed with their receipts, the others are still in place and are retried")
 
 
