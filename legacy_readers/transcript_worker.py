@@ -24,9 +24,11 @@ inherited clean-up (``os._exit``). Frames, both ways: one kind byte, an 8-byte l
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import errno
 import fcntl
+import gc
 import json
 import os
 import pickle
@@ -174,6 +176,7 @@ def _fork_child() -> _Child:
     if pid == 0:  # the child
         code = 1
         try:
+            gc.freeze()  # the inherited objects: never scanned here, so their pages stay shared (no copy on write)
             os.setsid()
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -323,8 +326,7 @@ class _Offloaded:
             if kind == _ERROR:
                 path, problem, line, json_path = value
                 raise SourceError(path, problem, line=line, json_path=json_path)
-            name, text = value
-            raise RuntimeError(f"{name}: {text}" if text else name)
+            raise _as_raised_here(*value)
         return kind, value
 
     def _frame(self) -> tuple[int, bytes] | None:
@@ -374,6 +376,16 @@ class _Offloaded:
                 del self.outgoing[:os.write(self.to_child, self.outgoing)]
         finally:
             os.set_blocking(self.to_child, False)
+
+
+def _as_raised_here(name: str, text: str) -> Exception:
+    """The child's unexpected exception as this process would have raised it (a built-in type keeps its type, so
+    a ``RecursionError`` is still "input too deeply nested"); anything else a ``RuntimeError`` naming it."""
+    found = getattr(builtins, name, None)
+    if isinstance(found, type) and issubclass(found, Exception):
+        with contextlib.suppress(Exception):
+            return found(text)
+    return RuntimeError(f"{name}: {text}" if text else name)
 
 
 @contextlib.contextmanager

@@ -205,3 +205,10 @@ def test_serve_replies_head_rows_tail_then_an_error_and_drains_to_the_next_job(t
     assert kinds[first:first + 2] == [w._HEAD, w._ERROR]
     assert replies[first + 1][1] == ("agents/main/sessions/a0000001.jsonl", "expected a JSON object", 5, None)
     assert kinds[first + 2] == w._HEAD and kinds[-1] == w._TAIL and replies[-1][1].added == 41
+
+
+def test_an_unexpected_error_in_the_child_keeps_its_type() -> None:
+    assert isinstance(transcript_worker._as_raised_here("RecursionError", "maximum recursion depth exceeded"), RecursionError)
+    assert isinstance(transcript_worker._as_raised_here("MemoryError", ""), MemoryError)
+    other = transcript_worker._as_raised_here("SomethingOdd", "what")
+    assert type(other) is RuntimeError and str(other) == "SomethingOdd: what"
