@@ -142,6 +142,17 @@ def migrated_dump(name: str) -> dict[str, Any]:
     return outcome
 
 
+def assert_same_as_golden(world: str, expected: dict[str, Any]) -> None:
+    """Migrate ``world`` and compare it with its recorded dump: every table's rows, the status, outcomes, warnings, retired bytes."""
+    want, got = expected[world], migrated_dump(world)
+    changed = sorted(t for t in set(want["tables"]) | set(got["tables"]) if want["tables"].get(t) != got["tables"].get(t))
+    assert changed == [], f"tables whose rows changed: {changed}"
+    assert got["status"] == want["status"]
+    assert got["sources"] == want["sources"]
+    assert got["warnings"] == want["warnings"]
+    assert got["retired"] == want["retired"]
+
+
 def main() -> int:
     if "--write" not in sys.argv:
         print(__doc__)
