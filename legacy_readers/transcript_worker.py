@@ -1,4 +1,4 @@
-"""A second process that parses large transcripts while this one writes their rows (issue 16: both cores).
+"""A second process that parses large transcripts while this one writes their rows: both cores in use.
 
 SQLite has one writer, and Python threads share one core (every row bound is a hand-off of the GIL),
 so the parse runs in a child process. For one transcript:

@@ -40,6 +40,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("statekit.backup.archive", "tarfile.open(fileobj="): "a stream over an archive already open",
     ("statekit.output", "os.open(os.devnull"): "the null device, to silence a closed stdout",
     ("statekit.output", "open(os.devnull"): "the null device, to silence a closed stdout",
+    ("statekit.legacy_readers.transcript_worker", "os.open(os.devnull"): "the null device, the forked parse process's stderr",
     ("statekit.schema", "resources.files(__name__)"): "statekit's own package data (the plan schema)",
 }
 
