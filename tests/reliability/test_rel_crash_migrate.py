@@ -15,8 +15,9 @@ staging or partial file left, no ``failed`` run and none left ``running``
 (the killed run is closed as interrupted).
 
 CI runs a sample on ``fixtures/demo-install`` (three agents, a malformed
-transcript among good sources); ``-m slow`` walks every kill point of that
-world and a stratified sample of ``fixtures/every-family``.
+transcript among good sources), and a second sample with every transcript parsed
+by the forked parse process (``legacy_readers/transcript_worker.py``); ``-m slow``
+walks every kill point of that world and a stratified sample of ``fixtures/every-family``.
 """
 
 from __future__ import annotations
@@ -24,16 +25,21 @@ from __future__ import annotations
 import random
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import rel_harness as h
+import statekit.legacy_readers.transcript_worker as transcript_worker
+import statekit.migrate.apply as apply
 from statekit.backup import verify_archive
 
 CI_NAMED = 24
 CI_DELAYS = 10
 SLOW_EVERY_FAMILY_NAMED = 80
 SLOW_DELAYS = 30
+PARSE_PROCESS_NAMED = 10
+PARSE_PROCESS_DELAYS = 4
 
 
 World = h.MigrateWorld
@@ -242,6 +248,32 @@ def _walk(world: World, points: list[int], delays: list[float], group: str) -> l
         if problems:
             failures.append(f"delay {delay:.3f}s: " + " | ".join(problems))
     return failures
+
+
+def test_kills_while_the_parse_process_parses_converge(tmp_path_factory: pytest.TempPathFactory,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every transcript of the demo install parsed by the forked parse process (threshold 0, inherited by the forked
+    CLI): a kill at a sample of checkpoints (mid-file ones among them) or after a random delay still converges."""
+    monkeypatch.setattr(apply, "OFFLOAD_BYTES", 0)
+    base = tmp_path_factory.mktemp("crash-parse-process")
+    forks = base / "forks.txt"
+    fork = transcript_worker._fork_child
+
+    def noted() -> Any:  # each forked CLI notes the parse processes it forks
+        child = fork()
+        with forks.open("a", encoding="utf-8") as out:
+            out.write(f"{child.pid}\n")
+        return child
+
+    monkeypatch.setattr(transcript_worker, "_fork_child", noted)
+    world = build_world(base, "demo-install")
+    assert forks.read_text(encoding="utf-8").split(), "the reference run forked no parse process"
+    rng = random.Random(h.SEED + 3)
+    points = sorted(set(h.named_sample(world.names, PARSE_PROCESS_NAMED, rng))
+                    | {k for k, name in enumerate(world.names, 1) if name == "before-commit"})
+    delays = [rng.uniform(0.01, 0.95) * world.elapsed for _ in range(PARSE_PROCESS_DELAYS)]
+    failures = _walk(world, points, delays, "migrate-parse-process")
+    assert not failures, "\n".join(failures)
 
 
 @pytest.mark.slow
