@@ -228,9 +228,11 @@ class TranscriptWorker:
         self._started()
 
     def _started(self) -> _Child | None:
-        if self._child is not None and self._child.alive():
-            return self._child
-        self.kill()
+        if self._child is not None:
+            if self._child.alive():
+                return self._child
+            _close_pipes(self._child)  # it ended between files and ``alive`` reaped it: its pid is no longer ours to signal
+            self._child = None
         if self._unavailable:
             return None
         try:
@@ -256,10 +258,14 @@ class TranscriptWorker:
             _reap(child)
 
 
-def _reap(child: _Child) -> None:
+def _close_pipes(child: _Child) -> None:
     for fd in (child.to_child, child.from_child):
         with contextlib.suppress(OSError):
             os.close(fd)
+
+
+def _reap(child: _Child) -> None:
+    _close_pipes(child)
     with contextlib.suppress(ChildProcessError):
         os.waitpid(child.pid, 0)
 

@@ -207,3 +207,29 @@ def test_an_unexpected_error_in_the_child_keeps_its_type() -> None:
     assert isinstance(transcript_worker._as_raised_here("MemoryError", ""), MemoryError)
     other = transcript_worker._as_raised_here("SomethingOdd", "what")
     assert type(other) is RuntimeError and str(other) == "SomethingOdd: what"
+
+
+def test_a_child_that_ended_between_files_is_replaced_and_its_pid_never_signalled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from statekit.fsutil import HashingReader
+    from statekit.legacy_readers.base import Source
+
+    state = make_state(tmp_path, {"agents/main/sessions/a0000001.jsonl": _transcript("a0000001", 50)})
+    worker = transcript_worker.TranscriptWorker()
+    worker.start()
+    first = worker._child
+    assert first is not None
+    os.kill(first.pid, signal.SIGKILL)
+    os.waitpid(first.pid, 0)  # ended and reaped between two files: its pid may now be anyone's
+    assert not first.alive()
+    signalled: list[int] = []
+    real_kill = os.kill
+    monkeypatch.setattr(transcript_worker.os, "kill", lambda pid, sig: (signalled.append(pid), real_kill(pid, sig)))
+    source = Source(state, "agents/main/sessions/a0000001.jsonl", "main")
+    try:
+        with open(source.path, "rb") as raw, worker.transcript(source, HashingReader(raw), 0) as run:  # type: ignore[arg-type]
+            events = [row for batch in run.batches(transcripts.EventMerge()) for row in batch[0]]
+        assert len(events) == 51
+        assert worker._child is not None and worker._child.pid != first.pid
+        assert first.pid not in signalled
+    finally:
+        worker.close()
