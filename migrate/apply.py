@@ -273,7 +273,7 @@ class Migration:
         modes_before = PackedModes(path_modes(self.state_dir, [s.rel for s in plan.sources] + config_rels(plan, self.state_dir)))
         import_bytes = sum(p.size or 0 for p in plan.sources if p.needs_import)
         if self.parse_worker is not None and any(_offloaded(p) for p in plan.sources):
-            self.parse_worker.start()  # its start-up (an interpreter, the readers) beside the backup, not before a file
+            self.parse_worker.start()  # forked now, while this process is small and before its files and backup are open
         # The plan out of the small-object pages the backup and the imports fill (a session index parsed whole beside it)
         packed = PackedSources(plan.sources)
         plan.sources = []
@@ -459,7 +459,7 @@ class Migration:
             planned_hashes={**planned.reopened, **({planned.rel: planned.sha256} if planned.sha256 else {})},
             receipts=self._receipt_lookup(),
             earlier_import=earlier.report if earlier is not None else None,
-            parse_worker=self.parse_worker if self.parse_worker is not None and planned.size >= OFFLOAD_BYTES else None,
+            parse_worker=self.parse_worker if _offloaded(planned) else None,
         )
 
     def _write_opened(self, planned: PlannedSource, source: Source, raw: BinaryIO, ctx: ImportContext, *,
