@@ -305,6 +305,62 @@ def _first_fast_decode(line: bytes) -> Any:
 _fast_decode: Callable[[bytes], Any] = _first_fast_decode  # msgspec's decoder once loaded: one, reused for every line
 
 
+# A line this long goes to the full parse whatever it holds: it could hold an integer past Python's
+# 4,300-digit conversion limit (an error for the full parse, a value the shape decoder only skips).
+SHAPE_MAX_BYTES = 4096
+
+
+def _first_shape_decode(line: bytes) -> Any:
+    """Build the shape decoder on its first use (msgspec is imported only when a transcript line is parsed)."""
+    global _shape_decode
+    import msgspec
+
+    # The fields the transcript-event schema constrains, typed as :func:`conforms` checks them (``message``
+    # an object of any content, decoded as an empty struct); every other field checked as JSON and skipped.
+    shape = msgspec.defstruct("EventShape", [
+        ("type", str),
+        ("id", str | None, None),
+        ("parentId", str | None, None),
+        ("timestamp", str | int | float | None, None),
+        ("version", int | None, None),
+        ("message", msgspec.defstruct("AnyObject", []) | None, None),
+    ])
+    _shape_decode = msgspec.json.Decoder(shape).decode
+    return _shape_decode(line)
+
+
+_shape_decode: Callable[[bytes], Any] = _first_shape_decode
+
+
+def _shape(line: bytes) -> Any:
+    # One frame between the caller and the decoder, as parse_line is between _Scan._event and its decoder:
+    # msgspec stops at the recursion limit, so both decoders must meet it at the same nesting depth.
+    return _shape_decode(line)
+
+
+def surely_conforms(line: bytes) -> bool:
+    """True only when :func:`parse_line` surely gives a dict :func:`conforms` accepts, without building it.
+
+    For the plan's full check, which counts events and keeps none: one msgspec decode into the fields
+    the schema constrains (the rest of the line checked as JSON and skipped; of duplicate keys the last
+    one wins, as in the full parse). What the shape decoder does not check goes to the full parse:
+    invalid UTF-8 inside a skipped string, lines long enough to hold a huge integer. False says
+    nothing: the caller parses the line fully, which accepts it or names the problem.
+    ``tests/readers/test_transcript_shape.py`` checks that the two agree.
+    """
+    if len(line) > SHAPE_MAX_BYTES:
+        return False
+    if not line.isascii():
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    try:
+        return bool(_shape(line).type)
+    except Exception:  # not JSON, not an object, a field of another type, too deep: the full parse decides
+        return False
+
+
 def parse_line(line: bytes, rel: str, number: int) -> Any:
     """One transcript line, as :func:`statekit.documents.parse_json_line` parses it, about twice as fast.
 
@@ -376,19 +432,35 @@ class _Scan:
 
     def events(self) -> Iterator[tuple[int, bytes, dict[str, Any]]]:
         for number, line, had_newline in self.lines:
-            try:
-                event = parse_line(line, self.source.rel, number)
-            except SourceError as exc:
-                self.unreadable = (number, exc.problem)
-                self.rest = sum(1 for _ in self.lines)
-                if self.rest == 0 and not had_newline:
-                    self.torn = number
+            event = self._event(number, line, had_newline)
+            if event is None:
                 return
-            if not isinstance(event, dict):
-                raise SourceError(self.source.rel, "expected a JSON object", line=number)
-            if not conforms(event):
-                validate(event, "transcript-event", self.source.rel, line=number)
             yield number, line, event
+
+    def count(self) -> int:
+        """How many events :meth:`events` would still yield, with the same errors and prefix, building none that surely conforms."""
+        counted = 0
+        for number, line, had_newline in self.lines:
+            if not surely_conforms(line) and self._event(number, line, had_newline) is None:
+                break
+            counted += 1
+        return counted
+
+    def _event(self, number: int, line: bytes, had_newline: bool) -> dict[str, Any] | None:
+        """The event on this line; None where the readable prefix ends (the rest counted); SourceError for a bad event."""
+        try:
+            event = parse_line(line, self.source.rel, number)
+        except SourceError as exc:
+            self.unreadable = (number, exc.problem)
+            self.rest = sum(1 for _ in self.lines)
+            if self.rest == 0 and not had_newline:
+                self.torn = number
+            return None
+        if not isinstance(event, dict):
+            raise SourceError(self.source.rel, "expected a JSON object", line=number)
+        if not conforms(event):
+            validate(event, "transcript-event", self.source.rel, line=number)
+        return event
 
     def require_readable(self) -> None:
         """For files that must be read whole (a torn last line aside): an unreadable line fails the file."""
@@ -539,14 +611,11 @@ class TranscriptReader(Reader):
 
     def inspect(self, source: Source, handle: BinaryIO, ctx: ReadContext | None = None) -> Inspection:
         scan = _Scan(source, handle)
-        count = 0
-        first: dict[str, Any] | None = None
-        for _number, _line, event in scan.events():
-            if count == 0:
-                first = event
-            count += 1
-        if count == 0:
+        header = next(scan.events(), None)  # the first event parsed in full (the header); the rest only counted
+        if header is None:
             raise SourceError(source.rel, "transcript is empty")
+        first = header[2]
+        count = 1 + scan.count()
         session_id, version, _header, notices = _header_info(source, first)
         warnings = list(notices)
         prefix = scan.prefix_warning(count, planned=True)
