@@ -172,7 +172,8 @@ def _claim_index(directory: str) -> tuple[re.Pattern[str], tuple[Reader, ...]] |
     """The patterns that can match a file in ``directory`` in one expression, one named group per reader (plan order).
 
     An alternation tries its branches in order, so the group that matches is the first reader (in
-    plan order) with a pattern matching the whole path: what trying each reader in turn finds. None
+    plan order) with a pattern matching the whole path and no exclude pattern matching it (a negative
+    lookahead at the start of its branch): what trying each reader's ``claims`` in turn finds. None
     when no pattern can match there.
     """
     parts = tuple(directory.split("/")) if directory else ()
@@ -181,7 +182,8 @@ def _claim_index(directory: str) -> tuple[re.Pattern[str], tuple[Reader, ...]] |
     for index, reader in enumerate(readers):
         fitting = [pattern_regex(p) for p in reader.patterns if could_match_in(p, parts)]
         if fitting:
-            branches.append(f"(?P<r{index}>{'|'.join(fitting)})")
+            excluded = f"(?!(?:{'|'.join(pattern_regex(p) for p in reader.exclude)})$)" if reader.exclude else ""
+            branches.append(f"(?P<r{index}>{excluded}(?:{'|'.join(fitting)}))")
     if not branches:
         return None
     return re.compile("^(?:" + "|".join(branches) + ")$"), readers
@@ -194,15 +196,7 @@ def reader_for(rel: str) -> Reader | None:
         return None
     index, readers = known
     found = index.match(rel)
-    if found is None:
-        return None
-    first = int((found.lastgroup or "r0")[1:])
-    if not readers[first].exclude or readers[first].claims(rel):
-        return readers[first]
-    for reader in readers[first + 1:]:  # the first match excludes this path: the readers after it, one by one
-        if reader.claims(rel):
-            return reader
-    return None
+    return None if found is None else readers[int((found.lastgroup or "r0")[1:])]
 
 
 def by_kind(kind: str) -> Reader:
