@@ -385,12 +385,19 @@ class HashingReader:
 
     Readers use it like a file: ``read``, ``readline`` and line iteration.
     :meth:`finish` drains the rest so the digest always covers the whole file.
+
+    A ``read`` that returns fewer bytes than asked (or one of everything) has reached the end:
+    a buffered regular file returns short only there. Later reads and :meth:`finish` then read
+    nothing more (no system call per file for an end already seen), so the digest covers exactly
+    the bytes handed out: bytes appended after that end make the file differ from its digest
+    (the import's and retirement's checks see a changed file) instead of being hashed unread.
     """
 
     def __init__(self, handle: BinaryIO) -> None:
         self._handle = handle
         self._digest = hashlib.sha256()
         self.size = 0
+        self._ended = False
 
     def _take(self, data: bytes) -> bytes:
         self._digest.update(data)
@@ -398,7 +405,12 @@ class HashingReader:
         return data
 
     def read(self, n: int = -1) -> bytes:
-        return self._take(self._handle.read(n))
+        if self._ended:
+            return b""
+        data = self._handle.read(n)
+        if n is None or n < 0 or len(data) < n:
+            self._ended = True
+        return self._take(data)
 
     def readline(self, limit: int = -1) -> bytes:
         return self._take(self._handle.readline(limit))
@@ -408,6 +420,6 @@ class HashingReader:
             yield self._take(line)
 
     def finish(self) -> str:
-        for block in iter(lambda: self._handle.read(CHUNK), b""):
-            self._take(block)
+        while not self._ended:
+            self.read(CHUNK)
         return self._digest.hexdigest()

@@ -6,6 +6,8 @@ Each test fails on 308a7ed (the primitive did not exist, or followed the link / 
 from __future__ import annotations
 
 import errno
+import hashlib
+import io
 import os
 import stat
 from pathlib import Path
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from statekit.fsutil import (
+    HashingReader,
     UnsafePathError,
     atomic_write_bytes,
     create_file,
@@ -159,3 +162,44 @@ def test_under_root_new_entries_get_their_directorys_owner(tmp_path: Path) -> No
     for path in (home / "f", home / "d", home / "d" / "g", home / "d" / "e", home / "d" / "e" / "f"):
         st = os.lstat(path)
         assert (st.st_uid, st.st_gid) == (1000, 1000), path
+
+
+class CountingReads:
+    """A file object that counts the reads that reach it."""
+
+    def __init__(self, data: bytes) -> None:
+        self.stream = io.BytesIO(data)
+        self.reads = 0
+
+    def read(self, n: int = -1) -> bytes:
+        self.reads += 1
+        return self.stream.read(n)
+
+
+def test_hashing_reader_reads_no_further_once_it_saw_the_end() -> None:
+    """A short read is the end: later reads and finish() issue no read (one system call less per small file)."""
+    data = b"x" * 5000
+    counting = CountingReads(data)
+    reader = HashingReader(counting)  # type: ignore[arg-type]
+    assert reader.read(1 << 20) == data
+    assert reader.read(1 << 20) == b""
+    assert reader.finish() == hashlib.sha256(data).hexdigest() and reader.size == 5000
+    assert counting.reads == 1
+    drained = CountingReads(data)  # a reader that stopped early: finish() drains the rest into the digest
+    partial = HashingReader(drained)  # type: ignore[arg-type]
+    assert partial.read(100) == data[:100]
+    assert partial.finish() == hashlib.sha256(data).hexdigest() and partial.size == 5000
+
+
+def test_bytes_appended_after_the_end_was_read_are_not_hashed(tmp_path: Path) -> None:
+    """The digest covers the bytes handed out: a file that grew after its end was read no longer matches it."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b'{"a":1}\n')
+    with open_regular_file(path) as raw:
+        reader = HashingReader(raw)
+        assert reader.read(1 << 20) == b'{"a":1}\n'
+        with path.open("ab") as writer:
+            writer.write(b'{"b":2}\n')
+        digest = reader.finish()
+    assert digest == hashlib.sha256(b'{"a":1}\n').hexdigest() and reader.size == 8
+    assert digest != hashlib.sha256(path.read_bytes()).hexdigest()
