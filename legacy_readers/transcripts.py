@@ -376,14 +376,18 @@ def parse_line(line: bytes, rel: str, number: int) -> Any:
         return parse_json_line(line, rel, number)
 
 
-def _raw_lines(handle: BinaryIO) -> Iterator[tuple[bytes, bool]]:
-    """(line without its ``\n``, had_newline) for every line, read in 1 MiB blocks (one hash update per block)."""
+def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
+    """Yield (1-based line number, stripped bytes, had_newline) for every non-blank line.
+
+    Read in 1 MiB blocks (one hash update per block); a line longer than a block is joined once, when its end comes.
+    """
+    number = 0
     pending: list[bytes] = []
     while True:
         block = handle.read(READ_BLOCK)
         if not block:
             break
-        if b"\n" not in block:  # inside a long line: joined once, when its end comes
+        if b"\n" not in block:  # inside a long line
             pending.append(block)
             continue
         parts = block.split(b"\n")
@@ -392,24 +396,27 @@ def _raw_lines(handle: BinaryIO) -> Iterator[tuple[bytes, bool]]:
             parts[0] = b"".join(pending)
             pending = []
         tail = parts.pop()
-        for part in parts:
-            yield part, True
         if tail:
             pending.append(tail)
+        if number == 0:
+            parts[0] = _without_bom(parts[0])
+        for part in parts:
+            number += 1
+            line = part.strip()
+            if line:
+                yield number, line, True
     if pending:
-        yield b"".join(pending), False
-
-
-def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
-    """Yield (1-based line number, stripped bytes, had_newline) for every non-blank line."""
-    number = 0
-    for raw, had_newline in _raw_lines(handle):
-        number += 1
-        line = raw.strip()
-        if number == 1 and line.startswith(b"\xef\xbb\xbf"):
-            line = line[3:].strip()
+        line = b"".join(pending).strip()
+        if number == 0:
+            line = _without_bom(line)
         if line:
-            yield number, line, had_newline
+            yield number + 1, line, False
+
+
+def _without_bom(line: bytes) -> bytes:
+    """The first line without a UTF-8 byte order mark (and the blanks after it)."""
+    stripped = line.strip()
+    return stripped[3:].strip() if stripped.startswith(b"\xef\xbb\xbf") else line
 
 
 class _Scan:
