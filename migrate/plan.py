@@ -521,6 +521,8 @@ def _agent_conflicts(sources: list[PlannedSource], databases: list[PlannedDataba
     blocked = {
         d.rel: d for d in databases if d.status != "ok"
     }
+    if not blocked:  # the common case: no database refuses a source
+        return
     for source in sources:
         if not source.needs_import:
             continue
