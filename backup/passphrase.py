@@ -47,6 +47,24 @@ class WrongPassphrase(VerificationError):
     """The passphrase does not open the wrapped key: a wrong passphrase, or a damaged key (scrypt cannot tell)."""
 
 
+class KeyTooCostly(VerificationError):
+    """rage refused to try the passphrase: the key's scrypt work factor is above what it accepts on this machine now.
+
+    rage (str4d/rage#38) bounds the work factor it will run on decrypt by a calibration of the
+    machine's speed at that moment (about 16x its own encryption target), so a key wrapped on an idle
+    machine can be refused on a busy or slower one. Not a wrong passphrase: said apart from one.
+    """
+
+
+_EXCESSIVE_WORK = "Excessive work parameter"  # rage's DecryptError text for a work factor above its bound
+
+
+def _estimate(message: str) -> str:
+    """rage's own estimate of the decryption time in its message (" around N seconds"), or ""."""
+    found = re.search(r"around\W*(\d+)\W*seconds", message)
+    return f" about {found.group(1)} s of work" if found else " too much work"
+
+
 @dataclass(frozen=True)
 class Passphrase:
     """A passphrase read from a file; ``repr`` and ``str`` never show it."""
@@ -109,7 +127,11 @@ def unwrap_identity(data: bytes, passphrase: Passphrase, archive_name: str, wher
         raise VerificationError(f"{where}: not a wrapped age key (no age header)")
     try:
         plain = bytes(pyrage.passphrase.decrypt(data, passphrase.value))
-    except pyrage.DecryptError:
+    except pyrage.DecryptError as exc:
+        if _EXCESSIVE_WORK in str(exc):
+            raise KeyTooCostly(f"{where}: the passphrase was not tried: the key's scrypt work factor 2^{work_factor(data)} is more "
+                               f"than rage accepts on this machine now (it estimates{_estimate(str(exc))}); it calibrates to "
+                               "the machine's speed at the moment, so run again when the machine is idle, or on a faster one") from None
         raise WrongPassphrase(f"{where}: the passphrase from {passphrase.source} does not open this archive's key "
                               "(a wrong passphrase, or a damaged key file)") from None
     try:

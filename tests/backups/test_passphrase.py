@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -352,3 +353,24 @@ def test_a_work_factor_below_ages_is_noted_with_what_it_costs(made):
     note = weak.weak_work_note()
     assert note is not None and "2^17" in note and "2x cheaper" in note
     assert PassphraseRecipients(work_factors=[AGE_WORK_FACTOR, AGE_WORK_FACTOR + 1]).weak_work_note() is None
+
+
+def test_a_key_above_rages_work_bound_is_not_called_a_wrong_passphrase(made, tmp_path, capsys):
+    """rage refuses a work factor it estimates as too costly on this machine *now* (str4d/rage#38): say so, exit 5.
+
+    The stanza's work factor raised to 2^30 (rage checks it before any scrypt work or MAC): the one line names
+    the key, the work factor and what to do, never "does not open" or the passphrase; nothing is restored.
+    """
+    archive = copy_pair(made["archives"][0], tmp_path / "costly")
+    key = key_path(archive)
+    data = key.read_bytes()
+    found = re.search(rb"-> scrypt (\S+) (\d+)", data)
+    assert found is not None
+    key.write_bytes(data.replace(found.group(0), b"-> scrypt " + found.group(1) + b" 30", 1))
+    code, stdout, err = run(capsys, "backup", "verify", archive, "--passphrase-file", made["pw"])
+    assert code == 5 and stdout == "" and len(err.strip().splitlines()) == 1, err
+    assert str(key) in err and "2^30" in err and "not tried" in err and "idle" in err
+    assert "does not open" not in err and made["value"] not in err and "Traceback" not in err
+    target = tmp_path / "never"
+    code, _stdout, err = run(capsys, "backup", "restore", archive, "--passphrase-file", made["pw"], "--target", target, "--yes")
+    assert code == 5 and "not tried" in err and not target.exists()
