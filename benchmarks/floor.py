@@ -62,35 +62,51 @@ def identity(session: str, seq: int, event: object) -> tuple[object, ...] | None
 
 
 def insert_schema(state: Path, db: Path) -> None:
+    conn = open_schema_db(db)
+    for path in transcripts(state):
+        write_schema_rows(conn, *schema_rows(path))
+    conn.close()
+
+
+def open_schema_db(db: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA cache_size = -65536")  # 64 MiB, as statekit gives a big source: the random event ids thrash 2 MiB
     conn.executescript(AGENT_SCHEMA.read_text(encoding="utf-8"))
-    for path in transcripts(state):
-        session = path.stem
-        events = []
-        identities = []
-        seen_keys: set[object] = set()
-        with open(path, "rb") as handle:
-            for seq, line in enumerate(handle):
-                text = line.decode("utf-8").rstrip("\n")
-                row = identity(session, seq, json.loads(text))
-                events.append((session, seq, text, 0))
-                if row is not None:
-                    if row[5] is not None and row[5] in seen_keys:  # the key is unique per session
-                        row = row[:5] + (None, 0)
-                    seen_keys.add(row[5])
-                    identities.append(row)
-        conn.execute("BEGIN")
-        conn.execute("INSERT INTO sessions (session_id, session_key, created_at, updated_at) VALUES (?, ?, 0, 0)",
-                     (session, f"agent:bench:{session}"))
-        conn.executemany("INSERT INTO transcript_events VALUES (?, ?, ?, ?)", events)
-        conn.executemany("INSERT INTO transcript_event_identities VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, event_id)"
-                         " DO UPDATE SET seq = excluded.seq", identities)  # random ids repeat in a big session: the later wins
-        conn.execute("COMMIT")
-    conn.close()
+    return conn
+
+
+def schema_rows(path: Path) -> tuple[str, list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """(session, event rows, identity rows) of one transcript: each line read, decoded and parsed."""
+    session = path.stem
+    events = []
+    identities = []
+    seen_keys: set[object] = set()
+    with open(path, "rb") as handle:
+        for seq, line in enumerate(handle):
+            text = line.decode("utf-8").rstrip("\n")
+            row = identity(session, seq, json.loads(text))
+            events.append((session, seq, text, 0))
+            if row is not None:
+                if row[5] is not None and row[5] in seen_keys:  # the key is unique per session
+                    row = row[:5] + (None, 0)
+                seen_keys.add(row[5])
+                identities.append(row)
+    return session, events, identities
+
+
+def write_schema_rows(conn: sqlite3.Connection, session: str, events: list[tuple[object, ...]],
+                      identities: list[tuple[object, ...]]) -> None:
+    """One transcript's rows in one transaction: its session, its events, its identities."""
+    conn.execute("BEGIN")
+    conn.execute("INSERT INTO sessions (session_id, session_key, created_at, updated_at) VALUES (?, ?, 0, 0)",
+                 (session, f"agent:bench:{session}"))
+    conn.executemany("INSERT INTO transcript_events VALUES (?, ?, ?, ?)", events)
+    conn.executemany("INSERT INTO transcript_event_identities VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, event_id)"
+                     " DO UPDATE SET seq = excluded.seq", identities)  # random ids repeat in a big session: the later wins
+    conn.execute("COMMIT")
 
 
 def parse(state: Path) -> None:
