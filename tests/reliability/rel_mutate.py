@@ -12,7 +12,8 @@ import codecs
 import json
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 Mutator = Callable[[bytes, random.Random], "bytes | None"]
@@ -367,3 +368,13 @@ def mutators_for(data: bytes) -> list[Mutator]:
 
 def name_of(mutator: Mutator | str) -> str:
     return mutator if isinstance(mutator, str) else mutator.__name__
+
+
+def jsonl_mutants(paths: list[Path], rng: random.Random) -> Iterator[bytes]:
+    """Each file's bytes under every JSONL mutator and every JSON mutator applied per line (where one applies)."""
+    for path in paths:
+        data = path.read_bytes()
+        for mutator in JSONL_MUTATORS + [jsonl_line_mutator(m) for m in JSON_MUTATORS]:
+            mutated = mutator(data, rng)
+            if mutated is not None:
+                yield mutated
