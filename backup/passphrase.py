@@ -60,7 +60,7 @@ _EXCESSIVE_WORK = "Excessive work parameter"  # rage's DecryptError text for a w
 
 
 def _estimate(message: str) -> str:
-    """rage's own estimate of the decryption time in its message (" around N seconds"), or ""."""
+    """rage's own estimate of the decryption time, from its message (" around N seconds"), for ours."""
     found = re.search(r"around\W*(\d+)\W*seconds", message)
     return f" about {found.group(1)} s of work" if found else " too much work"
 
