@@ -10,6 +10,11 @@
 # is printed after the first phase's; the exit status is non-zero if any run failed.
 set -eu
 cd "$(dirname "$0")/.."
+# The suite starts statekit in thousands of child processes: each one reads cached bytecode (under build/,
+# outside the source tree) instead of compiling every module again, even where the shell says not to write it.
+PYTHONPYCACHEPREFIX="$(pwd)/build/pycache"
+PYTHONDONTWRITEBYTECODE=
+export PYTHONPYCACHEPREFIX PYTHONDONTWRITEBYTECODE
 .venv/bin/python scripts/source_tree.py >/dev/null
 (cd build/source-tree && ../../.venv/bin/lint-imports ../../pyproject.toml)
 .venv/bin/mypy
