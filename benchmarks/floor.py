@@ -101,12 +101,18 @@ def write_schema_rows(conn: sqlite3.Connection, session: str, events: list[tuple
                       identities: list[tuple[object, ...]]) -> None:
     """One transcript's rows in one transaction: its session, its events, its identities."""
     conn.execute("BEGIN")
+    insert_schema_rows(conn, session, events, identities)
+    conn.execute("COMMIT")
+
+
+def insert_schema_rows(conn: sqlite3.Connection, session: str, events: list[tuple[object, ...]],
+                       identities: list[tuple[object, ...]]) -> None:
+    """One transcript's rows, in the transaction the caller holds."""
     conn.execute("INSERT INTO sessions (session_id, session_key, created_at, updated_at) VALUES (?, ?, 0, 0)",
                  (session, f"agent:bench:{session}"))
     conn.executemany("INSERT INTO transcript_events VALUES (?, ?, ?, ?)", events)
     conn.executemany("INSERT INTO transcript_event_identities VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, event_id)"
                      " DO UPDATE SET seq = excluded.seq", identities)  # random ids repeat in a big session: the later wins
-    conn.execute("COMMIT")
 
 
 def parse(state: Path) -> None:
