@@ -34,7 +34,7 @@ from statekit.documents import parse_json_line, validate
 from statekit.legacy_readers.writer import DatabaseWriter, Json
 from statekit.legacy_readers.session_family import lineage_owners, recovered_key
 from statekit.errors import SourceError
-from statekit.fsutil import iter_lines
+from statekit.fsutil import SMALL_READ, iter_lines
 
 CURRENT_VERSION = 3
 SESSION_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$", re.I)
@@ -376,7 +376,7 @@ def parse_line(line: bytes, rel: str, number: int) -> Any:
         return parse_json_line(line, rel, number)
 
 
-def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
+def _lines(handle: BinaryIO, block_size: int = READ_BLOCK) -> Iterator[tuple[int, bytes, bool]]:
     """Yield (1-based line number, stripped bytes, had_newline) for every non-blank line.
 
     Read in 1 MiB blocks (one hash update per block); a line longer than a block is joined once, when its end comes.
@@ -384,7 +384,7 @@ def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
     number = 0
     pending: list[bytes] = []
     while True:
-        block = handle.read(READ_BLOCK)
+        block = handle.read(block_size)
         if not block:
             break
         if b"\n" not in block:  # inside a long line
@@ -648,7 +648,7 @@ class TranscriptReader(Reader):
         None when the first line does not make a header or a session id: the plan then
         inspects the file fully (and says why it is unreadable).
         """
-        for number, line, _had_newline in _lines(handle):
+        for number, line, _had_newline in _lines(handle, SMALL_READ):  # the first line, not a 1 MiB block
             try:
                 first = parse_line(line, source.rel, number)
                 if not isinstance(first, dict):

@@ -33,6 +33,10 @@ from typing import BinaryIO
 from statekit.errors import StatekitError
 
 CHUNK = 1 << 20
+# A read of n bytes allocates n bytes first; above glibc's mmap threshold (128 KiB) that is an mmap and a munmap per
+# read, which cost a small file more than reading and hashing it. Reads of a small file ask for this much (its size
+# + 1 when that is more): enough for the buffered reader to read into it directly and see the end in two calls.
+SMALL_READ = 64 << 10
 PRIVATE_FILE_MODE = 0o600
 PRIVATE_DIR_MODE = 0o700
 READ_LIMIT = 64 << 20
@@ -172,7 +176,7 @@ def sha256_file(path: Path, *, follow_symlinks: bool = True) -> str:
     """SHA-256 of a regular file (a FIFO or device is refused with OSError, never read; a symlink too, unless
     ``follow_symlinks``); streams in C."""
     with open_regular_file(path, follow_symlinks=follow_symlinks) as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+        return _sha256_rest(handle, os.fstat(handle.fileno()).st_size)
 
 
 def protect_and_hash(path: Path, mode: int, warnings: list[str] | None = None) -> str:
@@ -180,9 +184,27 @@ def protect_and_hash(path: Path, mode: int, warnings: list[str] | None = None) -
     read), its permission bits made ``mode``: what :func:`chmod_best_effort` and :func:`sha256_file` do, with one
     open, and no chmod when the open file's bits are already right."""
     with open_regular_file(path, follow_symlinks=True) as handle:
-        if stat.S_IMODE(os.fstat(handle.fileno()).st_mode) != mode:
+        st = os.fstat(handle.fileno())
+        if stat.S_IMODE(st.st_mode) != mode:
             chmod_best_effort(path, mode, warnings)  # by path, as every chmod of statekit
+        return _sha256_rest(handle, st.st_size)
+
+
+def _sha256_rest(handle: io.BufferedReader, size: int) -> str:
+    """SHA-256 of what is left to read in ``handle``, an open regular file of ``size`` bytes when it was stat'ed.
+
+    A file under ``CHUNK`` is read in one call (``SMALL_READ``, or its size + 1: a short read is its end; one byte
+    more means it grew, and the rest is read too), where ``hashlib.file_digest`` would allocate its 256 KiB
+    buffer for every file.
+    """
+    if size >= CHUNK:
         return hashlib.file_digest(handle, "sha256").hexdigest()
+    data = handle.read(max(size + 1, SMALL_READ))
+    digest = hashlib.sha256(data)
+    if len(data) > size:
+        for block in iter(lambda: handle.read(CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -398,6 +420,15 @@ class HashingReader:
         self._digest = hashlib.sha256()
         self.size = 0
         self._ended = False
+        self._expected = _regular_file_size(handle)
+
+    def _capped(self, n: int) -> int:
+        """``n``, but for a regular file no more than ``SMALL_READ`` or one byte past the end it had when this
+        reader was made (``SMALL_READ``'s comment says why). Past that end (the file grew) reads are not capped;
+        a short read is the end, as before."""
+        if self.size <= self._expected:  # -1 (not a regular file): never
+            return min(n, max(self._expected - self.size + 1, SMALL_READ))
+        return n
 
     def _take(self, data: bytes) -> bytes:
         self._digest.update(data)
@@ -407,6 +438,8 @@ class HashingReader:
     def read(self, n: int = -1) -> bytes:
         if self._ended:
             return b""
+        if n is not None and n > 0:
+            n = self._capped(n)
         data = self._handle.read(n)
         if n is None or n < 0 or len(data) < n:
             self._ended = True
@@ -423,3 +456,12 @@ class HashingReader:
         while not self._ended:
             self.read(CHUNK)
         return self._digest.hexdigest()
+
+
+def _regular_file_size(handle: BinaryIO) -> int:
+    """The size of the regular file open in ``handle``; -1 for anything else (a stream, a pipe, a wrapper)."""
+    try:
+        st = os.fstat(handle.fileno())
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return -1
+    return st.st_size if stat.S_ISREG(st.st_mode) else -1

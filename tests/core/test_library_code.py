@@ -40,11 +40,16 @@ def test_identity_uses_cryptography_and_no_curve_code() -> None:
 
 
 def test_sha256_file_streams_through_hashlib_file_digest(tmp_path: Path) -> None:
+    """A file of CHUNK or more streams through hashlib's own loop; a smaller one is one read (tests/core/test_small_reads.py)."""
     tree = ast.parse(_source("statekit/fsutil.py"))
-    [func] = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "sha256_file"]
-    calls = {ast.unparse(n.func) for n in ast.walk(func) if isinstance(n, ast.Call)}
-    assert "hashlib.file_digest" in calls
-    data = b"statekit\n" * 100_000
+
+    def calls_of(name: str) -> set[str]:
+        [func] = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name]
+        return {ast.unparse(n.func) for n in ast.walk(func) if isinstance(n, ast.Call)}
+
+    assert "_sha256_rest" in calls_of("sha256_file") and "_sha256_rest" in calls_of("protect_and_hash")
+    assert "hashlib.file_digest" in calls_of("_sha256_rest")
+    data = b"statekit\n" * 200_000  # 1.8 MB: the hashlib.file_digest branch
     path = tmp_path / "f"
     path.write_bytes(data)
     assert sha256_file(path) == hashlib.sha256(data).hexdigest()

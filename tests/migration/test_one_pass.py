@@ -228,3 +228,19 @@ def test_a_sqlite_sibling_removed_before_its_import_is_gone_not_failed(tmp_path:
         ("tasks/runs.sqlite", "completed", 1)]
     assert sorted(o.status for o in report.outcomes) == ["gone", "gone", "imported"]
     assert any("runs.sqlite-wal: removed by SQLite before its import" in n for n in report.notices), report.notices
+
+
+def test_the_glance_reads_a_header_line_longer_than_its_first_read(tmp_path: Path) -> None:
+    """The glance asks for ``SMALL_READ`` bytes, not a 1 MiB block: a header longer than that is still read whole
+    (its session id and version found), and the import then gives the receipt a full plan gives."""
+    from statekit.fsutil import SMALL_READ
+
+    header = {"type": "session", "version": 3, "id": "long-header", "timestamp": "2026-01-01T00:00:00Z", "cwd": "x" * (3 * SMALL_READ)}
+    body = transcript("long-header", 3).splitlines()[1:]
+    state = make_state(tmp_path, {"agents/main/sessions/long-header.jsonl": "\n".join([json.dumps(header), *body]) + "\n"})
+    glanced = {s.rel: s for s in build_plan(state, full=False).sources}["agents/main/sessions/long-header.jsonl"]
+    assert glanced.glanced and glanced.action == "import"  # planned from the header (an unreadable one is inspected in full)
+    report = migrate(state, MigrateOptions(backup=False))
+    assert report.exit_code == 0, report.warnings
+    assert rows(agent_db(state), "SELECT count(*) FROM transcript_events WHERE session_id = 'long-header'") == [(4,)]
+    assert rows(global_db(state), "SELECT source_record_count FROM migration_sources WHERE removed_source = 1") == [(4,)]
