@@ -28,18 +28,15 @@ import argparse
 import hashlib
 import json
 import os
-import resource
-import shutil
 import sqlite3
 import statistics
-import subprocess
 import sys
-import tempfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import floor
+from measure import child_cpu, fresh_copies
 
 HERE = Path(__file__).resolve().parent
 BATCH = 64
@@ -156,13 +153,6 @@ def migrate(state: Path) -> None:
     receipts.close()
 
 
-def child_cpu(command: list[str]) -> float:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(command, check=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("state_dir", type=Path)
@@ -174,15 +164,11 @@ def main() -> int:
         return 0
     bulk: list[float] = []
     floors: list[float] = []
-    with tempfile.TemporaryDirectory() as scratch:
-        for round_ in range(args.rounds):
-            copy = Path(scratch) / f"state-{round_}"
-            shutil.copytree(args.state_dir, copy, symlinks=True)
-            measured = [("bulk", [sys.executable, str(Path(__file__).resolve()), str(copy), "--run"]),
-                        ("floor", [sys.executable, str(HERE / "floor.py"), "insert", str(args.state_dir), str(Path(scratch) / f"floor-{round_}.sqlite")])]
-            for name, command in measured[:: 1 if round_ % 2 == 0 else -1]:
-                (bulk if name == "bulk" else floors).append(child_cpu(command))
-            shutil.rmtree(copy)
+    for round_, copy, scratch in fresh_copies(args.state_dir, args.rounds):
+        measured = [("bulk", [sys.executable, str(Path(__file__).resolve()), str(copy), "--run"]),
+                    ("floor", [sys.executable, str(HERE / "floor.py"), "insert", str(args.state_dir), str(scratch / f"floor-{round_}.sqlite")])]
+        for name, command in measured[:: 1 if round_ % 2 == 0 else -1]:
+            (bulk if name == "bulk" else floors).append(child_cpu(command))
     ratios = [b / f for b, f in zip(bulk, floors)]
     print(f"bulk import: CPU {statistics.median(bulk):.2f} s; floor {statistics.median(floors):.2f} s; "
           f"ratio {statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}); "

@@ -81,7 +81,7 @@ def open_schema_db(db: Path) -> sqlite3.Connection:
 def schema_rows(path: Path) -> tuple[str, list[tuple[object, ...]], list[tuple[object, ...]]]:
     """(session, event rows, identity rows) of one transcript: each line read, decoded and parsed."""
     session = path.stem
-    events = []
+    events: list[tuple[object, ...]] = []
     identities = []
     seen_keys: set[object] = set()
     with open(path, "rb") as handle:

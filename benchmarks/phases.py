@@ -24,16 +24,14 @@ import contextlib
 import functools
 import io
 import os
-import resource
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from measure import child_cpu, children_cpu, fresh_copies
 
 HERE = Path(__file__).resolve().parent
 
@@ -104,26 +102,13 @@ def migrate_in_process(state_dir: Path) -> tuple[dict[str, float], float, float]
     from statekit.cli import main
 
     clock = PhaseClock()
-    children = _children_cpu()
+    children = children_cpu()
     started = time.process_time()
     with timed_phases(clock), contextlib.redirect_stdout(io.StringIO()):
         code = main(["migrate", "--state-dir", str(state_dir), "--yes", "--no-backup", "--quiet"])
     if code not in (0, None):
         raise SystemExit(f"statekit migrate exited {code} on {state_dir}")
-    return dict(clock.seconds), time.process_time() - started, _children_cpu() - children
-
-
-def _children_cpu() -> float:
-    """CPU seconds of the waited-for children so far (the run reaps its parse process: transcript_worker)."""
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
-
-
-def floor_cpu(state_dir: Path, db: Path) -> float:
-    """CPU seconds of ``floor.py insert`` in a child process."""
-    before = _children_cpu()
-    subprocess.run([sys.executable, str(HERE / "floor.py"), "insert", str(state_dir), str(db)], check=True)
-    return _children_cpu() - before
+    return dict(clock.seconds), time.process_time() - started, children_cpu() - children
 
 
 def source_files(state_dir: Path) -> int:
@@ -140,17 +125,13 @@ def main() -> int:
     whole: list[float] = []
     parse_process: list[float] = []
     floors: list[float] = []
-    with tempfile.TemporaryDirectory() as scratch:
-        for round_ in range(args.rounds):
-            copy = Path(scratch) / f"state-{round_}"
-            shutil.copytree(args.state_dir, copy, symlinks=True)
-            floors.append(floor_cpu(args.state_dir, Path(scratch) / f"floor-{round_}.sqlite"))
-            seconds, total, child = migrate_in_process(copy)
-            whole.append(total)
-            parse_process.append(child)
-            for label in {label for _owner, _name, label in _phases()}:
-                phases[label].append(seconds.get(label, 0.0))
-            shutil.rmtree(copy)
+    for round_, copy, scratch in fresh_copies(args.state_dir, args.rounds):
+        floors.append(child_cpu([sys.executable, str(HERE / "floor.py"), "insert", str(args.state_dir), str(scratch / f"floor-{round_}.sqlite")]))
+        seconds, total, child = migrate_in_process(copy)
+        whole.append(total)
+        parse_process.append(child)
+        for label in {label for _owner, _name, label in _phases()}:
+            phases[label].append(seconds.get(label, 0.0))
     floor = statistics.median(floors)
     print(f"{files:,} files in the install; floor (floor.py insert) {floor:.2f} s CPU; median of {args.rounds} rounds; load {os.getloadavg()[0]:.2f}")
     print(f"{'phase (self CPU)':<58} {'CPU s':>7} {'x floor':>8} {'us/file':>8}")

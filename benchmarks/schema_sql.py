@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import floor
+from measure import child_cpu
 
 HERE = Path(__file__).resolve().parent
 
@@ -59,12 +58,9 @@ def inserts_batched(state: Path, db: Path) -> tuple[float, float]:
 
 def whole_floor(state: Path, db: Path) -> tuple[float, float]:
     """(CPU s, wall s) of ``floor.py insert`` in a child process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.perf_counter()
-    subprocess.run([sys.executable, str(HERE / "floor.py"), "insert", str(state), str(db)], check=True)
-    wall = time.perf_counter() - wall
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, wall
+    cpu = child_cpu([sys.executable, str(HERE / "floor.py"), "insert", str(state), str(db)])
+    return cpu, time.perf_counter() - wall
 
 
 def main() -> int:
