@@ -193,18 +193,12 @@ def protect_and_hash(path: Path, mode: int, warnings: list[str] | None = None) -
 def _sha256_rest(handle: io.BufferedReader, size: int) -> str:
     """SHA-256 of what is left to read in ``handle``, an open regular file of ``size`` bytes when it was stat'ed.
 
-    A file under ``CHUNK`` is read in one call (``SMALL_READ``, or its size + 1: a short read is its end; one byte
-    more means it grew, and the rest is read too), where ``hashlib.file_digest`` would allocate its 256 KiB
-    buffer for every file.
+    A file under ``CHUNK`` goes through :class:`HashingReader`, whose reads ask a small file for what it holds
+    (``SMALL_READ``), where ``hashlib.file_digest`` would allocate its 256 KiB buffer for every file.
     """
     if size >= CHUNK:
         return hashlib.file_digest(handle, "sha256").hexdigest()
-    data = handle.read(max(size + 1, SMALL_READ))
-    digest = hashlib.sha256(data)
-    if len(data) > size:
-        for block in iter(lambda: handle.read(CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return HashingReader(handle).finish()
 
 
 def sha256_bytes(data: bytes) -> str:
