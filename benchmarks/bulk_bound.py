@@ -31,27 +31,16 @@ import os
 import sqlite3
 import statistics
 import sys
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import floor
 from measure import child_cpu, fresh_copies
+from statekit.fsutil import sha256_file
+from statekit.values import ms
 
 HERE = Path(__file__).resolve().parent
 BATCH = 64
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-ONE_MS = timedelta(milliseconds=1)
-
-
-def event_ms(value: Any, fallback: int) -> int:
-    if isinstance(value, str):
-        try:
-            moment = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
-        except ValueError:
-            return fallback
-        return ((moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)) - EPOCH) // ONE_MS
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else fallback
 
 
 def import_index(conn: sqlite3.Connection, index: Path) -> set[str]:
@@ -86,7 +75,8 @@ def transcript_rows(path: Path, decode: Any) -> tuple[str, int, str, list[tuple[
         event = decode(line)
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             raise ValueError(f"{path}:{seq + 1}: not a transcript event")
-        previous = event_ms(event.get("timestamp"), previous)
+        found = ms(event.get("timestamp"))
+        previous = found if found is not None else previous
         events.append((session, seq, line.decode("utf-8"), previous))
         event_id = event.get("id")
         if isinstance(event_id, str) and event_id:
@@ -138,10 +128,8 @@ def migrate(state: Path) -> None:
             for path, _rel, digest in done:
                 moved = retired / path.name
                 os.rename(path, moved)
-                fd = os.open(moved, os.O_RDONLY | os.O_NOFOLLOW)
-                with os.fdopen(fd, "rb") as handle:
-                    if hashlib.file_digest(handle, "sha256").hexdigest() != digest:
-                        raise RuntimeError(f"{moved}: changed after its import")
+                if sha256_file(moved, follow_symlinks=False) != digest:
+                    raise RuntimeError(f"{moved}: changed after its import")
             for directory in (retired, sessions_dir):
                 fd = os.open(directory, os.O_RDONLY)
                 os.fsync(fd)

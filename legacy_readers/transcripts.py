@@ -379,7 +379,8 @@ def parse_line(line: bytes, rel: str, number: int) -> Any:
 def _lines(handle: BinaryIO, block_size: int = READ_BLOCK) -> Iterator[tuple[int, bytes, bool]]:
     """Yield (1-based line number, stripped bytes, had_newline) for every non-blank line.
 
-    Read in 1 MiB blocks (one hash update per block); a line longer than a block is joined once, when its end comes.
+    Read in blocks of ``block_size`` (1 MiB; one hash update per block); a line longer than a block is joined once,
+    when its end comes.
     """
     number = 0
     pending: list[bytes] = []
