@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from helpers import CORPUS, FIXTURES
+from helpers import FIXTURES, corpus_or_skip
 from statekit.errors import SourceError
 from statekit.legacy_readers import transcripts
 from statekit.legacy_readers.base import Source
@@ -149,13 +149,12 @@ def test_arbitrary_bytes(data: bytes) -> None:
     check_line(b'{"type":"a","x":"' + data + b'"}')
 
 
-def transcript_files() -> list[Path]:
-    roots = [FIXTURES, CORPUS / "public-repos", CORPUS / "generated"]
+def transcript_files(roots: list[Path]) -> list[Path]:
     return sorted(p for root in roots if root.is_dir() for p in root.rglob("*.jsonl"))
 
 
-def test_every_corpus_and_fixture_transcript(monkeypatch: pytest.MonkeyPatch) -> None:
-    files = transcript_files()
+def lines_counted(files: list[Path], monkeypatch: pytest.MonkeyPatch) -> int:
+    """Each file planned both ways (the same outcome) and each line checked alone; the events the plans counted."""
     assert files
     counted = 0
     for path in files:
@@ -164,12 +163,23 @@ def test_every_corpus_and_fixture_transcript(monkeypatch: pytest.MonkeyPatch) ->
         counted += result[1] if result[0] == "ok" else 0
         for line in data.splitlines():
             check_line(line.strip())
-    assert counted > 100
+    return counted
+
+
+def test_every_fixture_transcript(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bundled fixtures alone: what a clone without ../shared runs."""
+    assert lines_counted(transcript_files([FIXTURES]), monkeypatch) > 50
+
+
+def test_every_corpus_and_fixture_transcript(monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = corpus_or_skip()
+    files = transcript_files([FIXTURES, corpus / "public-repos", corpus / "generated"])
+    assert lines_counted(files, monkeypatch) > 100
 
 
 def test_reliability_mutants_of_every_fixture_transcript(monkeypatch: pytest.MonkeyPatch) -> None:
     checked = 0
-    for mutated in rel_mutate.jsonl_mutants(transcript_files()[:40], random.Random(16)):
+    for mutated in rel_mutate.jsonl_mutants(transcript_files([FIXTURES])[:40], random.Random(16)):
         same_plan(mutated, monkeypatch)
         for line in mutated.splitlines()[:200]:
             check_line(line.strip())
